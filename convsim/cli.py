@@ -1,0 +1,167 @@
+"""The ``convsim`` command line (typer + rich). Every command is also a Python function.
+
+Bad input ends with one line on stderr and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .config import ExperimentConfig, apply_overrides, config_from_dict, load_config
+from .errors import ConvsimError
+from .graphfile import list_graphs, load_graph_module
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Simulate conversations as LangGraph graphs and evaluate them.")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def cli_errors(fn):
+    """Turn bad input into one line and exit code 2."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ConvsimError as exc:
+            err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+    return wrapper
+
+
+def _plugin(ref: str):
+    """A function of the analysis layer, found by name (convsim itself never imports it)."""
+    mod_name, _, fn_name = ref.partition(":")
+    try:
+        return getattr(importlib.import_module(mod_name), fn_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConvsimError(f"{ref} is not available: {exc}") from None
+
+
+def _fmt(ci: dict) -> str:
+    if ci.get("mean") is None:
+        return "—"
+    if ci.get("ci_low") is None:
+        return f"{ci['mean']:.3f}"
+    return f"{ci['mean']:.3f} [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]"
+
+
+def print_summary(run_dir: Path, *, max_metrics: int = 8) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    variants = summary["variants"]
+    names: list[str] = []
+    for v in variants.values():
+        for k in v["metrics"]:
+            if k not in names:
+                names.append(k)
+    table = Table(title=f"{run_dir.name}: dialogue metrics, mean [95% bootstrap CI]")
+    table.add_column("variant")
+    table.add_column("n", justify="right")
+    for n in names[:max_metrics]:
+        table.add_column(n, justify="right")
+    for vname, v in variants.items():
+        table.add_row(vname, f"{v['n']}" + (f" ({v['errors']} err)" if v["errors"] else ""),
+                      *[_fmt(v["metrics"].get(n, {})) for n in names[:max_metrics]])
+    console.print(table)
+    if len(names) > max_metrics:
+        console.print(f"{len(names) - max_metrics} more metrics in {run_dir / 'metrics.csv'}")
+
+
+@app.command("list")
+@cli_errors
+def list_cmd() -> None:
+    """List the graph files found in graphs/ and the configs in configs/."""
+    table = Table(title="graphs")
+    table.add_column("name")
+    table.add_column("path")
+    table.add_column("doc")
+    for name, path in list_graphs().items():
+        doc = ""
+        try:
+            doc = (load_graph_module(name, check=False).__doc__ or "").strip().splitlines()[0]
+        except (ConvsimError, IndexError):
+            pass
+        table.add_row(name, str(path), doc)
+    console.print(table)
+    configs = sorted(Path("configs").glob("*.yaml")) if Path("configs").is_dir() else []
+    if configs:
+        console.print("configs: " + ", ".join(str(c) for c in configs))
+
+
+@app.command()
+@cli_errors
+def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a graph file"),
+        sessions: Optional[int] = typer.Option(None, help="sessions per variant"),
+        seed: Optional[int] = typer.Option(None, help="base seed"),
+        model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. crs=ollama:qwen:7b"),
+        set_: list[str] = typer.Option([], "--set", help="param=value (YAML value)"),
+        run_id: Optional[str] = typer.Option(None, help="run id; an existing run resumes"),
+        out: Optional[str] = typer.Option(None, help="runs directory (default runs/)"),
+        concurrency: Optional[int] = typer.Option(None, help="sessions in flight"),
+        trials: Optional[int] = typer.Option(None),
+        checkpoint: bool = typer.Option(False, "--checkpoint", help="keep a SQLite checkpointer"),
+        no_trace: bool = typer.Option(False, "--no-trace", help="do not write state traces"),
+        no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
+        quiet: bool = typer.Option(False, "--quiet", "-q")) -> None:
+    """Run an experiment config, or a graph with its default params."""
+    from .runner import run as run_experiment
+    if target.endswith((".yaml", ".yml")):
+        cfg = load_config(target)
+    else:
+        load_graph_module(target)
+        cfg = config_from_dict({"name": Path(target).stem, "graph": target}, file=target)
+    cfg = apply_overrides(cfg, sessions=sessions, seed=seed, models=model, set_params=set_,
+                          run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
+                          checkpoint=checkpoint or None, trace=False if no_trace else None)
+    run_dir = run_experiment(cfg, show_progress=not quiet, analyze=not no_analysis)
+    if not quiet:
+        print_summary(run_dir)
+        console.print(f"results in {run_dir}")
+
+
+@app.command()
+@cli_errors
+def draw(graph: str, ascii_: bool = typer.Option(False, "--ascii", help="ASCII art instead of Mermaid"),
+         png: Optional[Path] = typer.Option(None, help="also write a PNG (needs an offline renderer)")) -> None:
+    """Print a graph's topology as Mermaid text (offline) or ASCII."""
+    module = load_graph_module(graph)
+    g = module.build(module.Params()).compile().get_graph()
+    if ascii_:
+        try:
+            console.print(g.draw_ascii(), highlight=False)
+        except ImportError as exc:
+            raise ConvsimError(f"ASCII drawing needs grandalf: {exc}") from None
+    else:
+        typer.echo(g.draw_mermaid())
+    if png is not None:
+        _plugin("convsim.drawing:write_png")(g, png)
+
+
+@app.command()
+@cli_errors
+def report(run_dir: Path) -> None:
+    """Rebuild stats, figures and report.html of a run."""
+    if not (run_dir / "results.jsonl").exists():
+        raise ConvsimError("not a run directory (no results.jsonl)", file=run_dir)
+    cfg = load_config(run_dir / "config.yaml")
+    from .runner import run_hooks
+    from .summary import summarise_run
+    summarise_run(run_dir, load_graph_module(cfg.graph), seed=cfg.seed)
+    run_hooks(run_dir, cfg.analysis, warn=lambda m: err_console.print(f"warning: {m}"))
+    console.print(f"report: {run_dir / 'report.html'}")
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

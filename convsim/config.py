@@ -1,0 +1,152 @@
+"""The experiment config: YAML validated by pydantic, overridable from the command line."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import ConvsimError
+from .models import parse_model_spec
+
+ModelValue = str | dict
+
+
+class Variant(BaseModel):
+    """One arm of the experiment: overrides of the base params and models."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, ModelValue] = Field(default_factory=dict)
+
+
+class ExperimentConfig(BaseModel):
+    """An experiment (``configs/*.yaml``); see docs/ENGINE_API.md for every field."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = "experiment"
+    graph: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    sessions: int | None = Field(default=None, ge=1)
+    trials: int = Field(default=1, ge=1)
+    seed: int = 0
+    concurrency: int = Field(default=4, ge=1)
+    embedder: str = "tfidf"
+    models: dict[str, ModelValue] = Field(default_factory=dict)
+    variants: list[Variant] = Field(default_factory=list)
+    trace: bool = True
+    checkpoint: bool = False
+    executor: Literal["async"] = "async"
+    analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])
+    out_dir: str = "runs"
+    run_id: str | None = None
+    fork: dict[str, Any] | None = None  # set by `convsim fork`: where the run forked from
+
+    @field_validator("models")
+    @classmethod
+    def _check_models(cls, v):
+        for role, spec in v.items():
+            parse_model_spec(spec, where=f"models.{role}")
+        return v
+
+    @field_validator("variants")
+    @classmethod
+    def _check_variants(cls, v):
+        names = [x.name for x in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant names must be unique, got {names}")
+        for var in v:
+            for role, spec in var.models.items():
+                parse_model_spec(spec, where=f"variants[{var.name}].models.{role}")
+        return v
+
+    def resolved_variants(self) -> list[Variant]:
+        return self.variants or [Variant(name="default")]
+
+
+def _pydantic_error(exc: ValidationError, file: object) -> ConvsimError:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ())) or None
+    msg = err.get("msg", "invalid value")
+    ctx = err.get("ctx", {}).get("error")
+    if isinstance(ctx, ConvsimError):
+        return ConvsimError(ctx.message, file=file, field=ctx.field or loc)
+    return ConvsimError(msg, file=file, field=loc)
+
+
+def config_from_dict(data: dict, *, file: object = None) -> ExperimentConfig:
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _pydantic_error(exc, file) from None
+    except ConvsimError as exc:
+        raise ConvsimError(exc.message, file=file, field=exc.field) from None
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate a YAML experiment config; errors name the file and the field."""
+    path = Path(path)
+    if not path.exists():
+        raise ConvsimError("config file not found", file=path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise ConvsimError(f"invalid YAML{f' at line {line + 1}' if line is not None else ''}",
+                           file=path) from None
+    if not isinstance(data, dict):
+        raise ConvsimError("a config must be a YAML mapping", file=path)
+    if "graph" in data and isinstance(data["graph"], str) and data["graph"].endswith(".py"):
+        gp = Path(data["graph"])
+        if not gp.is_absolute() and not gp.exists() and (path.parent / gp).exists():
+            data["graph"] = str(path.parent / gp)
+    return config_from_dict(data, file=path)
+
+
+def parse_assignment(text: str, *, what: str) -> tuple[str, Any]:
+    """``key=value`` with the value read as YAML (numbers, booleans, lists)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConvsimError(f"expected {what} as KEY=VALUE, got {text!r}", field=what)
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError:
+        parsed = value
+    return key.strip(), parsed
+
+
+def set_dotted(target: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        target = target.setdefault(p, {})
+        if not isinstance(target, dict):
+            raise ConvsimError(f"cannot set {dotted!r}: {p!r} is not a mapping", field=dotted)
+    target[parts[-1]] = value
+
+
+def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed: int | None = None,
+                    models: list[str] | None = None, set_params: list[str] | None = None,
+                    run_id: str | None = None, out_dir: str | None = None,
+                    concurrency: int | None = None, trials: int | None = None,
+                    checkpoint: bool | None = None, trace: bool | None = None) -> ExperimentConfig:
+    """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant."""
+    data = cfg.model_dump()
+    for key, val in (("sessions", sessions), ("seed", seed), ("run_id", run_id), ("out_dir", out_dir),
+                     ("concurrency", concurrency), ("trials", trials), ("checkpoint", checkpoint),
+                     ("trace", trace)):
+        if val is not None:
+            data[key] = val
+    for item in models or []:
+        role, spec = parse_assignment(item, what="--model")
+        data["models"][role] = str(spec)
+        for var in data["variants"]:
+            var["models"].pop(role, None)
+    for item in set_params or []:
+        key, val = parse_assignment(item, what="--set")
+        set_dotted(data["params"], key, val)
+        for var in data["variants"]:  # the command line wins over every variant
+            if key.split(".")[0] in var["params"]:
+                set_dotted(var["params"], key, val)
+    return config_from_dict(data, file="command line")

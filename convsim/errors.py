@@ -1,0 +1,29 @@
+"""The one error type for bad input: it names the file, the record and the field."""
+from __future__ import annotations
+
+
+class ConvsimError(Exception):
+    """Bad input (catalog, config, transcript, graph file, model spec).
+
+    The command line prints ``str(err)`` as one line and exits with code 2; nothing
+    already written is lost because the run store flushes each record as it lands.
+    """
+
+    def __init__(self, message: str, *, file: object = None, record: object = None,
+                 field: object = None) -> None:
+        self.message = message
+        self.file = None if file is None else str(file)
+        self.record = record
+        self.field = field
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.record is not None:
+            where.append(f"record {self.record!s}")
+        if self.field is not None:
+            where.append(f"field {self.field!s}")
+        prefix = ": ".join([", ".join(where)]) if where else ""
+        return f"{prefix}: {self.message}" if prefix else self.message

@@ -1,0 +1,346 @@
+"""Model specs and the per-session chat-model handle.
+
+A model is named by a spec string:
+
+* ``none`` — no model; agents use their rule-based/template behaviour.
+* ``ollama:<model>`` — ChatOllama (``OLLAMA_HOST`` or ``http://localhost:11434``).
+* ``openai:<model>@<base_url>`` — any OpenAI-compatible server (vLLM, llama.cpp server,
+  LM Studio, Ollama's ``/v1``). The API key comes from ``OPENAI_API_KEY`` (default ``none``).
+* ``llamacpp:gemma3-270m`` or ``llamacpp:<file.gguf>`` — in-process llama.cpp.
+
+Agents never import a provider: they get a :class:`ChatModel` from the session context,
+which records every call (tokens, latency, cache hit) and the settings it ran with.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import ConvsimError
+
+PROVIDERS = ("none", "ollama", "openai", "llamacpp")
+
+
+class ModelUnavailable(RuntimeError):
+    """The model server could not be reached after retries (infrastructure, not the agent)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model spec with the generation settings recorded with every result."""
+
+    spec: str
+    provider: str
+    model: str = ""
+    base_url: str | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    num_ctx: int | None = None
+    max_tokens: int | None = None
+
+    @property
+    def settings(self) -> dict:
+        return {"spec": self.spec, "temperature": self.temperature, "seed": self.seed,
+                "num_ctx": self.num_ctx, "max_tokens": self.max_tokens}
+
+
+def parse_model_spec(value: object, *, where: str = "model") -> ModelSpec:
+    """Parse ``"ollama:qwen:7b"`` or ``{"spec": ..., "temperature": ...}`` into a :class:`ModelSpec`."""
+    settings: dict[str, Any] = {}
+    if isinstance(value, dict):
+        settings = dict(value)
+        spec = settings.pop("spec", None)
+    elif isinstance(value, ModelSpec):
+        return value
+    else:
+        spec = value
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConvsimError(f"model spec must be a non-empty string, got {spec!r}", field=where)
+    spec = spec.strip()
+    unknown = set(settings) - {"temperature", "seed", "num_ctx", "max_tokens"}
+    if unknown:
+        raise ConvsimError(f"unknown model setting(s) {sorted(unknown)}", field=where)
+    if spec == "none":
+        return ModelSpec(spec="none", provider="none", **settings)
+    provider, sep, rest = spec.partition(":")
+    if not sep or provider not in PROVIDERS or not rest:
+        raise ConvsimError(
+            f"bad model spec {spec!r}: expected none, ollama:<model>, openai:<model>@<base_url>, "
+            "llamacpp:gemma3-270m or llamacpp:<file.gguf>", field=where)
+    base_url = None
+    model = rest
+    if provider == "openai":
+        model, at, base_url = rest.rpartition("@")
+        if not at or not model or not base_url.startswith(("http://", "https://")):
+            raise ConvsimError(f"bad model spec {spec!r}: expected openai:<model>@<http(s)://base_url>",
+                               field=where)
+    if provider == "llamacpp" and model != "gemma3-270m" and not model.endswith(".gguf"):
+        raise ConvsimError(f"bad model spec {spec!r}: llamacpp takes gemma3-270m or a .gguf file",
+                           field=where)
+    return ModelSpec(spec=spec, provider=provider, model=model, base_url=base_url, **settings)
+
+
+# ----------------------------------------------------------------------------- backends
+
+_BACKENDS: dict[tuple, Any] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def _backend(spec: ModelSpec):
+    """A LangChain chat model for the spec, shared by all sessions (built once)."""
+    key = (spec.provider, spec.model, spec.base_url, spec.temperature, spec.seed, spec.num_ctx,
+           spec.max_tokens)
+    with _BACKENDS_LOCK:
+        if key not in _BACKENDS:
+            _BACKENDS[key] = _make_backend(spec)
+        return _BACKENDS[key]
+
+
+def _make_backend(spec: ModelSpec):
+    import os
+    if spec.provider == "ollama":
+        from langchain_ollama import ChatOllama
+        kwargs: dict[str, Any] = {"model": spec.model, "temperature": spec.temperature}
+        if spec.seed is not None:
+            kwargs["seed"] = spec.seed
+        if spec.num_ctx is not None:
+            kwargs["num_ctx"] = spec.num_ctx
+        if spec.max_tokens is not None:
+            kwargs["num_predict"] = spec.max_tokens
+        if os.environ.get("OLLAMA_HOST"):
+            kwargs["base_url"] = os.environ["OLLAMA_HOST"]
+        return ChatOllama(**kwargs)
+    if spec.provider == "openai":
+        from langchain_openai import ChatOpenAI
+        kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
+                  "api_key": os.environ.get("OPENAI_API_KEY", "none"), "max_retries": 0}
+        if spec.seed is not None:
+            kwargs["seed"] = spec.seed
+        if spec.max_tokens is not None:
+            kwargs["max_tokens"] = spec.max_tokens
+        return ChatOpenAI(**kwargs)
+    if spec.provider == "llamacpp":
+        from .llamacpp import ChatLlamaCpp
+        return ChatLlamaCpp.from_spec(spec)
+    raise ConvsimError(f"model {spec.spec!r} has no backend", field="model")
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    names = {type(e).__name__ for e in _chain(exc)}
+    return bool(names & {"ConnectError", "ConnectionError", "ConnectionRefusedError", "APIConnectionError",
+                         "ConnectTimeout", "ReadTimeout", "RemoteProtocolError", "APITimeoutError"})
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+# ----------------------------------------------------------------------------- the handle
+
+@dataclass
+class StructuredResult:
+    """What :meth:`ChatModel.structured` returns: the value, or a failure with its raw answer."""
+
+    ok: bool
+    value: Any = None
+    raw: str = ""
+    error: str | None = None
+    attempts: int = 0
+
+    def as_record(self) -> dict:
+        value = self.value.model_dump() if isinstance(self.value, BaseModel) else self.value
+        return {"ok": self.ok, "value": value, "raw": self.raw, "error": self.error,
+                "attempts": self.attempts}
+
+
+def _to_messages(messages) -> list:
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+    if isinstance(messages, str):
+        return [HumanMessage(messages)]
+    out = []
+    for m in messages:
+        if isinstance(m, BaseMessage):
+            out.append(m)
+            continue
+        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
+        cls = {"system": SystemMessage, "user": HumanMessage, "human": HumanMessage,
+               "assistant": AIMessage, "ai": AIMessage}.get(role)
+        if cls is None:
+            raise ConvsimError(f"unknown message role {role!r}", field="messages")
+        out.append(cls(content))
+    return out
+
+
+def _current_node() -> str | None:
+    try:
+        from langgraph.config import get_config
+        return get_config().get("metadata", {}).get("langgraph_node")
+    except Exception:  # outside a graph run
+        return None
+
+
+_JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object or array in a model answer (code fences and chatter tolerated)."""
+    candidates = [m.group(1) for m in _JSON_BLOCK.finditer(text)] + [text]
+    for cand in candidates:
+        cand = cand.strip()
+        try:
+            return json.loads(cand)
+        except ValueError:
+            pass
+        for opener, closer in (("{", "}"), ("[", "]")):
+            start = cand.find(opener)
+            while start != -1:
+                depth, in_str, esc = 0, False, False
+                for i in range(start, len(cand)):
+                    ch = cand[i]
+                    if in_str:
+                        esc = (ch == "\\") and not esc
+                        if ch == '"' and not esc:
+                            in_str = False
+                        continue
+                    if ch == '"':
+                        in_str = True
+                    elif ch == opener:
+                        depth += 1
+                    elif ch == closer:
+                        depth -= 1
+                        if depth == 0:
+                            try:
+                                return json.loads(cand[start:i + 1])
+                            except ValueError:
+                                break
+                start = cand.find(opener, start + 1)
+    raise ValueError("no JSON object found in the answer")
+
+
+@dataclass
+class ChatModel:
+    """One session's handle on one model role; records every call it makes."""
+
+    spec: ModelSpec
+    role: str = "model"
+    retries_on_connection: int = 3
+    calls: list[dict] = field(default_factory=list)
+    cache: Any = None  # optional ResponseCache (see convsim.cache)
+
+    @property
+    def is_none(self) -> bool:
+        return self.spec.provider == "none"
+
+    @property
+    def settings(self) -> dict:
+        return self.spec.settings
+
+    def _record(self, *, purpose, started, message, ok, cache_hit=False, error=None) -> None:
+        usage = getattr(message, "usage_metadata", None) or {}
+        self.calls.append({
+            "role": self.role, "model": self.spec.spec, "purpose": purpose, "node": _current_node(),
+            "prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens"),
+            "latency_s": round(time.perf_counter() - started, 6), "cache_hit": cache_hit, "ok": ok,
+            "error": error,
+        })
+
+    def _invoke_message(self, messages, purpose: str, **kwargs):
+        if self.is_none:
+            raise RuntimeError(f"role {self.role!r} has model 'none': use the rule-based path")
+        msgs = _to_messages(messages)
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(self.spec.settings, msgs, kwargs)
+            hit = self.cache.get(key)
+            if hit is not None:
+                from langchain_core.messages import AIMessage
+                msg = AIMessage(hit["content"], usage_metadata=hit.get("usage"))
+                self._record(purpose=purpose, started=time.perf_counter(), message=msg, ok=True,
+                             cache_hit=True)
+                return msg
+        delay = 1.0
+        for attempt in range(self.retries_on_connection + 1):
+            started = time.perf_counter()
+            try:
+                msg = _backend(self.spec).invoke(msgs, **kwargs)
+            except Exception as exc:  # noqa: BLE001 — classify then re-raise
+                if _is_connection_error(exc):
+                    self._record(purpose=purpose, started=started, message=None, ok=False,
+                                 error=f"{type(exc).__name__}: {exc}")
+                    if attempt < self.retries_on_connection:
+                        time.sleep(delay)
+                        delay *= 2
+                        continue
+                    raise ModelUnavailable(f"{self.spec.spec}: {exc}") from exc
+                raise
+            self._record(purpose=purpose, started=started, message=msg, ok=True)
+            if self.cache is not None:
+                self.cache.put(key, {"content": msg.content, "usage": getattr(msg, "usage_metadata", None)})
+            return msg
+        raise AssertionError("unreachable")
+
+    def invoke(self, messages, *, purpose: str = "generate", **kwargs) -> str:
+        """Send messages, return the answer text."""
+        content = self._invoke_message(messages, purpose, **kwargs).content
+        return content if isinstance(content, str) else json.dumps(content)
+
+    def _json_kwargs(self, schema: dict) -> dict:
+        if self.spec.provider == "ollama":
+            return {"format": schema}
+        if self.spec.provider == "openai":
+            return {"response_format": {"type": "json_object"}}
+        if self.spec.provider == "llamacpp":
+            return {"response_format": {"type": "json_object", "schema": schema}}
+        return {}
+
+    def structured(self, messages, schema: type[BaseModel], *, purpose: str = "structured",
+                   retries: int = 2) -> StructuredResult:
+        """Ask for JSON matching ``schema``, validate it, retry with the error; never raise on garbage.
+
+        The JSON schema goes into the prompt and, where the provider has one, into its
+        JSON mode (Ollama ``format``, llama.cpp grammar, OpenAI ``json_object``).
+        """
+        json_schema = schema.model_json_schema()
+        msgs = _to_messages(messages)
+        from langchain_core.messages import AIMessage, HumanMessage
+        msgs = msgs + [HumanMessage(
+            "Answer with a single JSON object and nothing else. It must match this JSON schema:\n"
+            + json.dumps(json_schema))]
+        raw, error = "", None
+        for attempt in range(1, retries + 2):
+            try:
+                raw = self.invoke(msgs, purpose=purpose, **self._json_kwargs(json_schema))
+            except TypeError:  # a backend that rejects the JSON-mode kwarg
+                raw = self.invoke(msgs, purpose=purpose)
+            try:
+                value = schema.model_validate(extract_json(raw))
+                return StructuredResult(ok=True, value=value, raw=raw, attempts=attempt)
+            except (ValueError, ValidationError) as exc:
+                error = f"{type(exc).__name__}: {str(exc)[:500]}"
+                msgs = msgs + [AIMessage(raw), HumanMessage(
+                    f"That answer was invalid ({error}). Reply again with only the JSON object.")]
+        return StructuredResult(ok=False, value=None, raw=raw, error=error, attempts=retries + 1)
+
+    async def ainvoke(self, messages, *, purpose: str = "generate", **kwargs) -> str:
+        import asyncio
+        return await asyncio.to_thread(self.invoke, messages, purpose=purpose, **kwargs)
+
+    async def astructured(self, messages, schema: type[BaseModel], *, purpose: str = "structured",
+                          retries: int = 2) -> StructuredResult:
+        import asyncio
+        return await asyncio.to_thread(self.structured, messages, schema, purpose=purpose,
+                                       retries=retries)
+
+
+def none_model(role: str = "model") -> ChatModel:
+    return ChatModel(spec=ModelSpec(spec="none", provider="none"), role=role)

@@ -1,0 +1,61 @@
+"""A rich progress bar with live running means of the turn metrics (LangGraph custom stream)."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+MAX_SHOWN = 4
+
+
+class LiveProgress:
+    def __init__(self, *, total: int, done: int = 0, enabled: bool = True, label: str = "run") -> None:
+        self.enabled = enabled
+        self.total, self.done, self.failed = total, done, 0
+        self.sums: dict[str, float] = defaultdict(float)
+        self.counts: dict[str, int] = defaultdict(int)
+        self._progress = None
+        self._task = None
+        self.label = label
+
+    def __enter__(self) -> "LiveProgress":
+        if self.enabled:
+            self._progress = Progress(TextColumn("[bold]{task.fields[label]}"), BarColumn(),
+                                      MofNCompleteColumn(), TimeElapsedColumn(),
+                                      TextColumn("{task.fields[metrics]}"), transient=False)
+            self._progress.start()
+            self._task = self._progress.add_task("run", total=self.total, completed=self.done,
+                                                 label=self.label, metrics="")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._refresh()
+            self._progress.stop()
+
+    def observe(self, event: object) -> None:
+        """Fold a ``{"kind": "turn", "metrics": {...}}`` event into the running means."""
+        if not isinstance(event, dict) or event.get("kind") != "turn":
+            return
+        for key, value in (event.get("metrics") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                self.sums[key] += value
+                self.counts[key] += 1
+
+    def running_means(self) -> dict[str, float]:
+        return {k: self.sums[k] / self.counts[k] for k in self.sums if self.counts[k]}
+
+    def advance(self, *, failed: bool = False) -> None:
+        self.done += 1
+        self.failed += int(failed)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        if self._progress is None:
+            return
+        means = list(self.running_means().items())[:MAX_SHOWN]
+        text = "  ".join(f"{k}={v:.3f}" for k, v in means)
+        if self.failed:
+            text += f"  [red]failed={self.failed}[/red]"
+        self._progress.update(self._task, completed=self.done, metrics=text)

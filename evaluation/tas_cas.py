@@ -1,0 +1,216 @@
+"""TAS/CAS, the five-component Topic/Context Adaptation Score of spec 001_7a143b81fde40554.txt.
+
+Reported as ``tas_cas`` (and ``tas_cas_<component>``), beside the grounded TAS of spec 000
+(``tas_grounded``). Exact legacy definitions: reference crs.md §1.4. What is fixed here:
+
+* Jaccard(∅, ∅) is undefined (None), not 0: two topic-less turns are no evidence of a shift.
+  With 0 the legacy detector fired on ~18.8 of 19 transitions.
+* The detector compares a user turn with the running *segment* (topics and text since the last
+  shift), not only with the previous turn; a turn without topics never opens a segment; the
+  default rule needs both a lexical and a topical departure (``rule="and"``; the spec's
+  ``"or"`` is available). The simulator's true shifts, when logged, drive the recovery
+  components (``shift_source="simulator"``); the detector is then scored against them.
+* Recovery is searched inside the new segment only (recovering after the user moved on again is
+  not recovery); no shifts gives None components, not trr = 0 and delay = 0 (which made
+  rd_norm = 1 reward non-recovery); shifts with no recovery give rd_norm = 0.
+* Interference has one definition (below) instead of hits / max(1, min(sys_seen, 4)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+SIM_TOPIC_SHIFT = 0.55
+TOPIC_JACCARD_SHIFT = 0.35
+ALIGNMENT_THRESHOLD = 0.65
+ALIGN_JACCARD_FALLBACK = 0.3
+NON_RECOVERY_WINDOW = 4
+# The weights of the spec's 1000-session run (crs.md §1.2): after normalisation CC ≈ 60 %, CR ≈ 30 %.
+CAS_WEIGHTS = {"topic_recovery_rate": 0.01, "rd_norm": 0.02, "ti_norm": 0.02,
+               "cross_coherence": 0.30, "context_retention": 0.15}
+
+Sim = Callable[[str, str], float]
+
+
+def jaccard(a: set | frozenset | Sequence, b: set | frozenset | Sequence) -> float | None:
+    """|A ∩ B| / |A ∪ B|; None when both sets are empty (legacy returned 0, spec 001 / crs.md §1.4)."""
+    a, b = set(a), set(b)
+    if not a and not b:
+        return None
+    return len(a & b) / len(a | b)
+
+
+def cross_coherence(pair_sims: Sequence[float]) -> float | None:
+    """CC = (1/N) Σ_i sim(u_i, s_i) over the N user/system pairs (spec 001). None when N = 0."""
+    return sum(pair_sims) / len(pair_sims) if pair_sims else None
+
+
+def context_retention(system_sims: Sequence[float]) -> float | None:
+    """CR = (1/(M-1)) Σ_{i=2..M} sim(s_{i-1}, s_i), system-to-system consistency (spec 001).
+
+    ``system_sims`` holds the M-1 consecutive similarities; None when M < 2.
+    """
+    return sum(system_sims) / len(system_sims) if system_sims else None
+
+
+def detect_shifts_legacy(user_texts: Sequence[str], user_topics: Sequence[set], *, sim: Sim,
+                         sim_threshold: float = SIM_TOPIC_SHIFT,
+                         jaccard_threshold: float = TOPIC_JACCARD_SHIFT) -> list[int]:
+    """The original detector (crs.md §1.4), kept to show its degeneracy: turn i > 0 is a shift when
+    sim(u_{i-1}, u_i) < SIM_TOPIC_SHIFT or jaccard(T_{i-1}, T_i) < TOPIC_JACCARD_SHIFT, with
+    Jaccard(∅, ∅) = 0. Returns 0-based turn indices."""
+    out = []
+    for i in range(1, len(user_texts)):
+        j = jaccard(user_topics[i - 1], user_topics[i])
+        if sim(user_texts[i - 1], user_texts[i]) < sim_threshold or (j if j is not None else 0.0) < jaccard_threshold:
+            out.append(i)
+    return out
+
+
+def detect_shifts(user_texts: Sequence[str], user_topics: Sequence[set], *, sim: Sim,
+                  sim_threshold: float = SIM_TOPIC_SHIFT, jaccard_threshold: float = TOPIC_JACCARD_SHIFT,
+                  rule: str = "and") -> list[int]:
+    """Segment-based shift detector. Turn i > 0 is a shift when its topics T_i are non-empty, the
+    current segment has topics S (union of the segment's user topics), and
+    ``rule="and"``: sim(segment text, u_i) < SIM_TOPIC_SHIFT and jaccard(S, T_i) < TOPIC_JACCARD_SHIFT
+    ``rule="or"``:  either of the two. A topic-less turn continues the segment. Returns 0-based indices.
+    """
+    if rule not in ("and", "or"):
+        raise ValueError(f"rule must be 'and' or 'or', got {rule!r}")
+    shifts: list[int] = []
+    seg_topics: set = set(user_topics[0]) if user_topics else set()
+    seg_texts: list[str] = [user_texts[0]] if user_texts else []
+    for i in range(1, len(user_texts)):
+        topics = set(user_topics[i])
+        if not topics:
+            continue
+        if seg_topics:
+            lexical = sim(" ".join(seg_texts), user_texts[i]) < sim_threshold
+            topical = (jaccard(seg_topics, topics) or 0.0) < jaccard_threshold
+            if (lexical and topical) if rule == "and" else (lexical or topical):
+                shifts.append(i)
+                seg_topics, seg_texts = set(), []
+        seg_topics |= topics
+        seg_texts.append(user_texts[i])
+    return shifts
+
+
+def shift_detection_scores(detected: Sequence[int], true: Sequence[int], *, tolerance: int = 0) -> dict:
+    """Precision = matched / |detected|, recall = matched / |true|, F1; a detection matches one unmatched
+    true shift within ±tolerance turns (greedy, nearest first). precision None when nothing was
+    detected, recall None when there are no true shifts."""
+    unmatched = sorted(set(true))
+    matched = 0
+    for d in sorted(set(detected)):
+        near = [t for t in unmatched if abs(t - d) <= tolerance]
+        if near:
+            unmatched.remove(min(near, key=lambda t: abs(t - d)))
+            matched += 1
+    p = matched / len(set(detected)) if detected else None
+    r = matched / len(set(true)) if true else None
+    if p is None or r is None:
+        f1 = None
+    else:
+        f1 = 2 * p * r / (p + r) if p + r > 0 else 0.0
+    return {"precision": p, "recall": r, "f1": f1, "n_detected": len(set(detected)), "n_true": len(set(true))}
+
+
+def alignment(system_topics: set, target_topics: set, *, sim: Sim | None = None) -> float | None:
+    """align = jaccard(sys, target); when it is below 0.3 and ``sim`` is given, sim(join(sys), join(target))
+    (crs.md §1.4). None when either set is empty (no topics: no evidence either way)."""
+    if not system_topics or not target_topics:
+        return None
+    j = jaccard(system_topics, target_topics)
+    if j < ALIGN_JACCARD_FALLBACK and sim is not None:
+        return max(j, sim(" ".join(sorted(system_topics)), " ".join(sorted(target_topics))))
+    return j
+
+
+def shift_outcomes(shifts: Sequence[int], user_topics: Sequence[set], system_topics: Sequence[set], *,
+                   sim: Sim | None = None, threshold: float = ALIGNMENT_THRESHOLD) -> list[dict]:
+    """Per shift at 0-based turn i (segments: [0] + shifts):
+
+    * new topics N = ∪ user topics of the new segment [i, next shift); old topics O = ∪ user topics of
+      the previous segment.
+    * recovered at the first system turn t in the new segment with alignment(S_t, N) >= threshold;
+      delay = t - i + 1 (the shift turn's own reply has delay 1). None when not recovered.
+    * interference = |(O ∖ N) ∩ ∪_{t ∈ W} S_t| / |O ∖ N|: the share of the previous segment's topics
+      (those that are not also new topics) that leak into the system turns W = i..recovery turn, or
+      the first NON_RECOVERY_WINDOW replies of the segment when there is no recovery. None when O ∖ N
+      is empty.
+    """
+    bounds = [0, *shifts, len(user_topics)]
+    out = []
+    for k, i in enumerate(shifts, start=1):
+        start_prev, end_new = bounds[k - 1], bounds[k + 1]
+        new = set().union(*user_topics[i:end_new]) if end_new > i else set()
+        old = set().union(*user_topics[start_prev:i]) if i > start_prev else set()
+        rec_turn = None
+        for t in range(i, min(end_new, len(system_topics))):
+            a = alignment(set(system_topics[t]), new, sim=sim)
+            if a is not None and a >= threshold:
+                rec_turn = t
+                break
+        last = rec_turn if rec_turn is not None else min(end_new, i + NON_RECOVERY_WINDOW) - 1
+        window = system_topics[i:min(last, len(system_topics) - 1) + 1]
+        stale = old - new
+        leaked = stale & set().union(*window) if window else set()
+        out.append({"turn": i, "recovered": rec_turn is not None,
+                    "delay": None if rec_turn is None else rec_turn - i + 1,
+                    "interference": len(leaked) / len(stale) if stale else None})
+    return out
+
+
+def _clamp(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def recovery_components(outcomes: Sequence[Mapping]) -> dict:
+    """topic_recovery_rate = recovered / shifts; avg_recovery_delay = mean delay over recovered shifts;
+    topic_interference = mean defined interference; rd_norm = 1 - clamp((delay - 1)/5) (0 when no shift
+    was recovered); ti_norm = 1 - clamp(topic_interference). All None when there are no shifts."""
+    if not outcomes:
+        return dict.fromkeys(("topic_recovery_rate", "avg_recovery_delay", "topic_interference",
+                              "rd_norm", "ti_norm"))
+    delays = [o["delay"] for o in outcomes if o["recovered"]]
+    interf = [o["interference"] for o in outcomes if o["interference"] is not None]
+    avg_delay = sum(delays) / len(delays) if delays else None
+    ti = sum(interf) / len(interf) if interf else None
+    return {"topic_recovery_rate": len(delays) / len(outcomes), "avg_recovery_delay": avg_delay,
+            "topic_interference": ti,
+            "rd_norm": 0.0 if avg_delay is None else 1 - _clamp((avg_delay - 1) / 5),
+            "ti_norm": None if ti is None else 1 - _clamp(ti)}
+
+
+def tas_cas_score(values: Mapping[str, float | None], weights: Mapping[str, float] = CAS_WEIGHTS) -> float | None:
+    """TAS/CAS = Σ_k w_k v_k / Σ_k w_k over the components k with a value (spec 001); None if none has one."""
+    used = [(w, values[k]) for k, w in weights.items() if values.get(k) is not None]
+    total = sum(w for w, _ in used)
+    return sum(w * v for w, v in used) / total if total else None
+
+
+def tas_cas_dialogue(user_texts: Sequence[str], system_texts: Sequence[str], user_topics: Sequence[set],
+                     system_topics: Sequence[set], *, sim: Sim, true_shifts: Sequence[int] | None = None,
+                     weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and") -> dict:
+    """All TAS/CAS outputs of one dialogue, keys prefixed ``tas_cas``; shift detection (ours and the
+    legacy detector) scored against ``true_shifts`` (0-based user turns) when the simulator logged them.
+    Recovery uses the true shifts when given, else the detected ones (``tas_cas_shift_source``)."""
+    n = min(len(user_texts), len(system_texts))
+    u, s = list(user_texts[:n]), list(system_texts[:n])
+    ut, st = [set(x) for x in user_topics[:n]], [set(x) for x in system_topics[:n]]
+    cc = cross_coherence([sim(a, b) for a, b in zip(u, s)])
+    cr = context_retention([sim(s[i - 1], s[i]) for i in range(1, n)])
+    detected = detect_shifts(u, ut, sim=sim, rule=rule)
+    legacy = detect_shifts_legacy(u, ut, sim=sim)
+    shifts = sorted(t for t in true_shifts if 0 < t < n) if true_shifts is not None else detected
+    comps = recovery_components(shift_outcomes(shifts, ut, st, sim=sim))
+    comps.update(cross_coherence=cc, context_retention=cr)
+    out = {"tas_cas": tas_cas_score(comps, weights)}
+    out.update({f"tas_cas_{k}": v for k, v in comps.items()})
+    out.update(tas_cas_n_shifts=len(shifts), tas_cas_shift_source="simulator" if true_shifts is not None else "detector",
+               shift_detected_n=len(detected), shift_detected_legacy_n=len(legacy))
+    if true_shifts is not None:
+        ours, old = shift_detection_scores(detected, shifts), shift_detection_scores(legacy, shifts)
+        out.update(shift_detect_precision=ours["precision"], shift_detect_recall=ours["recall"],
+                   shift_detect_legacy_precision=old["precision"], shift_detect_legacy_recall=old["recall"])
+    return out

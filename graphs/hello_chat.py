@@ -1,0 +1,116 @@
+"""A minimal topology to copy: a scripted user asks for facts, an agent answers, a node scores each turn.
+
+It shows the whole graph-file contract in one page (State, Context, Params, build, sessions,
+dataset_metrics, graph) and runs with model ``none`` or with any chat model for the agent.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Annotated, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from convsim import SessionContext, emit_metrics, rng_for
+
+FACTS = {
+    "capital of france": "Paris", "boiling point of water": "100 degrees Celsius",
+    "author of hamlet": "William Shakespeare", "largest planet": "Jupiter",
+    "speed of light": "299,792 kilometres per second", "chemical symbol for gold": "Au",
+}
+
+
+class State(TypedDict, total=False):
+    session_id: str
+    turn: int
+    questions: list[str]
+    transcript: Annotated[list[dict], operator.add]
+    turn_metrics: Annotated[list[dict], operator.add]
+    dialogue_metrics: dict
+
+
+class Params(BaseModel):
+    """Scenario parameters."""
+
+    n_turns: int = Field(3, ge=1, le=len(FACTS), description="questions per session")
+    n_sessions: int = Field(10, ge=1, description="sessions that sessions() yields")
+
+
+@dataclass
+class Context(SessionContext):
+    pass
+
+
+def user(state: State, runtime: Runtime[Context]) -> dict:
+    turn = state.get("turn", 0) + 1
+    q = state["questions"][turn - 1]
+    return {"turn": turn, "transcript": [{"turn": turn, "speaker": "user", "text": f"What is the {q}?",
+                                          "meta": {"topic": q}}]}
+
+
+def agent(state: State, runtime: Runtime[Context]) -> dict:
+    question = state["transcript"][-1]["text"]
+    model = runtime.context.model("agent")
+    if model.is_none:
+        topic = state["transcript"][-1]["meta"]["topic"]
+        text = f"The {topic} is {FACTS[topic]}."
+    else:
+        text = model.invoke([("system", "Answer in one short sentence."), ("user", question)],
+                            purpose="answer")
+    return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": text, "meta": {}}]}
+
+
+def answer_correct(answer: str, expected: str) -> bool:
+    """Whether the expected fact appears in the answer (case-insensitive, word boundaries)."""
+    return re.search(rf"\b{re.escape(expected.lower())}\b", answer.lower()) is not None
+
+
+def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
+    turn = state["turn"]
+    topic = state["questions"][turn - 1]
+    correct = answer_correct(state["transcript"][-1]["text"], FACTS[topic])
+    metrics = {"correct": float(correct), "answer_words": len(state["transcript"][-1]["text"].split())}
+    emit_metrics(runtime, turn=turn, metrics=metrics)
+    return {"turn_metrics": [{"turn": turn, **metrics}]}
+
+
+def evaluate_dialogue(state: State) -> dict:
+    correct = [m["correct"] for m in state["turn_metrics"]]
+    return {"dialogue_metrics": {"accuracy": sum(correct) / len(correct), "turns": len(correct)}}
+
+
+def route(state: State, runtime: Runtime[Context]) -> str:
+    return "evaluate_dialogue" if state["turn"] >= runtime.context.params.n_turns else "user"
+
+
+def build(params: Params) -> StateGraph:
+    g = StateGraph(State, context_schema=Context)
+    g.add_node("user", user)
+    g.add_node("agent", agent)
+    g.add_node("evaluate_turn", evaluate_turn)
+    g.add_node("evaluate_dialogue", evaluate_dialogue)
+    g.add_edge(START, "user")
+    g.add_edge("user", "agent")
+    g.add_edge("agent", "evaluate_turn")
+    g.add_conditional_edges("evaluate_turn", route, ["user", "evaluate_dialogue"])
+    g.add_edge("evaluate_dialogue", END)
+    return g
+
+
+def sessions(params: Params, ctx: Context):
+    for i in range(params.n_sessions):
+        sid = f"s{i:03d}"
+        topics = sorted(FACTS)
+        rng_for(ctx.seed, sid, "topics").shuffle(topics)
+        yield {"session_id": sid, "turn": 0, "questions": topics[:params.n_turns]}
+
+
+def dataset_metrics(records: list[dict]) -> dict:
+    turns = [m for r in records for m in r.get("turn_metrics", [])]
+    return {"pooled_turn_accuracy": sum(m["correct"] for m in turns) / len(turns) if turns else None}
+
+
+graph = build(Params()).compile()
