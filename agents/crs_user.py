@@ -80,7 +80,7 @@ def constraints_phrase(constraints: dict[str, str]) -> str:
 
 
 OPENINGS = (
-    "I'm in the mood for a {genre} movie. Could you recommend a few?",
+    "I'm in the mood for {genre_article} movie. Could you recommend a few?",
     "Can you suggest a good {genre} film for tonight?",
     "I feel like watching something {genre}. Any ideas?",
 )
@@ -106,7 +106,8 @@ FOLLOW_UPS = (
 CONTRADICTIONS = {
     "correct_genre": ("Actually, scratch that: I said {wrong} but I really meant {right} films.",),
     "drop": ("Hmm, forget what I said about {value}; that doesn't matter to me anymore.",),
-    "waver": ("Wait, am I really into {focus}? Yes, {focus} is still what I want.",),
+    "waver": ("Wait, do I really want {focus}? Yes, I do: {focus} it is.",
+              "Hmm, maybe not {focus}... no, actually {focus} are exactly what I want."),
 }
 
 
@@ -127,9 +128,8 @@ def _satisfiable(catalog: MovieCatalog, constraints: dict[str, str]) -> bool:
 
 
 def _pick_anchor(catalog: MovieCatalog, constraints: dict, rng, avoid: str | None) -> str:
-    pool = [m.id for m in catalog.search(constraints, limit=20) if m.id != avoid]
-    if not pool:
-        pool = [m.id for m in catalog.search(constraints, limit=20)]
+    matching = [m.id for m in catalog.search(constraints)]
+    pool = [i for i in matching if i != avoid] or matching
     if not pool:
         raise ConvsimError(f"no catalog film satisfies the simulator's constraints {constraints}",
                            file=catalog.source, field="constraints")
@@ -226,8 +226,9 @@ def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
              "to_focus": [target_field, target_value], "bridge_field": bridge_field,
              "bridge_value": bridge_value, "from_anchor": state["anchor"], "to_anchor": new_anchor,
              "dropped": dropped}
+    # once the user has moved on, a correction of the opening genre would no longer make sense
     new_state = dict(state, focus=[target_field, target_value], constraints=constraints,
-                     anchor=new_anchor, shifted=True)
+                     anchor=new_anchor, shifted=True, wrong_start_pending=False)
     return new_state, event
 
 
@@ -243,7 +244,7 @@ def _shift_text(event: dict, rng) -> str:
     return text
 
 
-def _contradiction(state: dict, turn: int, seed: int) -> tuple[dict, str, str]:
+def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog) -> tuple[dict, str, str]:
     rng = rng_for(seed, turn, "contradiction_kind")
     if state["wrong_start_pending"]:
         wrong, right = state["opening_genre"], state["true_genre"]
@@ -251,8 +252,9 @@ def _contradiction(state: dict, turn: int, seed: int) -> tuple[dict, str, str]:
         focus = ["genre", right] if state["focus"][0] == "genre" else state["focus"]
         text = rng.choice(CONTRADICTIONS["correct_genre"]).format(wrong=wrong.lower(),
                                                                   right=right.lower())
-        return dict(state, constraints=constraints, focus=focus,
-                    wrong_start_pending=False), "correct_genre", text
+        return dict(state, constraints=constraints, focus=focus, wrong_start_pending=False,
+                    anchor=_pick_anchor(catalog, constraints, rng_for(seed, turn, "anchor"),
+                                        state["anchor"])), "correct_genre", text
     droppable = sorted(f for f in state["constraints"] if f != state["focus"][0])
     if droppable and rng.random() < 0.5:
         field = rng.choice(droppable)
@@ -277,7 +279,9 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
     shift, contradiction = None, None
     if turn == 1:
         stage = "initial"
-        text = template_rng.choice(OPENINGS).format(genre=state["opening_genre"].lower())
+        genre = state["opening_genre"].lower()
+        article = "an" if genre[:1] in "aeiou" else "a"
+        text = template_rng.choice(OPENINGS).format(genre=genre, genre_article=f"{article} {genre}")
     elif state["last_stage"] == "shift":
         stage = "follow_up"
         text = template_rng.choice(FOLLOW_UPS).format(focus=_focus_phrase(state))
@@ -288,7 +292,7 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
         text = _shift_text(shift, template_rng)
     elif rng_for(seed, turn, "contradiction").random() < params.contradiction_prob:
         stage = "contradiction"
-        state, contradiction, text = _contradiction(state, turn, seed)
+        state, contradiction, text = _contradiction(state, turn, seed, catalog)
     else:
         stage = "details"
         kind = state["details_left"][0]

@@ -110,7 +110,7 @@ def _utterance(slot: str, pref: dict, rng) -> str:
                 f"and {HOUSE_RULE_TEXT[pref['house_rule']]}.")
     lead = rng.choice(("I'd really love", "I prefer", "I want", "I'd enjoy"))
     noun = {"traveler_type": "as my travel style", "travel_purpose": "as the purpose of this trip",
-            "spending_preference": "for spending", "cuisine": "food", "attraction": "places to visit",
+            "spending_preference": "for spending", "cuisine": "cuisine", "attraction": "places to visit",
             "event": "events"}[slot]
     text = f"{lead} {pref['option']} {noun}."
     if pref.get("reject"):

@@ -85,7 +85,8 @@ def apply_strategy(slot: str, group_type: str, stated: list[dict], *, use_vote: 
     ranked = _ranked(scores)
     out = {"strategy_id": sid, "operator": op, "resolution_strategy": sid, "has_conflict": has_conflict,
            "vote_summary": None, "coverage_commitment": None, "subgroup_assignment": None,
-           "subgrouping_required": False, "subgrouping_optional": False, "alternate": False}
+           "subgrouping_required": False, "subgrouping_optional": False, "alternate": False,
+           "member_options": {s["member"]: s["option"] for s in stated}}
     if use_vote and vote_eligible(use_social_theory=True, has_conflict=has_conflict, operator=op):
         parents = [m for m in prefs if roles[m] == "parent"]
         family_lodging = slot == "room_type" and group_type == "family" and parents
@@ -96,12 +97,11 @@ def apply_strategy(slot: str, group_type: str, stated: list[dict], *, use_vote: 
     if op == "hard_constraint":
         # remove options someone strongly rejects, drop high-stamina ones for elders, then defer
         # to the authority (first parent / elder) if any, else the best remaining total
-        allowed = [o for o in ranked if min(scores[o].values()) > -2]
+        # parent_veto_hc: the parents hold the veto; other hard constraints: anyone's veto counts
+        holders = [m for m in prefs if roles[m] == "parent"] if sid == "parent_veto_hc" else list(prefs)
+        allowed = [o for o in ranked if min(scores[o][m] for m in holders or prefs) > -2]
         if sid == "elder_stamina_hc":
             allowed = [o for o in allowed if o not in HIGH_STAMINA] or allowed
-        if sid == "parent_veto_hc":
-            parents = [m for m in prefs if roles[m] == "parent"]
-            allowed = [o for o in allowed if all(scores[o][p] >= 0 for p in parents)] or allowed
         allowed = allowed or ranked
         authority = next((m for r in AUTHORITY_ROLES for m in prefs if roles[m] == r), None)
         auth_opt = next((s["option"] for s in stated if s["member"] == authority), None)

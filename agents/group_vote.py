@@ -15,7 +15,9 @@ from evaluation.group_text import is_strong_rejection, polarity_score
 VOTE_OPERATORS = frozenset({"approval_vote_plus_coverage", "weighted_avg", "parent_vote_lower_misery",
                             "least_misery", "mutual_interest", "higher_pref_with_compensation"})
 OPTION_LABELS = {"entire_room": "entire home", "private_room": "private room",
-                 "shared_room": "shared room"}
+                 "shared_room": "shared room", "no_smoking": "no smoking",
+                 "pets_allowed": "pets allowed", "children_allowed": "children allowed",
+                 "quiet": "quiet, no parties", "visitors_allowed": "visitors allowed"}
 
 
 def option_label(option: str) -> str:

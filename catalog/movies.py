@@ -84,7 +84,8 @@ _LANGUAGE_ALIASES = {
     "eng": "English", "ita": "Italian", "jpn": "Japanese", "american english": "English",
     "early modern english": "English", "mandarin chinese": "Mandarin", "standard chinese": "Mandarin",
 }
-_LANGUAGE_SUFFIX = re.compile(r"\s+languages?$", re.IGNORECASE)
+# "Sign Language" is part of a language's name; other " Language" suffixes are Freebase noise.
+_LANGUAGE_SUFFIX = re.compile(r"(?<!\bSign)\s+languages?$", re.IGNORECASE)
 _YEAR_PREFIX = re.compile(r"^\s*(\d{3,4})")
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from catalog.service import MULTIWOZ_DOMAINS
 from catalog.service_normalize import normalize_slot_name, normalize_value
-from convsim.errors import ConvsimError
+from convsim import ConvsimError
 
 BOOKABLE = ("restaurant", "hotel", "train", "taxi")
 # MultiWOZ act names that our agents express with a more general act of the same meaning.

@@ -26,8 +26,8 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from catalog.service_normalize import (DONTCARE, canonical_name, names_match,
-                                       normalize_slot_name, normalize_time, normalize_value)
-from convsim.errors import ConvsimError
+                                       normalize_slot_name, normalize_value)
+from convsim import ConvsimError
 
 PROJECT_DB_DIR = Path(__file__).parent / "data" / "service"
 DOMAINS = ("restaurant", "hotel", "attraction", "train")
@@ -142,6 +142,9 @@ class ServiceDB:
         self._by_name = {d: {canonical_name(r["name"]): r for r in rs}
                          for d, rs in records.items() if d != "train"}
         self._trains = {r["trainid"].lower(): r for r in records.get("train", [])}
+        # Values normalised once, so a search compares strings only.
+        self._normed = {d: [{k: normalize_value(k, v) for k, v in r.items() if isinstance(v, str)}
+                            for r in rs] for d, rs in records.items()}
 
     def values(self, domain: str, slot: str) -> list[str]:
         """Distinct normalised values of one field (for lexicons and goal sampling)."""
@@ -156,9 +159,11 @@ class ServiceDB:
         """
         if domain not in self.records:
             return []
+        wanted = {s: (v if s == "name" else normalize_value(s, v)) for s, v in constraints.items()
+                  if v not in (None, DONTCARE) and not s.startswith("book")}
         out = []
-        for record in self.records[domain]:
-            if all(self._satisfies(domain, record, s, v) for s, v in constraints.items()):
+        for record, normed in zip(self.records[domain], self._normed[domain]):
+            if all(self._satisfies(domain, record, normed, s, v) for s, v in wanted.items()):
                 out.append(record)
         if domain == "train" and "leaveat" in constraints:
             out.sort(key=lambda r: r["leaveat"])
@@ -166,17 +171,16 @@ class ServiceDB:
             out.sort(key=lambda r: r["arriveby"], reverse=True)
         return out
 
-    def _satisfies(self, domain: str, record: dict, slot: str, value: str) -> bool:
-        if value in (None, DONTCARE) or slot.startswith("book"):
-            return True
+    @staticmethod
+    def _satisfies(domain: str, record: dict, normed: dict, slot: str, value: str) -> bool:
         if slot == "name":
             return names_match(record.get("name", ""), value)
         if slot not in record:
             return True  # a slot the domain does not store cannot exclude a record
         if domain == "train" and slot in ("leaveat", "arriveby"):
-            want, have = normalize_time(value), normalize_time(record[slot])
-            return have >= want if slot == "leaveat" else have <= want
-        return normalize_value(slot, record[slot]) == normalize_value(slot, value)
+            have = normed[slot]
+            return have >= value if slot == "leaveat" else have <= value
+        return normed.get(slot) == value
 
     def find_entity(self, domain: str, name: str) -> dict | None:
         """The record named ``name`` (exact after normalisation, else fuzzy ratio >= 90)."""

@@ -159,6 +159,54 @@ def report(run_dir: Path) -> None:
     console.print(f"report: {run_dir / 'report.html'}")
 
 
+@app.command()
+@cli_errors
+def trace(run: str = typer.Argument(..., help="run directory or run id under runs/"),
+          session: str = typer.Argument(..., help="session id"),
+          variant: Optional[str] = typer.Option(None, help="the variant, when the session ran in several"),
+          trial: int = typer.Option(0, help="the trial"),
+          node: Optional[str] = typer.Option(None, help="only the steps of this node"),
+          key: Optional[str] = typer.Option(None, help="only steps that changed this dotted path, e.g. belief.hotel.area"),
+          turn: Optional[int] = typer.Option(None, help="only the steps of this turn"),
+          at: Optional[int] = typer.Option(None, "--at", help="print the full state after step AT (-1: initial)"),
+          as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """Show a session's node steps and state diffs as a timeline."""
+    from .fork import locate_trace, resolve_run_dir
+    from .trace_view import show_trace
+    from .tracing import read_trace
+    path = locate_trace(resolve_run_dir(run), session, variant=variant, trial=trial)
+    show_trace(read_trace(path), node=node, key=key, turn=turn, at=at, as_json=as_json, console=console,
+               title=f"{path.parent.name}/{session} (trial {trial})")
+
+
+@app.command()
+@cli_errors
+def fork(run: str = typer.Argument(..., help="run directory or run id under runs/ (run with --checkpoint)"),
+         session: str = typer.Argument(..., help="session id"),
+         step: int = typer.Option(..., "--step", help="the first trace step to run again"),
+         variant: Optional[str] = typer.Option(None, help="the variant, when the session ran in several"),
+         trial: int = typer.Option(0),
+         model: list[str] = typer.Option([], "--model", help="ROLE=SPEC for the forked part"),
+         set_: list[str] = typer.Option([], "--set", help="param=value for the forked part"),
+         run_id: Optional[str] = typer.Option(None, help="id of the new run"),
+         no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report")) -> None:
+    """Run a session again from a checkpoint (time travel) and compare it with the original."""
+    from .fork import COMPARISON, fork_run
+    run_dir = fork_run(run, session, step=step, variant=variant, trial=trial, models=model,
+                       set_params=set_, run_id=run_id, analyze=not no_analysis)
+    comp = json.loads((run_dir / COMPARISON).read_text())
+    if comp["identical"]:
+        console.print(f"the fork reproduces the original from step {comp['fork']['step']} on")
+    else:
+        fd = comp["first_divergent_step"] or {}
+        console.print(f"diverges at turn {comp['first_divergent_turn']}"
+                      + (f", step {fd['step']} (differing keys: {', '.join(fd['differing_keys'])})" if fd else ""))
+        for name, v in sorted(comp["dialogue_metrics"].items()):
+            if v["original"] != v["forked"]:
+                console.print(f"  {name}: {v['original']} -> {v['forked']}")
+    console.print(f"fork in {run_dir} (comparison: {run_dir / COMPARISON})")
+
+
 def main() -> None:  # console-script entry point
     app()
 

@@ -44,6 +44,8 @@ class Unit:
     trial: int
     seed: int
     init: dict = field(repr=False)
+    # set by convsim.fork: {"checkpoint_id", "trace" (the original's trace cut at the fork), "fork"}
+    resume: dict | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -119,15 +121,22 @@ async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgr
                               run_dir=str(plan.run_dir))
     init = {"session_id": unit.session_id, "transcript": [], "turn_metrics": [], "dialogue_metrics": {},
             **unit.init}
-    recorder = TraceRecorder(init, calls) if cfg.trace else None
+    resume = unit.resume
+    recorder = (TraceRecorder(resume["trace"]["initial"] if resume else init, calls,
+                              prefix=resume and resume["trace"], fork=resume and resume["fork"])
+                if cfg.trace else None)
     thread = f"{unit.variant}/{unit.session_id}/t{unit.trial}"
     run_config = {"configurable": {"thread_id": thread}, "recursion_limit": 100_000}
+    stream_input: dict | None = init
+    if resume:  # time travel: continue the copied checkpoint instead of starting from init
+        run_config["configurable"]["checkpoint_id"] = resume["checkpoint_id"]
+        stream_input = None
     modes = ["values", "custom"] + (["updates"] if recorder else [])
     started = time.perf_counter()
     final: dict = init
     status, error = "ok", None
     try:
-        async for mode, chunk in vp.compiled.astream(init, run_config, context=ctx, stream_mode=modes):
+        async for mode, chunk in vp.compiled.astream(stream_input, run_config, context=ctx, stream_mode=modes):
             if mode == "values":
                 final = chunk
                 if recorder:
@@ -152,6 +161,8 @@ async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgr
               "models": {r: s.settings for r, s in vp.models.items()},
               "params": vp.params.model_dump(mode="json"), "llm_calls": calls,
               "elapsed_s": round(time.perf_counter() - started, 4)}
+    if resume:
+        record["forked_from"] = resume["fork"]
     if recorder:
         recorder.write(trace_path(plan.run_dir, unit.variant, unit.session_id, unit.trial))
     store.append(record)
@@ -163,8 +174,9 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
     saver = await stack.enter_async_context(
         AsyncSqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")))
     # WAL and a busy timeout make the file safe to read while a run writes it
-    await saver.conn.execute("PRAGMA journal_mode=WAL")
+    # (busy_timeout first: switching to WAL itself waits for a lock another process may hold)
     await saver.conn.execute("PRAGMA busy_timeout=30000")
+    await saver.conn.execute("PRAGMA journal_mode=WAL")
     return saver
 
 

@@ -55,8 +55,10 @@ def agent(state: State, runtime: Runtime[Context]) -> dict:
     question = state["transcript"][-1]["text"]
     model = runtime.context.model("agent")
     if model.is_none:
-        topic = state["transcript"][-1]["meta"]["topic"]
-        text = f"The {topic} is {FACTS[topic]}."
+        # the scripted user tags its topic; a user from elsewhere (openevals) only sends text
+        topic = state["transcript"][-1].get("meta", {}).get("topic") or next(
+            (t for t in FACTS if t in question.lower()), None)
+        text = f"The {topic} is {FACTS[topic]}." if topic else "I do not know."
     else:
         text = model.invoke([("system", "Answer in one short sentence."), ("user", question)],
                             purpose="answer")
@@ -106,6 +108,12 @@ def sessions(params: Params, ctx: Context):
         topics = sorted(FACTS)
         rng_for(ctx.seed, sid, "topics").shuffle(topics)
         yield {"session_id": sid, "turn": 0, "questions": topics[:params.n_turns]}
+
+
+# Optional, read by the trace viewer (docs/tracing.md): the state keys each turn metric is
+# computed from, and the value under which a turn metric is linked to the steps that made it.
+METRIC_INPUTS = {"correct": ["transcript", "questions"], "answer_words": ["transcript"]}
+METRIC_THRESHOLDS = {"correct": 1.0}
 
 
 def dataset_metrics(records: list[dict]) -> dict:

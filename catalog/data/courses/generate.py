@@ -2,7 +2,7 @@
 
     python catalog/data/courses/generate.py      # rewrites courses.json and testsets/test-set-v1.json
 
-The blocks (faculties, topics, cases) are in ``topics.py`` and ``cases.py`` next to this
+The blocks (faculties, topics, cases) are in ``course_topics.py`` and ``course_cases.py`` next to this
 file; this script only assembles them into course records (subject code, name,
 description, cleaned learning outcomes) and expands the cases' topic-level gold labels
 into subject codes. A fixed seed picks code numbers and outcome phrasings, so the output
@@ -18,8 +18,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from cases import CASES, FIXED_CASES  # noqa: E402
-from topics import FACULTIES  # noqa: E402
+from course_cases import CASES, FIXED_CASES  # noqa: E402
+from course_topics import FACULTIES  # noqa: E402
 
 SEED = 2024
 LEVEL_NAMES = {1: "introductory", 2: "intermediate", 3: "advanced"}
@@ -137,7 +137,7 @@ def build_test_set(courses: list[dict], code_of: dict) -> dict:
     }
 
 
-def main() -> None:
+def build_catalog_and_test_set() -> tuple[dict, dict]:
     rng = random.Random(SEED)
     topics = parse_topics()
     courses, code_of = build_courses(topics, rng)
@@ -145,11 +145,20 @@ def main() -> None:
     assert len(codes) == len(set(codes)), "duplicate subject codes"
     catalog = {"version": 1, "name": "convsim course catalog", "seed": SEED,
                "faculties": sorted({t["faculty"] for t in topics}), "courses": courses}
-    (HERE / "courses.json").write_text(json.dumps(catalog, indent=1, ensure_ascii=False) + "\n")
-    test_set = build_test_set(courses, code_of)
-    (HERE / "testsets").mkdir(exist_ok=True)
-    (HERE / "testsets" / "test-set-v1.json").write_text(json.dumps(test_set, indent=1, ensure_ascii=False) + "\n")
-    print(f"{len(courses)} courses in {len(catalog['faculties'])} faculties; {len(test_set['cases'])} test cases")
+    return catalog, build_test_set(courses, code_of)
+
+
+def dump(obj: dict) -> str:
+    return json.dumps(obj, indent=1, ensure_ascii=False) + "\n"
+
+
+def main(out_dir: Path = HERE) -> None:
+    catalog, test_set = build_catalog_and_test_set()
+    (out_dir / "testsets").mkdir(parents=True, exist_ok=True)
+    (out_dir / "courses.json").write_text(dump(catalog), encoding="utf-8")
+    (out_dir / "testsets" / "test-set-v1.json").write_text(dump(test_set), encoding="utf-8")
+    print(f"{len(catalog['courses'])} courses in {len(catalog['faculties'])} faculties; "
+          f"{len(test_set['cases'])} test cases")
 
 
 if __name__ == "__main__":

@@ -92,10 +92,12 @@ def _location(rng: random.Random) -> list[float]:
 
 
 def _unique_name(rng: random.Random, make, used: set[str]) -> str:
+    # Unique across all domains even without a leading "the", so a name picks one venue.
     for _ in range(1000):
         name = make()
-        if name not in used:
-            used.add(name)
+        key = name.removeprefix("the ")
+        if key not in used:
+            used.add(key)
             return name
     raise RuntimeError("ran out of distinct names; widen the word lists")
 

@@ -85,8 +85,8 @@ def generate(seed: int = SEED) -> dict[str, list[dict]]:
                     "subcategories": f"{category}, {extra}" if rng.random() < 0.3 else category,
                     "website": "", "City": city})
         for segment in EVENT_SEGMENTS:
-            for _ in range(2):
-                day = TRIP_START[2] + rng.randint(0, 9)
+            # every other day from a random offset: any 2-day window of the ten has each segment
+            for day in range(TRIP_START[2] + rng.randint(0, 1), TRIP_START[2] + 10, 2):
                 db["events"].append({
                     "name": f"{city} {_unique_name(rng, used, [_EVENT_NOUN[segment]], city)}",
                     "url": "", "dateTitle": f"{day:02d}-{TRIP_START[1]:02d}-{TRIP_START[0]}",

@@ -1,6 +1,6 @@
 """Hand-written test cases of the shipped course-retrieval test set (test-set-v1).
 
-Each case: (question, skill, gold) where gold maps a topic id of ``topics.py`` to a
+Each case: (question, skill, gold) where gold maps a topic id of ``course_topics.py`` to a
 graded relevance label (0-3) for its three courses, either one label for all three
 levels or a (introductory, intermediate, advanced) triple. Labels follow the judge's
 rubric: 3 main theme, 2 part of a larger module, 1 passing mention, 0 irrelevant.

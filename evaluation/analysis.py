@@ -1,0 +1,116 @@
+"""The post-run hook: statistics (stats.json), figures (figures/*.png|svg) and report.html.
+
+``analyze_run(run_dir)`` works for any graph's records: metrics are discovered from
+``dialogue_metrics``; judge metrics are ``judge_*``; a graph module may add scenario figures by
+defining ``figures(records, out_dir) -> list[str]`` (stems written), which is called when present.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from convsim import ConvsimError, load_graph_module
+from evaluation import plots, stats
+from evaluation.records import (RunData, flat_numeric, is_judge_metric, is_paired, load_run,
+                                metric_by_variant, metric_names)
+
+log = logging.getLogger(__name__)
+
+# Bookkeeping counters are summarised but not tested: a test on "judge_failed" would be noise.
+NOT_TESTED = ("judge_failed", "judge_heuristic")
+
+
+def judge_failures(records: Sequence[Mapping]) -> dict[str, dict]:
+    """Per variant: sessions judged, judge failures and heuristic verdicts (counted, never hidden)."""
+    out: dict[str, dict] = {}
+    for r in records:
+        dm = flat_numeric(r.get("dialogue_metrics"))
+        if "judge_failed" not in dm:
+            continue
+        row = out.setdefault(str(r.get("variant")), {"judged": 0, "failed": 0, "heuristic": 0})
+        row["judged"] += 1
+        row["failed"] += int(dm.get("judge_failed") or 0)
+        row["heuristic"] += int(dm.get("judge_heuristic") or 0)
+    return out
+
+
+def correlations(records: Sequence[Mapping], metrics: Sequence[str], *, seed: int = 0) -> list[dict]:
+    """Spearman (bootstrap CI) of every automatic metric against every judge metric, all sessions."""
+    judge = [m for m in metrics if is_judge_metric(m)]
+    auto = [m for m in metrics if not m.startswith("judge_")]
+    flat = [flat_numeric(r.get("dialogue_metrics")) for r in records]
+    out = []
+    for a in auto:
+        for j in judge:
+            res = stats.spearman_bootstrap([f.get(a) for f in flat], [f.get(j) for f in flat], seed=seed, n_boot=500)
+            out.append({"automatic": a, "judge": j, **res})
+    return out
+
+
+def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
+    """Everything that goes into stats.json for a list of ok records."""
+    metrics = metric_names(records)
+    paired = is_paired(records)
+    per_metric = {}
+    warnings = []
+    for m in metrics:
+        if m in NOT_TESTED:
+            continue
+        res = stats.compare_variants(metric_by_variant(records, m), paired=paired, alpha=alpha, seed=seed)
+        per_metric[m] = res
+        for test in ("anova", "tukey", "friedman"):
+            if res.get(test, {}).get("warning"):
+                warnings.append(f"{m}: {res[test]['warning']}")
+        for row in res.get("wilcoxon", {}).get("pairs", []):
+            if row.get("warning"):
+                warnings.append(f"{m}: {row['group1']} vs {row['group2']}: {row['warning']}")
+    corr = correlations(records, metrics, seed=seed)
+    warnings += [f"{c['automatic']} ~ {c['judge']}: {c['warning']}" for c in corr if c.get("warning")]
+    return {"alpha": alpha, "design": "paired" if paired else "independent", "n_records": len(records),
+            "metrics": per_metric, "correlations": corr, "judge_failures": judge_failures(records),
+            "warnings": sorted(set(warnings))}
+
+
+def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
+    records = run.ok_records
+    metrics = list(statistics.get("metrics", {}))
+    describe = {m: statistics["metrics"][m]["variants"] for m in metrics}
+    stems = plots.bar_charts(describe, out_dir)
+    judge = [m for m in metrics if is_judge_metric(m)]
+    stems += plots.judge_radar({v: {m: describe[m].get(v, {}).get("mean") for m in judge}
+                                for v in run.variants}, out_dir)
+    stems += plots.correlation_heatmap(records, metrics, out_dir)
+    stems += plots.distributions({m: {v: list(vals.values()) for v, vals in metric_by_variant(records, m).items()}
+                                  for m in metrics}, out_dir)
+    tas = [m for m in metrics if m.startswith("tas")][:3]
+    stems += plots.scatter_against(records, tas, judge, out_dir)
+    stems += plots.tas_timelines(records, out_dir)
+    stems += _graph_figures(run, records, out_dir)
+    return stems
+
+
+def _graph_figures(run: RunData, records: Sequence[Mapping], out_dir: Path) -> list[str]:
+    graph = run.config.get("graph")
+    if not graph:
+        return []
+    try:
+        module = load_graph_module(graph)
+    except ConvsimError as exc:
+        log.warning("graph %s not loadable for its figures hook: %s", graph, exc)
+        return []
+    hook = getattr(module, "figures", None)
+    return list(hook(records, out_dir) or []) if callable(hook) else []
+
+
+def analyze_run(run_dir: str | Path) -> None:
+    """Post-run hook: write stats.json, figures/ and report.html into the run directory."""
+    from evaluation.report import build_report
+    run = load_run(run_dir)
+    statistics = run_statistics(run.ok_records)
+    figure_dir = run.run_dir / "figures"
+    statistics["figures"] = make_figures(run, statistics, figure_dir)
+    (run.run_dir / "stats.json").write_text(json.dumps(statistics, indent=1, default=str), encoding="utf-8")
+    build_report(run.run_dir)

@@ -1,0 +1,70 @@
+"""Anchor-compatible recommendation metrics from logged top-k lists (crs.md §2.1, §4.7).
+
+* PEPPER Preference Coverage: PC_t = |(∪_{t' ≤ t} top-k_{t'}) ∩ targets| / |targets|.
+* iEvaLM Recall@K: 1 if a target is in the top-K of the *last* turn that has a recommendation list.
+
+Targets come from the simulator (never shown to the CRS): by default the anchor films the
+simulated user held during the session (``user_meta.anchor``), which satisfy its constraints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+TOP_K_KEYS = ("top_k", "topk", "rec_ids", "recommended")
+
+
+def preference_coverage(top_k_lists: Sequence[Sequence[str]], targets: set[str] | frozenset[str]) -> list[float] | None:
+    """PC_t for t = 1..T over the per-turn top-k lists; None when there are no targets."""
+    if not targets:
+        return None
+    seen: set[str] = set()
+    out = []
+    for items in top_k_lists:
+        seen.update(items)
+        out.append(len(seen & set(targets)) / len(targets))
+    return out
+
+
+def recall_at_k(top_k_lists: Sequence[Sequence[str]], targets: set[str] | frozenset[str], k: int) -> float | None:
+    """1.0 if any target is in the first k items of the last non-empty list, else 0.0; None when
+    there are no targets or no turn recommended anything (iEvaLM `Rec_eval.py`)."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if not targets:
+        return None
+    lists = [items for items in top_k_lists if items]
+    if not lists:
+        return None
+    return 1.0 if set(lists[-1][:k]) & set(targets) else 0.0
+
+
+def system_top_k(turn: Mapping) -> list[str]:
+    """The item ids a system turn logged (the first of TOP_K_KEYS found in its meta)."""
+    meta = turn.get("meta") or {}
+    for key in TOP_K_KEYS:
+        if isinstance(meta.get(key), list):
+            return [str(x) for x in meta[key]]
+    return []
+
+
+def session_targets(transcript: Sequence[Mapping]) -> set[str]:
+    """The simulator's target items: every anchor film of the user's turns."""
+    out = set()
+    for turn in transcript:
+        meta = turn.get("meta") or {}
+        meta = meta.get("user_meta", meta) if isinstance(meta.get("user_meta"), dict) else meta
+        if str(turn.get("speaker", "")).lower() == "user" and meta.get("anchor"):
+            out.add(str(meta["anchor"]))
+    return out
+
+
+def coverage_metrics(transcript: Sequence[Mapping], *, ks: Sequence[int] = (1, 5, 10)) -> dict:
+    """``pc_final`` (PC at the last turn), ``pc_mean`` (mean PC over turns) and ``recall_at_<k>``."""
+    lists = [system_top_k(t) for t in transcript if str(t.get("speaker", "")).lower() != "user"]
+    targets = session_targets(transcript)
+    pc = preference_coverage(lists, targets) if lists else None
+    out = {"pc_final": pc[-1] if pc else None, "pc_mean": sum(pc) / len(pc) if pc else None}
+    for k in ks:
+        out[f"recall_at_{k}"] = recall_at_k(lists, targets, k)
+    return out

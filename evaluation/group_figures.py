@@ -1,0 +1,96 @@
+"""Figures of a group-planning run: welfare by condition and a heatmap of M-metrics by condition.
+
+``group_figures(records, out_dir)`` writes ``group_welfare.png/.svg`` (W1–W3 means with bootstrap
+95% CIs per variant) and ``group_metrics_heatmap.png/.svg`` (mean of each M-metric per variant;
+blank where a metric does not apply) and returns the stems written. matplotlib Agg.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from convsim import bootstrap_ci  # noqa: E402
+
+WELFARE = ("W1", "W2", "W3")
+HEATMAP_METRICS = ("M1", "M2", "M3", "M4", "M4b", "M5", "M6", "M8", "M8a", "M8b", "M9", "M10",
+                   "M10b", "M11", "M12", "M13", "M14", "M15", "M16")
+
+
+def _by_variant(records: Sequence[Mapping], metric: str) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for r in records:
+        if r.get("status", "ok") != "ok":
+            continue
+        v = (r.get("dialogue_metrics") or {}).get(metric)
+        out.setdefault(str(r.get("variant", "default")), [])
+        if isinstance(v, (int, float)):
+            out[str(r.get("variant", "default"))].append(float(v))
+    return out
+
+
+def _save(fig, out_dir: Path, stem: str) -> str:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(out_dir / f"{stem}.{ext}", dpi=110)
+    plt.close(fig)
+    return stem
+
+
+def welfare_summary(records: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
+    """``{variant: {W: {"mean", "n", "ci_low", "ci_high"}}}`` (bootstrap 95% CI)."""
+    out: dict[str, dict[str, dict]] = {}
+    for w in WELFARE:
+        for variant, vals in _by_variant(records, w).items():
+            out.setdefault(variant, {})[w] = bootstrap_ci(vals, seed=0)
+    return out
+
+
+def group_figures(records: Sequence[Mapping], out_dir) -> list[str]:
+    out_dir = Path(out_dir)
+    summary = welfare_summary(records)
+    if not summary:
+        return []
+    variants = sorted(summary)
+    stems = []
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(variants), 3.6))
+    width = 0.8 / len(WELFARE)
+    for j, w in enumerate(WELFARE):
+        means = [summary[v].get(w, {}).get("mean") for v in variants]
+        xs = np.arange(len(variants)) + (j - 1) * width
+        m = np.array([np.nan if x is None else x for x in means], dtype=float)
+        lo = np.array([summary[v][w]["ci_low"] if summary[v].get(w, {}).get("mean") is not None else np.nan
+                       for v in variants], dtype=float)
+        hi = np.array([summary[v][w]["ci_high"] if summary[v].get(w, {}).get("mean") is not None else np.nan
+                       for v in variants], dtype=float)
+        ax.bar(xs, m, width, label=w, yerr=[m - lo, hi - m], capsize=2)
+    ax.set_xticks(np.arange(len(variants)), variants)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("welfare (mean, 95% CI)")
+    ax.set_title("Group welfare by condition")
+    ax.legend(fontsize=8)
+    stems.append(_save(fig, out_dir, "group_welfare"))
+    metrics = [m for m in HEATMAP_METRICS if any(_by_variant(records, m).get(v) for v in variants)]
+    if metrics:
+        mat = np.array([[np.mean(vals) if (vals := _by_variant(records, m).get(v)) else np.nan
+                         for m in metrics] for v in variants], dtype=float)
+        fig, ax = plt.subplots(figsize=(1.0 + 0.55 * len(metrics), 1.0 + 0.5 * len(variants)))
+        im = ax.imshow(np.ma.masked_invalid(mat), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(metrics)), metrics, rotation=60, fontsize=8)
+        ax.set_yticks(range(len(variants)), variants)
+        for i in range(len(variants)):
+            for j in range(len(metrics)):
+                if np.isfinite(mat[i, j]):
+                    ax.text(j, i, f"{mat[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                            color="white" if mat[i, j] < 0.5 else "black")
+        fig.colorbar(im, ax=ax, fraction=0.03)
+        ax.set_title("M-metrics by condition (mean; blank = not applicable)")
+        stems.append(_save(fig, out_dir, "group_metrics_heatmap"))
+    return stems

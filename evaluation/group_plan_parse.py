@@ -1,0 +1,111 @@
+"""Reading a group-planning dialogue and plan as plain data (spec 002's CSV sources).
+
+A dialogue is a list of turns ``{"speaker", "intent", "utterance", "meta"}``; a plan is the
+TripCraft-style itinerary ``{"days": [...], "raw_output": str, ...}``. These helpers extract what
+the metrics need: the slot of an intent, the stated preferences, the places a plan names (per
+slot), the text a plan gives a slot and the POI time windows.
+"""
+
+from __future__ import annotations
+
+import re
+
+SLOTS = ("traveler_type", "travel_purpose", "spending_preference", "cuisine", "attraction",
+         "event", "lodging")
+ACTIONABLE_SLOTS = ("lodging", "cuisine", "event", "attraction")
+INTENT_PREFIXES = ("user_provide_", "sys_synthesize_", "user_respond_", "sys_request_vote_",
+                   "user_vote_", "user_feedback_", "sys_feedback_")
+# lodging's two sub-slots count as lodging (reference ambiguity 5)
+_SLOT_ALIASES = {"room_type": "lodging", "house_rule": "lodging", "lodging_room_type": "lodging",
+                 "lodging_house_rule": "lodging"}
+SLOT_KINDS = {"cuisine": ("restaurants",), "attraction": ("attractions",), "event": ("events",),
+              "lodging": ("accommodations",)}
+_MEALS = ("breakfast", "lunch", "dinner")
+_TIME = re.compile(r"from\s+(\d{1,2}):(\d{2})\s+to\s+(\d{1,2}):(\d{2})")
+
+
+def intent_slot(intent: str) -> str | None:
+    """The slot an intent is about (``user_provide_room_type`` -> ``lodging``), else None."""
+    for prefix in INTENT_PREFIXES:
+        if intent.startswith(prefix):
+            slot = intent[len(prefix):]
+            return _SLOT_ALIASES.get(slot, slot)
+    return None
+
+
+def stated_preferences(turns: list[dict]) -> dict[tuple[str, str], str]:
+    """``{(speaker, slot): text}`` from ``user_provide_*`` turns (a speaker's turns joined)."""
+    out: dict[tuple[str, str], str] = {}
+    for t in turns:
+        if t["intent"].startswith("user_provide_"):
+            key = (t["speaker"], intent_slot(t["intent"]))
+            out[key] = f"{out[key]} {t['utterance']}" if key in out else t["utterance"]
+    return out
+
+
+def _split_places(value) -> list[str]:
+    names = []
+    for part in str(value or "").split(";"):
+        part = part.strip()
+        if part and part != "-":
+            names.append(part.rsplit(",", 1)[0].strip() if "," in part else part)
+    return names
+
+
+def plan_places_by_field(plan: dict) -> dict[str, list[str]]:
+    """Place names per plan field: breakfast/lunch/dinner/accommodation/attraction/event/poi/branches."""
+    out: dict[str, list[str]] = {k: [] for k in (*_MEALS, "accommodation", "attraction", "event",
+                                                  "poi", "branch")}
+    for day in plan.get("days") or []:
+        if not isinstance(day, dict):
+            continue
+        for key in (*_MEALS, "accommodation", "attraction", "event"):
+            out[key] += _split_places(day.get(key))
+        poi = day.get("point_of_interest_list", day.get("poi_list")) or ""
+        if isinstance(poi, list):
+            poi = ";".join(map(str, poi))
+        out["poi"] += [p.split(",", 1)[0].strip() for p in str(poi).split(";") if p.strip()]
+        for g in day.get("subgroups") or []:
+            for branch in ("group_a", "group_b"):
+                out["branch"] += _split_places((g.get(branch) or {}).get("place"))
+    for b in plan.get("accommodation_branches") or []:
+        out["accommodation"] += _split_places(b.get("accommodation"))
+    return out
+
+
+def plan_place_names(plan: dict) -> list[str]:
+    """Every place name the plan names, in order, with repeats."""
+    return [n for names in plan_places_by_field(plan).values() for n in names]
+
+
+def plan_slot_places(plan: dict, db, slot: str) -> list[tuple[str, dict]]:
+    """``(kind, record)`` of the distinct db places the plan uses for an actionable slot."""
+    seen, out = set(), []
+    for name in plan_place_names(plan):
+        hit = db.lookup(name)
+        if hit and hit[0] in SLOT_KINDS.get(slot, ()) and hit[1]["name"] not in seen:
+            seen.add(hit[1]["name"])
+            out.append(hit)
+    return out
+
+
+def plan_slot_text(plan: dict, slot: str) -> str:
+    """The plan's own text for a slot (``_plan_slot_text``): e.g. every meal for cuisine."""
+    fields = plan_places_by_field(plan)
+    keys = {"cuisine": _MEALS, "attraction": ("attraction",), "event": ("event",),
+            "lodging": ("accommodation",)}.get(slot, ())
+    return "; ".join(n for k in keys for n in fields[k])
+
+
+def poi_windows(day: dict) -> list[tuple[int, int]]:
+    """(start, end) minutes of each POI entry of a day that has a "from HH:MM to HH:MM" window."""
+    poi = day.get("point_of_interest_list", day.get("poi_list")) or ""
+    if isinstance(poi, list):
+        poi = ";".join(map(str, poi))
+    out = []
+    for part in str(poi).split(";"):
+        m = _TIME.search(part)
+        if m:
+            h1, m1, h2, m2 = map(int, m.groups())
+            out.append((h1 * 60 + m1, h2 * 60 + m2))
+    return out

@@ -1,0 +1,175 @@
+"""Figures of a run (matplotlib, Agg backend, PNG + SVG), generic over metrics and variants.
+
+Each function writes ``<out_dir>/<stem>.png`` and ``.svg`` and returns the stems it wrote
+(none when the data does not allow the figure, e.g. a radar with fewer than 3 judge metrics).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from evaluation.records import flat_numeric  # noqa: E402
+
+
+def _save(fig, out_dir: Path, stem: str, **margins) -> str:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Fixed margins rather than tight_layout: layout solving dominated analysis time.
+    fig.subplots_adjust(**{"left": 0.14, "right": 0.97, "bottom": 0.2, "top": 0.88, "wspace": 0.45,
+                           "hspace": 0.7, **margins})
+    for ext in ("png", "svg"):
+        fig.savefig(out_dir / f"{stem}.{ext}", dpi=110)
+    plt.close(fig)
+    return stem
+
+
+def safe_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "metric"
+
+
+def bar_charts(describe: Mapping[str, Mapping[str, Mapping]], out_dir: Path) -> list[str]:
+    """One bar chart per metric: mean per variant with its 95% bootstrap CI as error bars.
+    ``describe`` is ``{metric: {variant: {"mean", "ci_low", "ci_high", "n"}}}``."""
+    stems = []
+    for metric, per_variant in describe.items():
+        variants = [v for v, d in per_variant.items() if d.get("mean") is not None]
+        if not variants:
+            continue
+        means = np.array([per_variant[v]["mean"] for v in variants])
+        lows = np.array([per_variant[v]["ci_low"] if per_variant[v]["ci_low"] is not None else per_variant[v]["mean"]
+                         for v in variants])
+        highs = np.array([per_variant[v]["ci_high"] if per_variant[v]["ci_high"] is not None else per_variant[v]["mean"]
+                          for v in variants])
+        fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(variants) + 2), 3.2))
+        ax.bar(range(len(variants)), means, color="#4C78A8",
+               yerr=[np.maximum(means - lows, 0), np.maximum(highs - means, 0)], capsize=4)
+        ax.set_xticks(range(len(variants)), [f"{v}\n(n={per_variant[v]['n']})" for v in variants], fontsize=8)
+        ax.set_title(f"{metric} (mean, 95% CI)", fontsize=10)
+        stems.append(_save(fig, out_dir, f"bar_{safe_stem(metric)}"))
+    return stems
+
+
+def judge_radar(means: Mapping[str, Mapping[str, float]], out_dir: Path, *, lo: float = 1, hi: float = 5) -> list[str]:
+    """Radar of the judge metrics, one polygon per variant; ``means`` is ``{variant: {metric: mean}}``."""
+    metrics = sorted({m for d in means.values() for m, v in d.items() if v is not None})
+    if len(metrics) < 3:
+        return []
+    angles = np.linspace(0, 2 * np.pi, len(metrics), endpoint=False).tolist()
+    fig = plt.figure(figsize=(5, 5))
+    ax = fig.add_subplot(polar=True)
+    for variant, d in means.items():
+        vals = [d.get(m) if d.get(m) is not None else np.nan for m in metrics]
+        ax.plot(angles + angles[:1], vals + vals[:1], label=variant)
+        ax.fill(angles + angles[:1], vals + vals[:1], alpha=0.1)
+    ax.set_xticks(angles, [m.removeprefix("judge_") for m in metrics])
+    ax.set_ylim(lo, hi)
+    ax.legend(loc="lower right", fontsize=7, bbox_to_anchor=(1.25, -0.1))
+    ax.set_title("Judge metrics (mean per variant)", fontsize=10)
+    return [_save(fig, out_dir, "radar_judge")]
+
+
+def correlation_heatmap(records: Sequence[Mapping], metrics: Sequence[str], out_dir: Path) -> list[str]:
+    """Spearman correlations between metrics, pooled over all sessions (pairwise complete)."""
+    import pandas as pd
+    rows = [flat_numeric(r.get("dialogue_metrics")) for r in records]
+    df = pd.DataFrame(rows, columns=list(metrics)).astype(float)
+    df = df.loc[:, df.nunique(dropna=True) > 1]
+    if df.shape[1] < 2:
+        return []
+    corr = df.corr(method="spearman", min_periods=3)
+    size = max(5, 0.45 * len(corr) + 2)
+    fig, ax = plt.subplots(figsize=(size, size * 0.85))
+    im = ax.imshow(corr.to_numpy(), cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set_xticks(range(len(corr)), corr.columns, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(corr)), corr.columns, fontsize=7)
+    fig.colorbar(im, ax=ax, shrink=0.7, label="Spearman rho")
+    ax.set_title("Metric correlations (Spearman, all sessions)", fontsize=10)
+    return [_save(fig, out_dir, "correlation_heatmap", left=0.3, bottom=0.3, right=0.95)]
+
+
+def distributions(values: Mapping[str, Mapping[str, Sequence[float]]], out_dir: Path, *, per_row: int = 4) -> list[str]:
+    """Box plots of every metric's per-session values per variant; ``{metric: {variant: [values]}}``."""
+    metrics = [m for m, d in values.items() if any(len(v) for v in d.values())]
+    if not metrics:
+        return []
+    rows = -(-len(metrics) // per_row)
+    fig, axes = plt.subplots(rows, per_row, figsize=(3.2 * per_row, 2.6 * rows), squeeze=False)
+    for ax, metric in zip(axes.ravel(), metrics):
+        variants = list(values[metric])
+        ax.boxplot([values[metric][v] or [np.nan] for v in variants], showmeans=True)
+        ax.set_xticks(range(1, len(variants) + 1), variants, fontsize=6, rotation=20)
+        ax.set_title(metric, fontsize=8)
+    for ax in axes.ravel()[len(metrics):]:
+        ax.axis("off")
+    return [_save(fig, out_dir, "distributions")]
+
+
+def scatter_against(records: Sequence[Mapping], x_metrics: Sequence[str], y_metrics: Sequence[str],
+                    out_dir: Path, *, stem: str = "tas_vs_judge") -> list[str]:
+    """Scatter of each x metric (e.g. tas_*) against each y metric (judge_*), colour = variant."""
+    if not x_metrics or not y_metrics:
+        return []
+    variants = sorted({str(r.get("variant")) for r in records})
+    colours = dict(zip(variants, plt.cm.tab10.colors * 3))
+    fig, axes = plt.subplots(len(x_metrics), len(y_metrics), squeeze=False,
+                             figsize=(3 * len(y_metrics), 2.6 * len(x_metrics)))
+    flat = [(str(r.get("variant")), flat_numeric(r.get("dialogue_metrics"))) for r in records]
+    for i, xm in enumerate(x_metrics):
+        for j, ym in enumerate(y_metrics):
+            ax = axes[i][j]
+            for v in variants:
+                pts = [(d[xm], d[ym]) for vv, d in flat if vv == v and d.get(xm) is not None and d.get(ym) is not None]
+                if pts:
+                    ax.scatter(*zip(*pts), s=10, alpha=0.6, color=colours[v], label=v)
+            ax.set_xlabel(xm, fontsize=7)
+            ax.set_ylabel(ym, fontsize=7)
+    axes[0][0].legend(fontsize=6)
+    return [_save(fig, out_dir, stem)]
+
+
+def _turn_meta(turn: Mapping) -> dict:
+    meta = turn.get("meta") or {}
+    inner = meta.get("user_meta")
+    return inner if isinstance(inner, dict) else meta
+
+
+def shift_turns(transcript: Sequence[Mapping]) -> list[int]:
+    """Turn numbers of the user turns the simulator marked as a shift (``shift_event``)."""
+    return sorted({int(t.get("turn", 0)) for t in transcript
+                   if str(t.get("speaker", "")).lower() == "user" and _turn_meta(t).get("shift_event")})
+
+
+def tas_timelines(records: Sequence[Mapping], out_dir: Path, *, max_sessions: int = 6, prefix: str = "tas") -> list[str]:
+    """Per session: every turn metric whose name starts with ``prefix`` against the turn, one line per
+    variant, with the simulator's true shifts as dashed vertical lines."""
+    by_session: dict[str, list[Mapping]] = {}
+    for r in records:
+        by_session.setdefault(str(r.get("session_id")), []).append(r)
+    stems = []
+    for sid in sorted(by_session)[:max_sessions]:
+        fig, ax = plt.subplots(figsize=(7, 2.8))
+        plotted = False
+        for r in by_session[sid]:
+            for name in sorted({k for tm in r.get("turn_metrics") or [] for k in tm if k.startswith(prefix)}):
+                pts = [(tm["turn"], tm[name]) for tm in r.get("turn_metrics") or []
+                       if isinstance(tm.get(name), (int, float)) and not isinstance(tm.get(name), bool)]
+                if pts:
+                    ax.plot(*zip(*pts), marker=".", label=f"{r.get('variant')}: {name}")
+                    plotted = True
+        if not plotted:
+            plt.close(fig)
+            continue
+        for t in shift_turns(by_session[sid][0].get("transcript") or []):
+            ax.axvline(t, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_xlabel("turn (dashed: true preference shifts)")
+        ax.set_title(f"session {sid}", fontsize=9)
+        ax.legend(fontsize=6, loc="upper right")
+        stems.append(_save(fig, out_dir, f"timeline_{safe_stem(sid)}"))
+    return stems

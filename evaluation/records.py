@@ -1,0 +1,123 @@
+"""Reading a run directory and pulling metrics out of result records, for any graph.
+
+Metric discovery is generic: every numeric leaf of ``dialogue_metrics`` (nested dicts flattened
+as ``a.b``, booleans as 0/1), the same names the engine's metrics.csv uses. Judge metrics are the
+ones named ``judge_<criterion>`` (agents/judge.py), minus the bookkeeping flags.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from convsim import ConvsimError, read_jsonl
+
+JUDGE_PREFIX = "judge_"
+JUDGE_FLAGS = ("judge_failed", "judge_heuristic")
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    config: dict = field(default_factory=dict)
+    records: list[dict] = field(default_factory=list)
+    summary: dict | None = None
+    metrics_rows: list[dict] = field(default_factory=list)
+
+    @property
+    def ok_records(self) -> list[dict]:
+        return [r for r in self.records if r.get("status", "ok") == "ok"]
+
+    @property
+    def variants(self) -> list[str]:
+        seen: list[str] = []
+        for r in self.records:
+            if r.get("variant") not in seen:
+                seen.append(r.get("variant"))
+        return seen
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    """config.yaml, results.jsonl, summary.json and metrics.csv of a run (the last two optional)."""
+    run_dir = Path(run_dir)
+    results = run_dir / "results.jsonl"
+    if not results.exists():
+        raise ConvsimError("not a run directory: results.jsonl is missing", file=str(run_dir))
+    data = RunData(run_dir=run_dir, records=read_jsonl(results))
+    cfg = run_dir / "config.yaml"
+    if cfg.exists():
+        try:
+            data.config = yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConvsimError(f"config.yaml is not valid YAML: {exc}", file=str(cfg)) from None
+    summary = run_dir / "summary.json"
+    if summary.exists():
+        data.summary = json.loads(summary.read_text(encoding="utf-8"))
+    csv_path = run_dir / "metrics.csv"
+    if csv_path.exists():
+        with open(csv_path, encoding="utf-8", newline="") as fh:
+            data.metrics_rows = list(csv.DictReader(fh))
+    return data
+
+
+def flat_numeric(d: Mapping | None, prefix: str = "") -> dict[str, float | None]:
+    """Numeric leaves as ``{"a.b": float}``; None values kept as None; strings/lists ignored."""
+    out: dict[str, float | None] = {}
+    for key, value in (d or {}).items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flat_numeric(value, name + "."))
+        elif isinstance(value, bool):
+            out[name] = float(value)
+        elif isinstance(value, (int, float)):
+            out[name] = float(value) if math.isfinite(float(value)) else None
+        elif value is None:
+            out.setdefault(name, None)
+    return out
+
+
+def metric_names(records: Sequence[Mapping]) -> list[str]:
+    """Numeric dialogue metrics that have at least one value, in first-seen order."""
+    names: dict[str, bool] = {}
+    for r in records:
+        for k, v in flat_numeric(r.get("dialogue_metrics")).items():
+            names[k] = names.get(k, False) or v is not None
+    return [k for k, has in names.items() if has]
+
+
+def is_judge_metric(name: str) -> bool:
+    return name.startswith(JUDGE_PREFIX) and name not in JUDGE_FLAGS
+
+
+def pair_key(record: Mapping) -> str:
+    """Sessions pair across variants by session id and trial (the engine derives the seed from them)."""
+    return f"{record.get('session_id')}#{record.get('trial', 0)}"
+
+
+def metric_by_variant(records: Sequence[Mapping], metric: str) -> dict[str, dict[str, float]]:
+    """``{variant: {pair_key: value}}`` for one metric, sessions without a value left out."""
+    out: dict[str, dict[str, float]] = {}
+    for r in records:
+        value = flat_numeric(r.get("dialogue_metrics")).get(metric)
+        bucket = out.setdefault(str(r.get("variant", "default")), {})
+        if value is not None:
+            bucket[pair_key(r)] = value
+    return out
+
+
+def is_paired(records: Sequence[Mapping]) -> bool:
+    """True when at least two variants share sessions and every shared session has the same seed."""
+    seeds: dict[str, set] = {}
+    variants_by_key: dict[str, set] = {}
+    for r in records:
+        k = pair_key(r)
+        seeds.setdefault(k, set()).add(r.get("seed"))
+        variants_by_key.setdefault(k, set()).add(r.get("variant"))
+    shared = [k for k, vs in variants_by_key.items() if len(vs) > 1]
+    return bool(shared) and all(len(seeds[k]) == 1 for k in shared)

@@ -1,0 +1,263 @@
+"""Course retrieval judged by an LLM (spec 003_b735b6521cfe17c0.txt).
+
+One session is one test case: a retriever node ranks the catalog for the case's question
+and skill (or the case's own ``retrievedCourses`` are taken as they are), the relevance
+judge scores every retrieved course 0-3, and the evaluation node computes the spec's
+metrics (averageRelevance, NDCG@K, P@K, ...) plus gold-label metrics where the case has
+gold labels. Trials are the spec's repeated iterations (the trial index is the iteration).
+
+    START -> {given_courses | tfidf | bm25 | embedding | hybrid} -> judge -> evaluate -> END
+"""
+from __future__ import annotations
+
+import operator
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from agents.course_retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
+from agents.relevance_judge import JudgeCache, judge_courses
+from catalog.courses import load_courses, load_test_set
+from convsim import ConvsimError, SessionContext, emit_metrics
+from evaluation.retrieval_compare import cohen_kappa
+from evaluation.retrieval_metrics import PRECISION_BANDS, case_metrics, interpretation_band
+
+RetrieverName = Literal["tfidf", "bm25", "embedding", "hybrid"]
+
+
+class State(TypedDict, total=False):
+    session_id: str
+    case_id: str
+    question: str
+    skill: str
+    given_courses: list[dict] | None
+    gold_relevance: dict[str, int] | None
+    retriever: str
+    retrieval_skipped: str | None
+    component_rankings: dict[str, list[dict]]
+    retrieved: list[dict]
+    judgements: list[dict]
+    judge_failures: list[dict]
+    transcript: Annotated[list[dict], operator.add]
+    turn_metrics: Annotated[list[dict], operator.add]
+    dialogue_metrics: dict
+
+
+class Params(BaseModel):
+    """Which retriever, how deep, how to score; every field is recorded with the results."""
+
+    retriever: RetrieverName = Field("bm25", description="the retriever for cases without retrievedCourses")
+    k: int = Field(10, ge=1, le=100, description="courses retrieved per case")
+    cutoffs: list[int] = Field(default_factory=lambda: [5, 10], description="K values of NDCG@K, P@K, Recall@K")
+    test_set: str | None = Field(None, description="test-set JSON path (default: the shipped test-set-v1)")
+    catalog: str | None = Field(None, description="course catalog JSON path (default: the shipped catalog)")
+    embedder: str = Field("st:minilm", description="embedder of the embedding retriever")
+    hybrid_of: list[Literal["tfidf", "bm25", "embedding"]] = Field(
+        default_factory=lambda: ["bm25", "tfidf"], description="rankings fused by the hybrid retriever")
+    rrf_c: int = Field(60, ge=1, description="reciprocal-rank fusion constant")
+    fusion_depth: int = Field(50, ge=1, description="depth of each ranking fed to the fusion")
+    relevance_threshold: int = Field(2, ge=1, le=3, description="score >= this is relevant (spec: 2)")
+    gain: Literal["linear", "exponential"] = Field("linear", description="NDCG gain (spec: linear)")
+    precision_over_returned: bool = Field(
+        False, description="also report the original's P@K that divides by the returned count (defect)")
+    judge_cache: str = Field("auto", description="judge score cache: 'auto' (runs/.cache), 'off', or a path")
+    judge_retries: int = Field(2, ge=0, le=5, description="retries of an invalid judge answer")
+    max_cases: int | None = Field(None, ge=1, description="use only the first N cases")
+
+
+@dataclass
+class Context(SessionContext):
+    pass
+
+
+def _params(runtime: Runtime[Context]) -> Params:
+    return runtime.context.params or Params()
+
+
+def _with_course_fields(ranking: list[dict], catalog: str | None) -> list[dict]:
+    by_code = {c["subjectCode"]: c for c in load_courses(catalog)}
+    return [{**item, "subjectName": by_code[item["subjectCode"]]["subjectName"],
+             "cleanedLearningOutcomes": by_code[item["subjectCode"]].get("cleanedLearningOutcomes", [])}
+            for item in ranking]
+
+
+def route_case(state: State, runtime: Runtime[Context]) -> str:
+    """A case that brings its own retrieved list is judged as it is."""
+    return "given_courses" if state.get("given_courses") else _params(runtime).retriever
+
+
+def given_courses(state: State) -> dict:
+    retrieved = [{**c, "rank": i, "score": None} for i, c in enumerate(state["given_courses"], start=1)]
+    return {"retriever": "given", "retrieved": retrieved}
+
+
+def _search(kind: str, state: State, params: Params, depth: int) -> list[dict]:
+    retriever = get_retriever(kind, params.catalog, params.embedder)
+    return retriever.search(retrieval_query(state["question"], state["skill"]), depth)
+
+
+def _retrieve(kind: str):
+    def node(state: State, runtime: Runtime[Context]) -> dict:
+        params = _params(runtime)
+        try:
+            ranking = _search(kind, state, params, params.k)
+        except ConvsimError as exc:
+            if kind != "embedding":
+                raise
+            return {"retriever": kind, "retrieved": [], "retrieval_skipped": str(exc)}
+        return {"retriever": kind, "retrieved": _with_course_fields(ranking, params.catalog)}
+    node.__name__ = f"retrieve_{kind}"
+    return node
+
+
+def hybrid(state: State, runtime: Runtime[Context]) -> dict:
+    params = _params(runtime)
+    depth = max(params.k, params.fusion_depth)
+    try:
+        rankings = {kind: _search(kind, state, params, depth) for kind in params.hybrid_of}
+    except ConvsimError as exc:
+        return {"retriever": "hybrid", "retrieved": [], "retrieval_skipped": str(exc)}
+    fused = reciprocal_rank_fusion(list(rankings.values()), params.k, c=params.rrf_c)
+    return {"retriever": "hybrid(" + "+".join(params.hybrid_of) + ")",
+            "component_rankings": {k: v[:params.k] for k, v in rankings.items()},
+            "retrieved": _with_course_fields(fused, params.catalog)}
+
+
+def _cache(params: Params, run_dir: str | None) -> JudgeCache | None:
+    if params.judge_cache == "off":
+        return None
+    if params.judge_cache != "auto":
+        return JudgeCache(params.judge_cache)
+    if run_dir is None:
+        return None
+    # Beside the runs, not inside one: a second identical run reuses the first run's scores.
+    return JudgeCache(Path(run_dir).parent / ".cache" / "relevance_judge.sqlite")
+
+
+def judge(state: State, runtime: Runtime[Context]) -> dict:
+    ctx, params = runtime.context, _params(runtime)
+    retrieved = state.get("retrieved") or []
+    user_turn = {"turn": 1, "speaker": "user", "text": state["question"], "meta": {"skill": state["skill"]}}
+    if not retrieved:
+        text = state.get("retrieval_skipped") or "no course retrieved"
+        return {"judgements": [], "judge_failures": [],
+                "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": text, "meta": {}}]}
+    model = ctx.model("judge")
+    result = judge_courses(question=state["question"], skill=state["skill"], courses=retrieved, model=model,
+                           cache=None if model.is_none else _cache(params, ctx.run_dir),
+                           iteration=ctx.trial, seed=ctx.seed, retries=params.judge_retries)
+    lines = [f"{c['rank']}. {c['subjectCode']} {c['subjectName']} -> "
+             f"{'failed' if s['score'] is None else s['score']}" for c, s in zip(retrieved, result.scores)]
+    return {"judgements": result.scores, "judge_failures": result.failures,
+            "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": "\n".join(lines),
+                                       "meta": {"retriever": state.get("retriever")}}]}
+
+
+def evaluate(state: State, runtime: Runtime[Context]) -> dict:
+    params = _params(runtime)
+    if state.get("retrieval_skipped"):
+        return {"dialogue_metrics": {"retrievalSkipped": True}}
+    judgements = state.get("judgements") or []
+    metrics: dict = {"judgeFailed": bool(state.get("judge_failures")),
+                     "judgeCachedScores": sum(1 for j in judgements if j.get("cached"))}
+    if judgements and all(j.get("score") is not None for j in judgements):
+        gold = state.get("gold_relevance")
+        codes = [c["subjectCode"] for c in state["retrieved"]]
+        metrics.update(case_metrics(
+            [j["score"] for j in judgements],
+            gold_ranked=None if gold is None else [gold.get(code, 0) for code in codes],
+            gold_all=None if gold is None else list(gold.values()),
+            cutoffs=params.cutoffs, threshold=params.relevance_threshold, gain=params.gain,
+            precision_over_returned=params.precision_over_returned))
+    emit_metrics(runtime, turn=None, metrics={k: v for k, v in metrics.items() if isinstance(v, (int, float))},
+                 kind="dialogue")
+    return {"dialogue_metrics": metrics}
+
+
+def build(params: Params) -> StateGraph:
+    g = StateGraph(State, context_schema=Context)
+    g.add_node("given_courses", given_courses)
+    for kind in ("tfidf", "bm25", "embedding"):
+        g.add_node(kind, _retrieve(kind))
+    g.add_node("hybrid", hybrid)
+    g.add_node("judge", judge)
+    g.add_node("evaluate", evaluate)
+    sources = ["given_courses", "tfidf", "bm25", "embedding", "hybrid"]
+    g.add_conditional_edges(START, route_case, sources)
+    for node in sources:
+        g.add_edge(node, "judge")
+    g.add_edge("judge", "evaluate")
+    g.add_edge("evaluate", END)
+    return g
+
+
+def sessions(params: Params, ctx: Context):
+    test_set = load_test_set(params.test_set)
+    cases = test_set.cases[: params.max_cases] if params.max_cases else test_set.cases
+    for case in cases:
+        yield {"session_id": case.id, "test_set": f"{test_set.name}@v{test_set.version}", **case.as_state()}
+
+
+def _mean(values: list[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def dataset_metrics(records: list[dict]) -> dict:
+    """Pooled figures, judge failures, iteration stability and the spec's interpretation bands."""
+    skipped = [r for r in records if (r.get("dialogue_metrics") or {}).get("retrievalSkipped")]
+    if skipped:
+        return {"skipped": len(skipped), "skipReason": skipped[0].get("retrieval_skipped")}
+    scores = [j["score"] for r in records for j in r.get("judgements") or [] if j.get("score") is not None]
+    out: dict = {
+        "cases": len({r["session_id"] for r in records}),
+        "judgeFailureRate": _mean([float(bool(r.get("judge_failures"))) for r in records]),
+        "judgeKind": ",".join(sorted({j.get("judge", "") for r in records for j in r.get("judgements") or []})),
+        "pooledHighlyRelevantRate": 100.0 * scores.count(3) / len(scores) if scores else None,
+        "pooledIrrelevantRate": 100.0 * scores.count(0) / len(scores) if scores else None,
+    }
+    for label in (0, 1, 2, 3):
+        out[f"pooledScoreCount.{label}"] = scores.count(label)
+    metrics = [r.get("dialogue_metrics") or {} for r in records]
+    ndcg10, p10 = _mean([m.get("ndcg@10") for m in metrics]), _mean([m.get("precision@10") for m in metrics])
+    out["ndcg@10Band"] = " / ".join(interpretation_band(ndcg10) or ("n/a",))
+    out["precision@10Band"] = " / ".join(interpretation_band(p10, PRECISION_BANDS) or ("n/a",))
+    out["ndcgUndefinedCases"] = sum(1 for m in metrics if "ndcg@10" in m and m["ndcg@10"] is None)
+    # How well does the judge (heuristic or model) agree with the gold labels it could see?
+    pairs = [(j["score"], r["gold_relevance"][j["code"]]) for r in records for j in r.get("judgements") or []
+             if j.get("score") is not None and j["code"] in (r.get("gold_relevance") or {})]
+    if pairs:
+        judged, gold = [p[0] for p in pairs], [p[1] for p in pairs]
+        out["judgeGoldPairs"] = len(pairs)
+        out["judgeGoldKappa"] = cohen_kappa(judged, gold)
+        out["judgeGoldKappaQuadratic"] = cohen_kappa(judged, gold, weights="quadratic")
+        out["judgeGoldRelevantAgreement"] = sum((a >= 2) == (b >= 2) for a, b in pairs) / len(pairs)
+    # Repeated iterations (trials): how stable are the judge's labels and the case NDCG?
+    by_case: dict[str, list[dict]] = {}
+    for r in records:
+        by_case.setdefault(r["session_id"], []).append(r)
+    if any(len(rs) > 1 for rs in by_case.values()):
+        stds, same, total = [], 0, 0
+        for rs in by_case.values():
+            values = [(r.get("dialogue_metrics") or {}).get("ndcg@10") for r in rs]
+            values = [v for v in values if v is not None]
+            if len(values) > 1:
+                stds.append(statistics.pstdev(values))
+            labels: dict[str, set] = {}
+            for r in rs:
+                for j in r.get("judgements") or []:
+                    labels.setdefault(j["code"], set()).add(j.get("score"))
+            same += sum(1 for s in labels.values() if len(s) == 1)
+            total += len(labels)
+        out["iterations"] = max(len(rs) for rs in by_case.values())
+        out["ndcg@10StdAcrossIterations"] = _mean(stds)
+        out["labelStabilityAcrossIterations"] = same / total if total else None
+    return out
+
+
+graph = build(Params()).compile()

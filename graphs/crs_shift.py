@@ -1,0 +1,241 @@
+"""Movie recommender under controlled preference shifts (spec 000, issue 2; docs/crs_shift.md).
+
+Topology: START -> user -> crs -> evaluate_turn -> (user ... until n_turns) -> [dialogue-stage
+nodes] -> evaluate_dialogue -> END.
+
+- ``user``: the rule-based simulator (agents/crs_user.py), optionally paraphrased by the "user"
+  model; writes ``user_meta`` (focus, constraints, shift event) on its transcript entry.
+- ``crs``: the catalog-grounded recommender (agents/crs_recommender.py), templates with model
+  ``none`` or the "crs" model with prompts/crs_respond.txt.
+- ``evaluate_turn``: grounded CC, CR, copy penalty and TAS of the turn (evaluation/tas.py),
+  appended to ``turn_metrics`` and streamed with ``emit_metrics``.
+- ``evaluate_dialogue``: runs ``DIALOGUE_CONTRIBUTORS`` (dialogue TAS ``tas_grounded``, segment
+  scores, shift recovery, concept accounting) into ``dialogue_metrics`` / ``dialogue_details``.
+
+To extend: append a node ``(name, fn)`` to ``DIALOGUE_STAGE_NODES`` (run after the last turn,
+before evaluate_dialogue, e.g. a judge) and a contributor to ``DIALOGUE_CONTRIBUTORS``.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from agents.crs_recommender import CRSParams, crs_turn, new_crs_state
+from agents.crs_user import UserSimParams, paraphrase, user_turn
+from catalog.concepts import ConceptExtractor
+from catalog.movies import MovieCatalog, load_movie_catalog
+from convsim import SessionContext, emit_metrics
+from evaluation.crs_nodes import (
+    DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
+    turn_evaluation,
+)
+
+PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
+
+
+class State(TypedDict, total=False):
+    session_id: str
+    turn: int
+    user_state: dict | None         # the simulator's latent state (focus, constraints, anchor)
+    crs_state: dict                 # the recommender's tracked constraints and shown films
+    transcript: Annotated[list[dict], operator.add]
+    turn_metrics: Annotated[list[dict], operator.add]
+    turn_details: Annotated[list[dict], operator.add]   # concept sets per turn
+    shift_events: Annotated[list[dict], operator.add]
+    dialogue_metrics: dict
+    dialogue_details: dict          # per-segment and per-shift rows
+
+
+class Params(BaseModel):
+    """Scenario parameters; simulator defaults are the original's (crs.md §1.2, §1.5)."""
+
+    n_turns: int = Field(20, ge=1, description="user/system turn pairs per session")
+    n_sessions: int = Field(50, ge=1, description="simulated users that sessions() yields")
+    catalog_path: str | None = Field(None, description="movie catalog JSON; None = project catalog")
+    fuzzy_threshold: float = Field(92.0, ge=0, le=100, description="extractor's rapidfuzz cut-off")
+    # simulator (agents/crs_user.py)
+    first_shift_turn: int = Field(12, ge=2, description="force the first shift at/after this turn")
+    shift_prob: float = Field(0.18, ge=0, le=1, description="spontaneous shift probability")
+    contradiction_prob: float = Field(0.15, ge=0, le=1, description="contradiction probability")
+    wrong_genre_prob: float = Field(0.3, ge=0, le=1, description="open with a wrong genre")
+    drop_constraint_prob: float = Field(0.4, ge=0, le=1, description="drop a constraint at a shift")
+    sequential_bias: float = Field(0.55, ge=0, le=1, description="next field in sequential order")
+    details_per_anchor: int = Field(3, ge=1, le=4, description="detail turns before a forced shift")
+    accept_title_prob: float = Field(0.3, ge=0, le=1,
+                                     description="adopt a fitting recommended film as anchor")
+    paraphrase_user: bool = Field(True, description="paraphrase templates when a user model is set")
+    # recommender (agents/crs_recommender.py)
+    top_k: int = Field(10, ge=1, description="recommended ids logged per turn")
+    n_mention: int = Field(2, ge=1, description="films named per template answer")
+    n_prompt_candidates: int = Field(5, ge=1, description="candidates listed in the LLM prompt")
+    # metrics (evaluation/tas.py)
+    alpha: float = Field(1.0, description="TAS weight of CC")
+    beta: float = Field(1.0, description="TAS weight of CR")
+    gamma: float = Field(1.0, description="TAS weight of the copy penalty")
+    recovery_window: int = Field(3, ge=1, description="W: turns s..s+W-1 may recover a shift")
+    tau: float = Field(0.65, ge=0, le=1, description="ALIGNMENT_THRESHOLD")
+    recovery_rule: Literal["cc", "original"] = Field(
+        "cc", description="cc: CC >= tau (spec); original: CC >= cc_floor or CR >= tau (code)")
+    cc_floor: float = Field(0.35, ge=0, le=1, description="CC threshold of the original rule")
+
+    def user_params(self) -> UserSimParams:
+        return UserSimParams(
+            first_shift_turn=self.first_shift_turn, shift_prob=self.shift_prob,
+            contradiction_prob=self.contradiction_prob, wrong_genre_prob=self.wrong_genre_prob,
+            drop_constraint_prob=self.drop_constraint_prob, sequential_bias=self.sequential_bias,
+            details_per_anchor=self.details_per_anchor, accept_title_prob=self.accept_title_prob)
+
+    def crs_params(self) -> CRSParams:
+        return CRSParams(top_k=self.top_k, n_mention=self.n_mention,
+                         n_prompt_candidates=self.n_prompt_candidates)
+
+    def tas_settings(self) -> TASSettings:
+        return TASSettings(alpha=self.alpha, beta=self.beta, gamma=self.gamma,
+                           window=self.recovery_window, tau=self.tau, rule=self.recovery_rule,
+                           cc_floor=self.cc_floor)
+
+
+@dataclass
+class Context(SessionContext):
+    catalog: MovieCatalog | None = None          # None: load params.catalog_path (cached)
+    extractor: ConceptExtractor | None = None    # None: built from the catalog (cached)
+
+
+@functools.lru_cache(maxsize=8)
+def _extractor_for(catalog: MovieCatalog, fuzzy_threshold: float) -> ConceptExtractor:
+    return ConceptExtractor(catalog, fuzzy_threshold=fuzzy_threshold)
+
+
+@functools.lru_cache(maxsize=None)
+def _prompt(name: str) -> str:
+    return (PROMPTS / name).read_text(encoding="utf-8")
+
+
+def _params(ctx: Context) -> Params:
+    return ctx.params if ctx.params is not None else Params()
+
+
+def _catalog(ctx: Context) -> MovieCatalog:
+    return ctx.catalog if ctx.catalog is not None else load_movie_catalog(_params(ctx).catalog_path)
+
+
+def _extractor(ctx: Context) -> ConceptExtractor:
+    if ctx.extractor is not None:
+        return ctx.extractor
+    return _extractor_for(_catalog(ctx), _params(ctx).fuzzy_threshold)
+
+
+def _history(state: State) -> list[tuple[str, str]]:
+    return [(e["speaker"], e["text"]) for e in state.get("transcript", [])]
+
+
+# --- nodes ---------------------------------------------------------------------------------
+
+def user(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = runtime.context
+    params, catalog = _params(ctx), _catalog(ctx)
+    turn = state.get("turn", 0) + 1
+    last = state["transcript"][-1] if state.get("transcript") else None
+    titles = last["meta"].get("mentioned_ids", []) if last and last["speaker"] == "system" else []
+    out = user_turn(state.get("user_state"), turn=turn, seed=ctx.seed, catalog=catalog,
+                    params=params.user_params(), system_titles=titles)
+    text, meta = out.template, dict(out.meta)
+    model = ctx.model("user")
+    if params.paraphrase_user and not model.is_none:
+        values = [v for _, v in _extractor(ctx).extract(out.template)]
+        text, meta["paraphrase"] = paraphrase(model, _prompt("user_paraphrase.txt"), out.template,
+                                              _history(state), values)
+    update = {"turn": turn, "user_state": out.state,
+              "transcript": [{"turn": turn, "speaker": "user", "text": text, "meta": meta}]}
+    if meta["shift"]:
+        update["shift_events"] = [meta["shift"]]
+    return update
+
+
+def crs(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = runtime.context
+    params, catalog, extractor = _params(ctx), _catalog(ctx), _extractor(ctx)
+    user_entry = state["transcript"][-1]
+    crs_state = state.get("crs_state") or new_crs_state()
+    concepts = extractor.extract(user_entry["text"])
+    seen = {tuple(c) for c in crs_state.get("history_concepts", [])} | set(concepts)
+    text, crs_state, meta = crs_turn(
+        crs_state, user_text=user_entry["text"], user_concepts=concepts,
+        history_concepts=seen, turn=state["turn"], seed=ctx.seed, catalog=catalog,
+        extractor=extractor, params=params.crs_params(), model=ctx.model("crs"),
+        prompt_template=_prompt("crs_respond.txt"), history=_history(state))
+    crs_state = dict(crs_state, history_concepts=sorted([f, v] for f, v in seen))
+    return {"crs_state": crs_state,
+            "transcript": [{"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}]}
+
+
+def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = runtime.context
+    user_entry, system_entry = state["transcript"][-2], state["transcript"][-1]
+    metrics, details = turn_evaluation(user_entry, system_entry, extractor=_extractor(ctx),
+                                       idf=_catalog(ctx).idf, settings=_params(ctx).tas_settings())
+    emit_metrics(runtime, turn=state["turn"],
+                 metrics={k: metrics[k] for k in ("cc", "cr", "copy_penalty", "tas")
+                          if metrics[k] is not None})
+    return {"turn_metrics": [metrics], "turn_details": [details]}
+
+
+def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = runtime.context
+    metrics, details = dialogue_evaluation(state, _params(ctx).tas_settings(), _catalog(ctx).idf,
+                                           DIALOGUE_CONTRIBUTORS)
+    emit_metrics(runtime, turn=None, metrics=metrics, kind="dialogue")
+    return {"dialogue_metrics": {**(state.get("dialogue_metrics") or {}), **metrics},
+            "dialogue_details": {**(state.get("dialogue_details") or {}), **details}}
+
+
+# Nodes run once after the last turn, before evaluate_dialogue: (name, fn) pairs.
+DIALOGUE_STAGE_NODES: list[tuple[str, object]] = []
+
+
+def route(state: State, runtime: Runtime[Context]) -> str:
+    if state["turn"] < _params(runtime.context).n_turns:
+        return "user"
+    return DIALOGUE_STAGE_NODES[0][0] if DIALOGUE_STAGE_NODES else "evaluate_dialogue"
+
+
+def build(params: Params) -> StateGraph:
+    g = StateGraph(State, context_schema=Context)
+    g.add_node("user", user)
+    g.add_node("crs", crs)
+    g.add_node("evaluate_turn", evaluate_turn)
+    g.add_node("evaluate_dialogue", evaluate_dialogue)
+    g.add_edge(START, "user")
+    g.add_edge("user", "crs")
+    g.add_edge("crs", "evaluate_turn")
+    stage = [name for name, _ in DIALOGUE_STAGE_NODES]
+    g.add_conditional_edges("evaluate_turn", route, ["user", (stage or ["evaluate_dialogue"])[0]])
+    for (name, fn), nxt in zip(DIALOGUE_STAGE_NODES, stage[1:] + ["evaluate_dialogue"]):
+        g.add_node(name, fn)
+        g.add_edge(name, nxt)
+    g.add_edge("evaluate_dialogue", END)
+    return g
+
+
+def sessions(params: Params, ctx: Context):
+    """One simulated user per session id; its profile is drawn from the session seed in the
+    user node, so the same id (and trial) is the same user in every variant."""
+    for i in range(1, params.n_sessions + 1):
+        yield {"session_id": f"u{i:04d}", "turn": 0, "user_state": None,
+               "crs_state": new_crs_state(), "turn_details": [], "shift_events": [],
+               "dialogue_details": {}}
+
+
+def dataset_metrics(records: list[dict]) -> dict:
+    return pooled_dataset_metrics(records)
+
+
+graph = build(Params()).compile()

@@ -1,0 +1,349 @@
+"""Group travel planning (spec 002): members state preferences slot by slot, the system
+synthesises them (or not, by condition), a planner writes a multi-day itinerary grounded in the
+travel database, and M1–M16 / W1–W3 are computed before END.
+
+Conditions C1–C5 are presets of four flags (reference group_and_retrieval.md §1b):
+C1 one spokesperson, no synthesis; C2 all members speak, silent merge; C3 raw synthesis;
+C4 guided synthesis (canonical strategy, vote round, subgroups, coverage); C5 = C4 + feedback loop.
+Members speak in parallel: ``ask_slot`` fans out one ``member_speak`` task per member with
+``Send``; their turns meet in the ``member_turns`` channel (``operator.add``) before ``synthesize``.
+See docs/group_planning.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+from pydantic import BaseModel, Field, model_validator
+
+from agents.group_feedback import feedback_round, feedback_targets
+from agents.group_members import GROUP_TYPES, SLOTS, make_group, speak_preference
+from agents.group_planner import build_plan
+from agents.group_plan_writer import write_plan_with_model
+from agents.group_synthesis import (decide, llm_synthesis_text, stated_preferences as stated_rows,
+                                    synthesis_text)
+from agents.group_vote import option_label
+from catalog.travel import TravelDB, load_travel_db
+from convsim import SessionContext, emit_metrics, rng_for, stable_seed
+from evaluation.group_evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from evaluation.group_figures import group_figures
+
+CONDITIONS = {   # condition -> (multi_user, enable_synthesis, use_social_theory, enable_feedback)
+    "C1": (False, False, False, False), "C2": (True, False, False, False),
+    "C3": (True, True, False, False), "C4": (True, True, True, False), "C5": (True, True, True, True)}
+FLAG_NAMES = ("multi_user", "enable_synthesis", "use_social_theory", "enable_feedback")
+
+
+def _merge(a: dict, b: dict) -> dict:
+    return {**a, **b}
+
+
+class State(TypedDict, total=False):
+    session_id: str
+    group_type: str
+    city: str
+    start_date: str
+    members: list[dict]
+    slot_index: int
+    turn: int
+    member_turns: Annotated[list[dict], operator.add]   # fan-in of the parallel member nodes
+    transcript: Annotated[list[dict], operator.add]
+    decisions: Annotated[dict, _merge]                   # slot -> sub_slot -> planner payload
+    feedback: dict                                       # the C5 loop's working state for one slot
+    plan: dict
+    llm_failures: Annotated[list[dict], operator.add]
+    turn_metrics: Annotated[list[dict], operator.add]
+    dialogue_metrics: dict
+    metric_settings: dict
+
+
+class Params(BaseModel):
+    """Scenario parameters; ``condition`` sets the four flags, explicit flags override it."""
+
+    condition: Literal["C1", "C2", "C3", "C4", "C5"] = Field("C4", description="condition preset")
+    multi_user: bool | None = Field(None, description="all members speak (else one spokesperson)")
+    enable_synthesis: bool | None = Field(None, description="system synthesis turns per slot")
+    use_social_theory: bool | None = Field(None, description="canonical strategy, vote, subgroups")
+    enable_feedback: bool | None = Field(None, description="C5 feedback loop")
+    group_types: list[str] = Field(list(GROUP_TYPES), description="group types sessions() cycles through")
+    n_sessions: int = Field(25, ge=1, description="sessions that sessions() yields")
+    n_days: int = Field(3, ge=1, le=7, description="days of the itinerary")
+    max_feedback_rounds: int = Field(2, ge=1, le=5)
+    db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
+
+    @model_validator(mode="after")
+    def _check(self):
+        bad = [g for g in self.group_types if g not in GROUP_TYPES]
+        if bad:
+            raise ValueError(f"unknown group types {bad}; expected {GROUP_TYPES}")
+        return self
+
+    def flags(self) -> dict[str, bool]:
+        preset = dict(zip(FLAG_NAMES, CONDITIONS[self.condition]))
+        return {k: (preset[k] if getattr(self, k) is None else bool(getattr(self, k))) for k in FLAG_NAMES}
+
+
+@dataclass
+class Context(SessionContext):
+    pass
+
+
+def _db(params: Params):
+    return load_travel_db(params.db_path)
+
+
+@functools.lru_cache(maxsize=32)
+def _city_db_cached(db_path: str | None, city: str) -> TravelDB:
+    return TravelDB(**load_travel_db(db_path).ref_info(city), source=f"{db_path or 'project db'}:{city}")
+
+
+def _city_db(params: Params, city: str) -> TravelDB:
+    return _city_db_cached(params.db_path, city)
+
+
+def _turn(state: State, n: int = 0) -> int:
+    return state.get("turn", 0) + n
+
+
+def _mode(flags: dict) -> str:
+    if not flags["enable_synthesis"]:
+        return "passive"
+    return "guided" if flags["use_social_theory"] else "raw"
+
+
+def open_session(state: State, runtime: Runtime[Context]) -> dict:
+    p = runtime.context.params
+    flags = p.flags()
+    meta = {"intent": "sys_greet", "condition": p.condition, **flags, "member_count": len(state["members"]),
+            "group_type": state["group_type"], "city": state["city"]}
+    text = (f"Hello! Let's plan {p.n_days} days in {state['city']} from {state['start_date']}. "
+            f"I'll ask about each topic in turn.")
+    return {"turn": 1, "slot_index": 0,
+            "transcript": [{"turn": 1, "speaker": "system", "text": text, "meta": meta}]}
+
+
+def ask_slot(state: State) -> dict:
+    slot = SLOTS[state["slot_index"]]
+    t = _turn(state, 1)
+    return {"turn": t, "transcript": [{"turn": t, "speaker": "system",
+                                       "text": f"What would you like for {slot.replace('_', ' ')}?",
+                                       "meta": {"intent": f"sys_request_{slot}", "slot": slot}}]}
+
+
+def fan_out(state: State, runtime: Runtime[Context]) -> list[Send]:
+    slot = SLOTS[state["slot_index"]]
+    members = state["members"]
+    if runtime.context.params.flags()["multi_user"]:
+        return [Send("member_speak", {"member": m, "slot": slot, "index": i}) for i, m in enumerate(members)]
+    return [Send("member_speak", {"member": members[0], "slot": slot, "index": 0,
+                                  "spokesperson_for": len(members)})]
+
+
+def member_speak(payload: dict) -> dict:
+    turn = speak_preference(payload["member"], payload["slot"], spokesperson_for=payload.get("spokesperson_for"))
+    return {"member_turns": [{**turn, "index": payload["index"]}]}
+
+
+def synthesize(state: State, runtime: Runtime[Context]) -> dict:
+    ctx, slot = runtime.context, SLOTS[state["slot_index"]]
+    flags, mode = ctx.params.flags(), _mode(ctx.params.flags())
+    spoken = sorted((t for t in state["member_turns"] if t["meta"]["slot"] == slot), key=lambda t: t["index"])
+    t = _turn(state)
+    turns = []
+    for s in spoken:
+        t += 1
+        turns.append({"turn": t, "speaker": s["speaker"], "text": s["text"], "meta": s["meta"]})
+    stated = stated_rows(spoken, state["members"], slot)
+    decision = decide(slot, state["group_type"], stated, mode)
+    failures = []
+    if mode != "passive":
+        for sub, d in decision.items():
+            vote = d.get("vote_summary")
+            if vote:
+                t += 1
+                turns.append({"turn": t, "speaker": "system", "meta": {"intent": f"sys_request_vote_{slot}", "slot": slot},
+                              "text": f"Let's vote on {sub.replace('_', ' ')}: "
+                                      f"{', '.join(option_label(o['option']) for o in vote['option_details'])}."})
+                for r in stated[sub]:
+                    if r["member"] in vote["voters"]:
+                        t += 1
+                        top = vote["member_primary_option"][r["member"]]
+                        turns.append({"turn": t, "speaker": r["member"], "text": f"My vote: {option_label(top)}.",
+                                      "meta": {"intent": f"user_vote_{slot}", "slot": slot, "top_choice": top}})
+        text, explanation = synthesis_text(slot, decision, stated, mode)
+        model = ctx.model("synthesis")
+        if not model.is_none:
+            text, failure = llm_synthesis_text(model, slot, stated, decision, text, mode)
+            failures += [failure] if failure else []
+        first = next(iter(decision.values()))
+        t += 1
+        turns.append({"turn": t, "speaker": "system", "text": text, "meta": {
+            "intent": f"sys_synthesize_{slot}", "slot": slot,
+            "has_conflict": any(d["has_conflict"] for d in decision.values()),
+            "resolution_explanation": explanation, "resolution_strategy": first["resolution_strategy"],
+            "strategy_ids": {s: d["strategy_id"] for s, d in decision.items()},
+            "subgrouping_required": any(d["subgrouping_required"] for d in decision.values()),
+            "subgrouping_optional": any(d["subgrouping_optional"] for d in decision.values())}})
+    out = {"turn": t, "transcript": turns, "decisions": {slot: decision}, "llm_failures": failures}
+    if flags["enable_feedback"] and mode != "passive":
+        rows = stated[next(iter(stated))]
+        # the resolution is the decision and its reason, not the "Conflict: ..." recap that
+        # names every member's wish (which would leave nobody to target)
+        resolution = turns[-1]["meta"]["resolution_explanation"]
+        targets = feedback_targets(rows, resolution)
+        out["feedback"] = {"slot": slot, "targets": targets, "round": 0, "resolved": not targets,
+                           "resolution_text": resolution}
+    else:
+        out["feedback"] = {"slot": slot, "targets": [], "round": 0, "resolved": True}
+    return out
+
+
+def feedback(state: State, runtime: Runtime[Context]) -> dict:
+    fb, slot = state["feedback"], state["feedback"]["slot"]
+    members = state["members"]
+    spoken = sorted((t for t in state["member_turns"] if t["meta"]["slot"] == slot), key=lambda t: t["index"])
+    stated = stated_rows(spoken, members, slot)
+    rows = stated[next(iter(stated))]
+    turns, revised, resolution = feedback_round(slot, state["decisions"][slot], rows, fb["targets"],
+                                                fb["resolution_text"], fb["round"] + 1)
+    t = _turn(state)
+    for turn in turns:
+        t += 1
+        turn["turn"] = t
+    for d in revised.values():
+        d["feedback_rounds"] = fb["round"] + 1
+    remaining = feedback_targets(rows, resolution)
+    return {"turn": t, "transcript": turns, "decisions": {slot: revised},
+            "feedback": {**fb, "round": fb["round"] + 1, "targets": remaining, "resolved": not remaining,
+                         "resolution_text": resolution}}
+
+
+def after_synthesis(state: State, runtime: Runtime[Context]) -> str:
+    fb = state["feedback"]
+    if not fb["resolved"] and fb["round"] < runtime.context.params.max_feedback_rounds:
+        return "feedback"
+    return "evaluate_slot"
+
+
+def evaluate_slot(state: State, runtime: Runtime[Context]) -> dict:
+    slot = SLOTS[state["slot_index"]]
+    decision = state["decisions"][slot]
+    metrics = {"slot_index": state["slot_index"],
+               "has_conflict": float(any(d["has_conflict"] for d in decision.values())),
+               "vote_round": float(any(d.get("vote_summary") for d in decision.values())),
+               "options_in_decision": float(sum(len(d["selected"]) for d in decision.values())),
+               "feedback_rounds": float(state["feedback"].get("round", 0))}
+    emit_metrics(runtime, turn=state["turn"], metrics=metrics)
+    return {"slot_index": state["slot_index"] + 1, "turn_metrics": [{"turn": state["turn"], "slot": slot, **metrics}]}
+
+
+def next_step(state: State) -> str:
+    return "ask_slot" if state["slot_index"] < len(SLOTS) else "planner"
+
+
+def planner(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = runtime.context
+    db = _db(ctx.params)
+    plan = build_plan(db, city=state["city"], start_date=state["start_date"], n_days=ctx.params.n_days,
+                      members=[m["name"] for m in state["members"]], decisions=state["decisions"])
+    failures = []
+    model = ctx.model("planner")
+    if not model.is_none:
+        plan, failures = write_plan_with_model(model, plan, db, state["decisions"])
+    t = _turn(state, 1)
+    present = f"Here is your plan. {plan['raw_output']}"
+    turn = {"turn": t, "speaker": "system", "text": present, "meta": {"intent": "sys_present_plan", "plan": plan}}
+    return {"turn": t, "plan": plan, "transcript": [turn], "llm_failures": failures}
+
+
+def members_respond(state: State, runtime: Runtime[Context]) -> dict:
+    from evaluation.group_plan_metrics import satisfaction_table, member_rates
+    ctx = runtime.context
+    speakers = state["members"] if ctx.params.flags()["multi_user"] else state["members"][:1]
+    prefs = {(m["name"], s): m["preferences"][s]["text"] for m in speakers for s in SLOTS}
+    db = _city_db(ctx.params, state["city"])
+    embedder = dialogue_embedder(ctx.embedder_spec, db, transcript_to_turns(state["transcript"]))
+    rates = member_rates(satisfaction_table(prefs, plan=state["plan"], db=db, embedder=embedder))
+    t, turns = _turn(state), []
+    for m in speakers:
+        t += 1
+        ok = rates.get(m["name"], 0) > 0   # a member rejects a plan that reflects none of their wishes
+        turns.append({"turn": t, "speaker": m["name"], "meta": {"intent": "user_accept_plan" if ok else "user_reject_plan"},
+                      "text": "That works for me, thanks!" if ok else "None of what I asked for is in this plan."})
+    return {"turn": t, "transcript": turns}
+
+
+def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = runtime.context
+    flags = {**ctx.params.flags(), "member_count": len(state["members"])}
+    turns = transcript_to_turns(state["transcript"])
+    db = _city_db(ctx.params, state["city"])   # the session's reference info, as a CSV carries it
+    metrics, settings = evaluate_group_dialogue(turns, state["plan"], db, flags=flags,
+                                                embedder=dialogue_embedder(ctx.embedder_spec, db, turns),
+                                                members=state["members"])
+    metrics["llm_failures"] = len(state.get("llm_failures", []))
+    emit_metrics(runtime, turn=state["turn"], metrics=metrics, kind="dialogue")
+    return {"dialogue_metrics": metrics, "metric_settings": settings}
+
+
+def build(params: Params) -> StateGraph:
+    g = StateGraph(State, context_schema=Context)
+    for name, fn in (("open_session", open_session), ("ask_slot", ask_slot), ("member_speak", member_speak),
+                     ("synthesize", synthesize), ("feedback", feedback), ("evaluate_slot", evaluate_slot),
+                     ("planner", planner), ("members_respond", members_respond),
+                     ("evaluate_dialogue", evaluate_dialogue)):
+        g.add_node(name, fn)
+    g.add_edge(START, "open_session")
+    g.add_edge("open_session", "ask_slot")
+    g.add_conditional_edges("ask_slot", fan_out, ["member_speak"])
+    g.add_edge("member_speak", "synthesize")
+    g.add_conditional_edges("synthesize", after_synthesis, ["feedback", "evaluate_slot"])
+    g.add_conditional_edges("feedback", after_synthesis, ["feedback", "evaluate_slot"])
+    g.add_conditional_edges("evaluate_slot", next_step, ["ask_slot", "planner"])
+    g.add_edge("planner", "members_respond")
+    g.add_edge("members_respond", "evaluate_dialogue")
+    g.add_edge("evaluate_dialogue", END)
+    return g
+
+
+def sessions(params: Params, ctx: Context):
+    """Sessions cycle through the group types, so truncating to N keeps them balanced."""
+    db = _db(params)
+    cities = db.cities()
+    for i in range(params.n_sessions):
+        group_type = params.group_types[i % len(params.group_types)]
+        sid = f"{group_type}-{i:03d}"
+        seed = stable_seed(ctx.seed, sid)
+        rng = rng_for(seed, "trip")
+        start = dt.date(2026, 6, 1) + dt.timedelta(days=rng.randint(0, 10 - params.n_days))
+        yield {"session_id": sid, "group_type": group_type, "city": rng.choice(cities),
+               "start_date": start.strftime("%d-%m-%Y"), "members": make_group(group_type, seed)}
+
+
+def dataset_metrics(records: list[dict]) -> dict:
+    """Pooled M10 over every stated pair of every session, and sessions whose worst-off member got 0."""
+    sat = tot = zero = n = 0
+    for r in records:
+        dm = r.get("dialogue_metrics") or {}
+        if dm.get("M10_pairs"):
+            sat += dm["M10_satisfied_pairs"]
+            tot += dm["M10_pairs"]
+        if dm.get("W2") is not None:
+            n += 1
+            zero += dm["W2"] == 0
+    return {"M10_pooled_over_sessions": sat / tot if tot else None,
+            "share_sessions_W2_zero": zero / n if n else None}
+
+
+def figures(records: list[dict], out_dir) -> list[str]:
+    return group_figures(records, out_dir)
+
+
+graph = build(Params()).compile()

@@ -1,0 +1,94 @@
+"""The structured judge machinery and the PEPPER-style judge."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from agents import pepper_judge as pj
+from agents.judge import prompt_version, render
+from convsim import ChatModel, ConvsimError, parse_model_spec
+
+
+@dataclass
+class ScriptedModel(ChatModel):
+    """A chat model whose answers are scripted (no server): exercises ChatModel.structured for real."""
+    answers: tuple = ()
+
+    def invoke(self, messages, *, purpose="generate", **kwargs):
+        self.calls.append({"purpose": purpose})
+        return self.answers[min(len(self.calls) - 1, len(self.answers) - 1)]
+
+
+def scripted(*answers):
+    return ScriptedModel(spec=parse_model_spec({"spec": "ollama:llama3:instruct", "temperature": 0.0, "seed": 7}),
+                         role="judge", answers=answers)
+
+
+TRANSCRIPT = [
+    {"turn": 1, "speaker": "user", "text": "I'm in the mood for a drama movie.",
+     "meta": {"user_meta": {"turn": 1, "focus_field": "genre", "focus_value": "Drama",
+                            "constraints": {"genre": "Drama"}, "shift_event": False}}},
+    {"turn": 1, "speaker": "system", "text": 'Try "Rachel Getting Married", a Drama. Want more?', "meta": {}},
+    {"turn": 2, "speaker": "user", "text": "How about films starring Tom Hanks?",
+     "meta": {"user_meta": {"turn": 2, "focus_field": "actor", "focus_value": "Tom Hanks",
+                            "constraints": {"genre": "Drama", "actor": "Tom Hanks"}, "shift_event": True}}},
+    {"turn": 2, "speaker": "system", "text": "Sure, here is a comedy.", "meta": {}},
+]
+
+
+def test_garbage_answer_is_a_recorded_failure_with_raw_text():
+    model = scripted("**Proactiveness**: 4\n**Coherence**: five")
+    verdict = pj.judge_conversation(model, TRANSCRIPT, retries=2)
+    assert verdict["ok"] is False and verdict["method"] == "llm"
+    assert verdict["raw"] == "**Proactiveness**: 4\n**Coherence**: five"
+    assert verdict["attempts"] == 3 and verdict["error"]
+    assert verdict["model"]["spec"] == "ollama:llama3:instruct" and verdict["model"]["seed"] == 7
+    assert verdict["prompt_version"].startswith("sha256:")
+    metrics = pj.pepper_metrics(verdict)
+    # a failure is counted, and never becomes a 0 score
+    assert metrics == {"judge_proactiveness": None, "judge_coherence": None, "judge_personalization": None,
+                       "judge_failed": 1, "judge_heuristic": 0}
+
+
+def test_out_of_range_then_valid_answer_is_retried():
+    model = scripted('{"proactiveness": 9, "coherence": 3, "personalization": 2}',
+                     'Sure! ```json\n{"proactiveness": 4, "coherence": 3, "personalization": 2}\n```')
+    verdict = pj.judge_conversation(model, TRANSCRIPT)
+    assert verdict["ok"] is True and verdict["attempts"] == 2
+    assert verdict["scores"] == {"proactiveness": 4, "coherence": 3, "personalization": 2}
+    assert pj.pepper_metrics(verdict)["judge_failed"] == 0
+
+
+def test_prompt_gets_the_real_preference_path_and_fixed_rubric():
+    model = scripted('{"proactiveness": 4, "coherence": 3, "personalization": 2}')
+    sent = []
+    original = model.invoke
+
+    def spy(messages, **kw):
+        sent.append(messages)
+        return original(messages, **kw)
+    model.invoke = spy
+    pj.judge_conversation(model, TRANSCRIPT)
+    prompt = "\n".join(str(m.content) for m in sent[0])
+    assert "From turn 2 (changed their mind): wants genre: Drama, actor: Tom Hanks" in prompt
+    assert "User: How about films starring Tom Hanks?" in prompt
+    personalization = prompt.split("Personalization:")[1]
+    assert "fluency, politeness and style do not count" in personalization
+    assert "fulfil" in personalization
+
+
+def test_heuristic_judge_is_labelled_and_hand_checked():
+    verdict = pj.judge_conversation(ChatModel(spec=parse_model_spec("none"), role="judge"), TRANSCRIPT)
+    assert verdict["method"] == "heuristic" and verdict["ok"] is True
+    assert verdict["prompt_version"] == "heuristic:pepper"
+    # turn 1 reply recommends and asks; turn 2 reply neither -> 1 + 4 * 1/2
+    # coherence: "drama" shared in turn 1 only -> 3 ; personalization: "Drama" mentioned, "Tom Hanks" not -> 3
+    assert verdict["scores"] == {"proactiveness": 3.0, "coherence": 3.0, "personalization": 3.0}
+    assert pj.pepper_metrics(verdict)["judge_heuristic"] == 1
+
+
+def test_prompt_version_is_a_content_hash_and_render_checks_variables():
+    assert prompt_version("a") != prompt_version("b") and prompt_version("a") == prompt_version("a")
+    with pytest.raises(ConvsimError):
+        render("$missing", {}, name="x")
+    assert render('{"a": 1} $x', {"x": "y"}) == '{"a": 1} y'

@@ -1,0 +1,49 @@
+"""analyze_run on a synthetic run: stats.json, figures, report.html (escaping, one row per variant)."""
+
+import json
+
+import pytest
+
+from analysis_runs import XSS, make_run
+from evaluation.analysis import analyze_run, run_statistics
+from evaluation.records import load_run
+from evaluation.report import build_report
+
+
+@pytest.mark.slow
+def test_analyze_run_writes_stats_figures_and_report(tmp_path):
+    run_dir = make_run(tmp_path, sessions=8)
+    analyze_run(run_dir)
+    stats = json.loads((run_dir / "stats.json").read_text())
+    assert stats["design"] == "paired"
+    assert set(stats["metrics"]) >= {"tas_grounded", "tas_cas", "judge_proactiveness", "n_turns"}
+    assert "judge_failed" not in stats["metrics"]
+    tukey = stats["metrics"]["tas_cas"]["tukey"]["pairs"]
+    assert len(tukey) == 3  # all pairs of 3 variants
+    assert "friedman" in stats["metrics"]["tas_cas"]
+    assert stats["judge_failures"]["none"] == {"judged": 8, "failed": 0, "heuristic": 8}
+    assert {c["judge"] for c in stats["correlations"]} == {"judge_proactiveness", "judge_coherence",
+                                                           "judge_personalization"}
+    figs = set(stats["figures"])
+    assert {"bar_tas_cas", "radar_judge", "correlation_heatmap", "distributions", "tas_vs_judge"} <= figs
+    assert any(f.startswith("timeline_") for f in figs)
+    for stem in figs:
+        assert (run_dir / "figures" / f"{stem}.png").stat().st_size > 0
+        assert (run_dir / "figures" / f"{stem}.svg").stat().st_size > 0
+    html = (run_dir / "report.html").read_text()
+    assert XSS not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count('class="variant-row"') == 3
+    assert "data:image/png;base64," in html and "<link" not in html  # self-contained
+
+
+def test_small_n_paired_run_warns(tmp_path):
+    run_dir = make_run(tmp_path, variants=("a", "b"), sessions=5)
+    stats = run_statistics(load_run(run_dir).ok_records)
+    assert any("cannot reach p<0.05" in w for w in stats["warnings"])
+
+
+@pytest.mark.slow
+def test_build_report_computes_missing_stats(tmp_path):
+    run_dir = make_run(tmp_path, variants=("a", "b"), sessions=4)
+    out = build_report(run_dir)
+    assert out.exists() and (run_dir / "stats.json").exists()

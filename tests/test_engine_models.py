@@ -1,0 +1,110 @@
+"""Model specs, the structured-output loop, failure recording, infrastructure errors."""
+import pytest
+from langchain_core.messages import AIMessage
+from pydantic import BaseModel, Field
+
+import convsim.models as models
+from convsim import ConvsimError, extract_json, parse_model_spec
+from convsim.models import ChatModel, ModelUnavailable
+
+
+@pytest.mark.parametrize("spec,provider,model,url", [
+    ("none", "none", "", None),
+    ("ollama:llama3:instruct", "ollama", "llama3:instruct", None),
+    ("openai:qwen2.5@http://localhost:8000/v1", "openai", "qwen2.5", "http://localhost:8000/v1"),
+    ("llamacpp:gemma3-270m", "llamacpp", "gemma3-270m", None),
+    ("llamacpp:/models/x.gguf", "llamacpp", "/models/x.gguf", None),
+])
+def test_parse_specs(spec, provider, model, url):
+    s = parse_model_spec(spec)
+    assert (s.provider, s.model, s.base_url) == (provider, model, url)
+
+
+@pytest.mark.parametrize("bad", ["", "gpt4", "ollama:", "openai:gpt@notaurl", "llamacpp:foo", "hf:x"])
+def test_bad_specs(bad):
+    with pytest.raises(ConvsimError):
+        parse_model_spec(bad)
+
+
+def test_settings_are_recorded():
+    s = parse_model_spec({"spec": "ollama:qwen:7b", "temperature": 0.7, "seed": 3, "num_ctx": 4096,
+                          "max_tokens": 200})
+    assert s.settings == {"spec": "ollama:qwen:7b", "temperature": 0.7, "seed": 3, "num_ctx": 4096,
+                          "max_tokens": 200}
+    with pytest.raises(ConvsimError):
+        parse_model_spec({"spec": "none", "temprature": 1})
+
+
+class Scores(BaseModel):
+    coherence: int = Field(ge=1, le=5)
+
+
+class FakeBackend:
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.calls = 0
+
+    def invoke(self, messages, **kwargs):
+        self.calls += 1
+        a = self.answers.pop(0)
+        if isinstance(a, Exception):
+            raise a
+        return AIMessage(a, usage_metadata={"input_tokens": 10, "output_tokens": 3, "total_tokens": 13})
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    def install(answers):
+        backend = FakeBackend(answers)
+        monkeypatch.setattr(models, "_backend", lambda spec: backend)
+        return backend
+    return install
+
+
+def handle():
+    return ChatModel(spec=parse_model_spec("ollama:fake"), role="judge", retries_on_connection=1)
+
+
+def test_structured_retries_then_succeeds(fake):
+    backend = fake(["I think **coherence: 4**", '```json\n{"coherence": 4}\n```'])
+    m = handle()
+    r = m.structured([("user", "rate")], Scores)
+    assert r.ok and r.value.coherence == 4 and r.attempts == 2 and backend.calls == 2
+    assert [c["prompt_tokens"] for c in m.calls] == [10, 10]
+
+
+def test_structured_garbage_is_a_recorded_failure(fake):
+    fake(["no idea", '{"coherence": 9}', "still nothing"])
+    r = handle().structured([("user", "rate")], Scores, retries=2)
+    assert not r.ok and r.raw == "still nothing" and r.attempts == 3 and r.error
+    assert r.as_record()["raw"] == "still nothing"
+
+
+def test_connection_errors_are_infrastructure(fake, monkeypatch):
+    monkeypatch.setattr(models.time, "sleep", lambda s: None)
+    fake([ConnectionError("refused"), ConnectionError("refused")])
+    m = handle()
+    with pytest.raises(ModelUnavailable):
+        m.invoke([("user", "hi")])
+    assert [c["ok"] for c in m.calls] == [False, False]
+
+
+def test_none_model_refuses_calls():
+    m = ChatModel(spec=parse_model_spec("none"))
+    assert m.is_none
+    with pytest.raises(RuntimeError):
+        m.invoke("hi")
+
+
+@pytest.mark.parametrize("text,value", [
+    ('{"a": 1}', {"a": 1}),
+    ('Sure! {"a": {"b": "}"}} done', {"a": {"b": "}"}}),
+    ("```json\n[1, 2]\n```", [1, 2]),
+])
+def test_extract_json(text, value):
+    assert extract_json(text) == value
+
+
+def test_extract_json_fails_cleanly():
+    with pytest.raises(ValueError):
+        extract_json("no json here {")
