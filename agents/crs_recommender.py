@@ -270,7 +270,7 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
                                       params.history_turns)
     mentioned = [i for i in extractor.extract_titles(text) if i in catalog.by_id]
     # a title-like span the catalog cannot resolve is a recommendation outside the catalog
-    off_catalog = [t for t in extractor.candidate_titles(text) if extractor.resolve_title(t) is None]
+    off_catalog = [t for t in extractor.candidate_titles(text) if not _resolves(extractor, t)]
     # the logged ranking: what the answer named first, then the remaining candidates
     rec_ids = list(dict.fromkeys(mentioned + [m.id for m in ranked]))[:params.top_k]
     state = dict(state, shown=list(dict.fromkeys(state["shown"] + mentioned)))
@@ -278,3 +278,13 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
             "n_candidates": len(ranked), "rec_ids": rec_ids, "mentioned_ids": mentioned,
             "off_catalog_titles": off_catalog, "generation": generation}
     return text, state, meta
+
+
+_TRAILING_YEAR = re.compile(r"\s*\(?\s*\d{4}\s*\)?\s*$")
+
+
+def _resolves(extractor, span: str) -> bool:
+    """Whether a title-like span names a catalog film, also without a trailing "(1999)"
+    that a title-case heuristic may have swallowed ("Up (2009")."""
+    return any(extractor.resolve_title(s) is not None
+               for s in {span, _TRAILING_YEAR.sub("", span)} if s)

@@ -93,8 +93,8 @@ def _scale(share: float) -> float:
 def heuristic_scores(*, transcript: Sequence[Mapping]) -> dict[str, float]:
     """Labelled heuristic stand-in for the LLM judge (model ``none``), each 1 + 4·share:
 
-    * proactiveness: share of system turns that recommend (name a logged top-k item or a title in
-      quotes) or ask a question;
+    * proactiveness: share of system turns that recommend (name a catalog film, ``mentioned_ids``,
+      or a title in quotes) or ask a question;
     * coherence: share of system turns sharing a content word with the user turn they answer;
     * personalization: share of user turns with a simulator focus value whose reply mentions that value.
     """
@@ -113,7 +113,7 @@ def heuristic_scores(*, transcript: Sequence[Mapping]) -> dict[str, float]:
         text = str(s.get("text", ""))
         smeta = s.get("meta") or {}
         names = [str(x) for x in smeta.get("rec_titles", []) or []]
-        if "?" in text or '"' in text or any(_mentions(text, n) for n in names):
+        if "?" in text or '"' in text or smeta.get("mentioned_ids") or any(_mentions(text, n) for n in names):
             pro += 1
         if _content_words(str(u.get("text", ""))) & _content_words(text):
             coh += 1

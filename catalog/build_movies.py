@@ -2,7 +2,8 @@
 
 Run: ``python -m catalog.build_movies``. One line per film:
 ``Title|year|genres|directors|writers|main actors|languages|plot`` with ``;`` between list items.
-Facts are those of the released films; every plot sentence was written for this project.
+Facts are those of the released films (an empty writer list means no writing credit, as for
+some documentaries); every plot sentence was written for this project.
 This module is long because it is the catalog's source table, not logic.
 """
 
@@ -489,13 +490,13 @@ FILMS.append("""
 Hoop Dreams|1994|Documentary;Sport|Steve James|Steve James;Frederick Marx|William Gates;Arthur Agee;Sheila Agee;Emma Gates|English|Two Chicago teenagers chase dreams of professional basketball over five years of high school.
 Bowling for Columbine|2002|Documentary;Crime|Michael Moore|Michael Moore|Michael Moore;Charlton Heston;Marilyn Manson|English|A filmmaker explores America's culture of guns and violence in the wake of the Columbine school shooting.
 Man on Wire|2008|Documentary;Biography|James Marsh|Philippe Petit|Philippe Petit;Jean-Louis Blondeau;Annie Allix|English;French|A French high-wire artist and his friends plot his illegal 1974 walk between the Twin Towers.
-Free Solo|2018|Documentary;Sport;Adventure|Elizabeth Chai Vasarhelyi;Jimmy Chin|Elizabeth Chai Vasarhelyi;Jimmy Chin|Alex Honnold;Tommy Caldwell;Sanni McCandless|English|A climber prepares to scale the granite face of El Capitan in Yosemite without ropes.
+Free Solo|2018|Documentary;Sport;Adventure|Elizabeth Chai Vasarhelyi;Jimmy Chin||Alex Honnold;Tommy Caldwell;Sanni McCandless|English|A climber prepares to scale the granite face of El Capitan in Yosemite without ropes.
 March of the Penguins|2005|Documentary;Family|Luc Jacquet|Luc Jacquet;Michel Fessler|Morgan Freeman;Charles Berling;Romane Bohringer;Jules Sitruk|English;French|Emperor penguins make their annual trek across the Antarctic ice to breed and raise their chicks.
 Senna|2010|Documentary;Biography;Sport|Asif Kapadia|Manish Pandey|Ayrton Senna;Alain Prost;Frank Williams|English;Portuguese;French|Archive footage traces the Brazilian racing driver's rise and rivalries in Formula One.
-Amy|2015|Documentary;Biography;Music|Asif Kapadia|Asif Kapadia|Amy Winehouse;Mitch Winehouse;Mark Ronson|English|Home videos and interviews trace the life and early death of singer Amy Winehouse.
+Amy|2015|Documentary;Biography;Music|Asif Kapadia||Amy Winehouse;Mitch Winehouse;Mark Ronson|English|Home videos and interviews trace the life and early death of singer Amy Winehouse.
 Searching for Sugar Man|2012|Documentary;Music|Malik Bendjelloul|Malik Bendjelloul|Sixto Rodriguez;Stephen Segerman;Craig Bartholomew Strydom|English|Two South African fans set out to learn what became of a forgotten American singer who was a star in their country.
-Won't You Be My Neighbor?|2018|Documentary;Biography|Morgan Neville|Morgan Neville|Fred Rogers;Joanne Rogers;François Clemmons|English|A portrait of Fred Rogers, the gentle host of a long-running children's television programme.
-The Act of Killing|2012|Documentary;History|Joshua Oppenheimer|Joshua Oppenheimer|Anwar Congo;Herman Koto;Adi Zulkadry|Indonesian|Former Indonesian death-squad leaders re-enact their killings in the style of their favourite films.
+Won't You Be My Neighbor?|2018|Documentary;Biography|Morgan Neville||Fred Rogers;Joanne Rogers;François Clemmons|English|A portrait of Fred Rogers, the gentle host of a long-running children's television programme.
+The Act of Killing|2012|Documentary;History|Joshua Oppenheimer||Anwar Congo;Herman Koto;Adi Zulkadry|Indonesian|Former Indonesian death-squad leaders re-enact their killings in the style of their favourite films.
 Raging Fire|2021|Action;Crime|Benny Chan|Benny Chan;Ryan Ling;Tim Tong|Donnie Yen;Nicholas Tse;Qin Lan;Ray Lui|Cantonese|A principled Hong Kong detective clashes with a former protégé turned ruthless criminal.
 Ip Man|2008|Action;Biography;Drama|Wilson Yip|Edmond Wong|Donnie Yen;Simon Yam;Lynn Hung;Hiroyuki Ikeuchi|Cantonese;Japanese|A Wing Chun master in Foshan stands up to the Japanese occupiers in the 1930s.
 The Raid|2011|Action;Crime;Thriller|Gareth Evans|Gareth Evans|Iko Uwais;Joe Taslim;Doni Alamsyah;Yayan Ruhian|Indonesian|A police squad raiding a Jakarta tower block controlled by a crime lord must fight its way up floor by floor.

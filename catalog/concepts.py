@@ -44,7 +44,12 @@ those though through to too try two under until up us very want was watch we wel
 when where which while who why will with without would yes yet you your yours ex eve ger fre spa
 flea open get stand inside go home alone speed drive fire ice man men woman women boy girl
 mother father son king queen star world time life night light dark big up her heat rush moon
+common pink sting slash tricky vanity unknown
 """.split())
+
+# Set phrases that contain a trap value: as the longer match they consume "Eve" in
+# "Christmas Eve" (an actor in OpenDialKG) and ground nothing.
+BLOCKED_PHRASES = ("christmas eve", "new year s eve", "new years eve", "all hallows eve")
 
 # Spoken forms of genres, mapped to the canonical genres they ground (only those in the catalog).
 GENRE_ALIASES: dict[str, tuple[str, ...]] = {
@@ -73,10 +78,15 @@ _END = None  # trie key under which a node keeps the phrases ending there
 
 
 @functools.lru_cache(maxsize=65536)
+def strip_accents(token: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", token)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@functools.lru_cache(maxsize=65536)
 def fold(token: str) -> str:
     """Case- and accent-insensitive form of a token ("Amélie" -> "amelie")."""
-    decomposed = unicodedata.normalize("NFKD", token.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    return strip_accents(token.casefold())
 
 
 def _tokens(text: str) -> list[tuple[int, int, str]]:
@@ -122,6 +132,8 @@ class ConceptExtractor:
                         self._insert(alias.split(), _Entry("value", "genre", target, None, False))
         for movie in catalog.movies:
             self._add_title(movie.id, movie.title)
+        for phrase in BLOCKED_PHRASES:
+            self._insert(phrase.split(), _Entry("blocked", "", "", None, False))
         # Fuzzy candidates grouped by token count so a 2-word span only meets 2-word names.
         # Blocking: a span is only compared with names of the same length that share one exact
         # word with it ("Cristopher Nolan" meets the "nolan" block), so spans of ordinary
@@ -149,17 +161,21 @@ class ConceptExtractor:
         node.setdefault(_END, []).append(entry)
 
     def _add_value(self, field: str, value: str) -> None:
-        exact = [t for _, _, t in _tokens(value)]
+        exact = [strip_accents(t) for _, _, t in _tokens(value)]
         folded = [fold(t) for t in exact]
         length = sum(len(t) for t in folded)
         if not folded or length < self.min_value_len:
             return  # too short to be told apart from noise
         all_common = all(t in COMMON_WORDS for t in folded)
+        if all_common and value == value.lower():
+            return  # a lower-case common word ("ex", "film") is a Freebase subject, not a name
         short_person = field in PERSON_FIELDS and length <= 3
-        self._insert(folded, _Entry("value", field, value, tuple(exact), all_common or short_person))
+        # A one-word name that is also a word ("Common", "Eve") must not start a sentence either.
+        self._insert(folded, _Entry("value", field, value, tuple(exact), all_common or short_person,
+                                    not_initial=all_common and len(folded) == 1))
 
     def _add_title(self, movie_id: str, title: str) -> None:
-        exact = [t for _, _, t in _tokens(title)]
+        exact = [strip_accents(t) for _, _, t in _tokens(title)]
         folded = [fold(t) for t in exact]
         if not folded:
             return
@@ -181,7 +197,7 @@ class ConceptExtractor:
         return not before or before[-1] in ".!?\n:;"
 
     def _accept(self, entry: _Entry, text: str, toks, i: int, j: int) -> bool:
-        if entry.case_exact and tuple(t for _, _, t in toks[i:j]) != entry.exact:
+        if entry.case_exact and tuple(strip_accents(t) for _, _, t in toks[i:j]) != entry.exact:
             return False
         quoted = toks[i][0] > 0 and text[toks[i][0] - 1] in _QUOTES
         if entry.quoted and not quoted:
@@ -190,8 +206,9 @@ class ConceptExtractor:
             return False
         return True
 
-    def _scan(self, text: str):
-        """Longest-first matches: (start_token, end_token, [accepted entries]); plus tokens."""
+    def _scan(self, text: str, *, titles: bool = True):
+        """Longest-first matches: (start_token, end_token, [accepted entries]); plus tokens.
+        With ``titles=False`` catalog titles are ignored (they neither match nor consume)."""
         toks = _tokens(text)
         folded = [fold(t) for _, _, t in toks]
         matches, i, n = [], 0, len(toks)
@@ -203,7 +220,8 @@ class ConceptExtractor:
                     break
                 ends = node.get(_END)
                 if ends:
-                    ok = [e for e in ends if e.free or self._accept(e, text, toks, i, j + 1)]
+                    ok = [e for e in ends if (titles or e.kind != "title")
+                          and (e.free or self._accept(e, text, toks, i, j + 1))]
                     if ok:
                         best = (i, j + 1, ok)
             if best is not None:
@@ -215,14 +233,12 @@ class ConceptExtractor:
 
     def extract(self, text: str) -> frozenset[tuple[str, str]]:
         """Grounded (field, canonical value) pairs mentioned in ``text``."""
-        toks, folded, matches = self._scan(text)
+        toks, folded, matches = self._scan(text, titles=self.consume_titles)
         concepts: set[tuple[str, str]] = set()
         consumed = [False] * len(toks)
         for i, j, entries in matches:
-            values = [e for e in entries if e.kind == "value"]
-            if values or self.consume_titles:
-                consumed[i:j] = [True] * (j - i)
-            concepts.update((e.field, e.value) for e in values)
+            consumed[i:j] = [True] * (j - i)
+            concepts.update((e.field, e.value) for e in entries if e.kind == "value")
         if self._years:
             concepts.update(self._years_in(toks, folded, consumed))
         if self.fuzzy_threshold is not None and self._names_by_len:

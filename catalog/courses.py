@@ -83,15 +83,19 @@ def validate_course(raw: object, *, file, record, field_prefix: str = "") -> dic
     return raw
 
 
+def _read_json(file: Path, what: str) -> object:
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConvsimError(f"{what} not found", file=file) from exc
+    except json.JSONDecodeError as exc:
+        raise ConvsimError(f"not valid JSON: {exc}", file=file) from exc
+
+
 @functools.lru_cache(maxsize=4)
 def _load_courses_cached(path: str) -> tuple[dict, ...]:
     file = Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConvsimError("course catalog not found", file=file) from exc
-    except json.JSONDecodeError as exc:
-        raise ConvsimError(f"not valid JSON: {exc}", file=file) from exc
+    data = _read_json(file, "course catalog")
     raw_courses = data.get("courses") if isinstance(data, dict) else data
     if not isinstance(raw_courses, list) or not raw_courses:
         raise ConvsimError("expected a non-empty list of courses", file=file, field="courses")
@@ -195,10 +199,4 @@ def parse_test_set(data: object, *, file: str | Path | None = None) -> TestSet:
 def load_test_set(path: str | Path | None = None) -> TestSet:
     """Read and validate a versioned test set (the shipped test-set-v1 by default)."""
     file = Path(path or DEFAULT_TEST_SET)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConvsimError("test set not found", file=file) from exc
-    except json.JSONDecodeError as exc:
-        raise ConvsimError(f"not valid JSON: {exc}", file=file) from exc
-    return parse_test_set(data, file=file)
+    return parse_test_set(_read_json(file, "test set"), file=file)

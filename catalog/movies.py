@@ -128,6 +128,15 @@ def normalise_genres(values: list[str]) -> list[str]:
     return _dedupe(out)
 
 
+_PLACEHOLDER_PERSON = re.compile(r"^(unknown|n/?a|none|nm\d+)$", re.IGNORECASE)
+
+
+def normalise_people(values: list[str]) -> list[str]:
+    """Order-preserving de-duplication; drops placeholders ("Unknown", IMDb ids "nm1157013")
+    and all-lower-case entries ("collaborative"), which are not names."""
+    return _dedupe(v for v in values if not _PLACEHOLDER_PERSON.match(v) and v != v.lower())
+
+
 def _dedupe(values) -> list[str]:
     seen: set[str] = set()
     out = []
@@ -198,9 +207,10 @@ def _parse_record(key: str, raw, *, file: str, strict: bool) -> Movie:
         year = _parse_year_lenient(raw.get("year"))
         genres = normalise_genres(lists["genre"])
         languages = _dedupe(normalise_language(v) for v in lists["language"])
+    people = _dedupe if strict else normalise_people
     return Movie(id=key, title=name.strip(), year=year, genres=tuple(genres),
-                 actors=tuple(_dedupe(lists["actor"])), directors=tuple(_dedupe(lists["director"])),
-                 writers=tuple(_dedupe(lists["writer"])), languages=tuple(languages),
+                 actors=tuple(people(lists["actor"])), directors=tuple(people(lists["director"])),
+                 writers=tuple(people(lists["writer"])), languages=tuple(languages),
                  plot=plot.strip())
 
 

@@ -38,6 +38,7 @@ class ExperimentConfig(BaseModel):
     variants: list[Variant] = Field(default_factory=list)
     trace: bool = True
     checkpoint: bool = False
+    cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
     executor: Literal["async"] = "async"
     analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])
     out_dir: str = "runs"

@@ -24,7 +24,7 @@ from .graphfile import load_graph_module
 from .models import ChatModel, ModelUnavailable, parse_model_spec
 from .progress import LiveProgress
 from .seeding import session_seed
-from .store import RunStore, unit_key
+from .store import RunStore
 from .summary import summarise_run
 from .tracing import TraceRecorder
 
@@ -55,6 +55,7 @@ class Plan:
     variants: dict[str, VariantPlan]
     units: list[Unit]
     run_dir: Path
+    cache: Any = None
 
 
 def _params(module, overrides: dict, where: str):
@@ -108,14 +109,19 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
             for init in inits:
                 sid = str(init["session_id"])
                 units.append(Unit(var.name, sid, trial, session_seed(cfg.seed, sid, trial), init))
-    return Plan(cfg, module, variants, units, run_dir)
+    cache = None
+    if cfg.cache:
+        from .cache import ResponseCache
+        cache = ResponseCache(cfg.cache)
+    return Plan(cfg, module, variants, units, run_dir, cache)
 
 
 async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgress,
                     checkpointer: Any) -> None:
     cfg, vp = plan.config, plan.variants[unit.variant]
     calls: list[dict] = []
-    models = {role: ChatModel(spec=spec, role=role, calls=calls) for role, spec in vp.models.items()}
+    models = {role: ChatModel(spec=spec, role=role, calls=calls, cache=plan.cache)
+              for role, spec in vp.models.items()}
     ctx = plan.module.Context(params=vp.params, models=models, embedder_spec=cfg.embedder,
                               seed=unit.seed, session_id=unit.session_id, trial=unit.trial,
                               run_dir=str(plan.run_dir))

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import ConvsimError
-from .tracing import apply_change, state_at
+from .tracing import apply_change, dict_diff, state_at
 
 _MISSING = object()
 
@@ -90,7 +90,15 @@ def format_change(change: dict, width: int = 100) -> str:
         shown = [_short(x, width) for x in items[:3]]
         more = f" (+{len(items) - 3} more)" if len(items) > 3 else ""
         return f"+{len(items)} item(s) [{change['before_len']}→{change['after_len']}]: " + "; ".join(shown) + more
-    return f"{_short(change.get('before'), width // 2)} → {_short(change.get('after'), width // 2)}"
+    before, after = change.get("before"), change.get("after")
+    if before == after:
+        return "(written, unchanged)"
+    if isinstance(before, dict) and isinstance(after, dict):
+        # a node that rewrites a whole dict: show only the leaves that moved
+        diffs = dict_diff(before, after)
+        shown = [f"{path}: {_short(b, width // 2)} → {_short(a, width // 2)}" for path, b, a in diffs[:6]]
+        return "\n".join(shown) + (f"\n(+{len(diffs) - 6} more)" if len(diffs) > 6 else "")
+    return f"{_short(before, width // 2)} → {_short(after, width // 2)}"
 
 
 def render_timeline(trace: dict, steps: list[dict], *, console: Console, title: str = "",

@@ -35,6 +35,19 @@ def compact_change(before: Any, after: Any) -> dict:
     return {"before": before, "after": after}
 
 
+def dict_diff(before: Any, after: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted path, before, after)`` of every leaf that differs between two nested dicts.
+
+    Lists and scalars are compared whole; a key present on one side only is ``None`` on the other.
+    """
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = []
+        for k in list(before) + [k for k in after if k not in before]:
+            out += dict_diff(before.get(k), after.get(k), f"{prefix}.{k}" if prefix else str(k))
+        return out
+    return [] if before == after else [(prefix, before, after)]
+
+
 def apply_change(value: Any, change: dict) -> Any:
     """Rebuild the after-value of a key from its before-value and a trace change."""
     if "appended" in change:
@@ -109,6 +122,8 @@ class TraceRecorder:
             # the input echo (or the checkpoint a fork resumes from): the state to diff against
             if not self._seen_values:
                 self._values = _snapshot(values)
+                if not self.steps:  # the echo includes what reducer channels start with
+                    self.initial = dict(self._values)
                 self._seen_values = True
             return
         self._seen_values = True

@@ -69,29 +69,34 @@ def detect_shifts_legacy(user_texts: Sequence[str], user_topics: Sequence[set], 
 
 def detect_shifts(user_texts: Sequence[str], user_topics: Sequence[set], *, sim: Sim,
                   sim_threshold: float = SIM_TOPIC_SHIFT, jaccard_threshold: float = TOPIC_JACCARD_SHIFT,
-                  rule: str = "and") -> list[int]:
+                  rule: str = "and", segment_sim: Callable[[Sequence[int], int], float] | None = None) -> list[int]:
     """Segment-based shift detector. Turn i > 0 is a shift when its topics T_i are non-empty, the
     current segment has topics S (union of the segment's user topics), and
-    ``rule="and"``: sim(segment text, u_i) < SIM_TOPIC_SHIFT and jaccard(S, T_i) < TOPIC_JACCARD_SHIFT
+    ``rule="and"``: sim(segment, u_i) < SIM_TOPIC_SHIFT and jaccard(S, T_i) < TOPIC_JACCARD_SHIFT
     ``rule="or"``:  either of the two. A topic-less turn continues the segment. Returns 0-based indices.
+    sim(segment, u_i) is ``segment_sim(segment_turn_indices, i)`` when given (e.g. cosine to the
+    centroid of the segment's embeddings), else sim(joined segment text, u_i).
     """
     if rule not in ("and", "or"):
         raise ValueError(f"rule must be 'and' or 'or', got {rule!r}")
+    if segment_sim is None:
+        def segment_sim(seg: Sequence[int], i: int) -> float:
+            return sim(" ".join(user_texts[j] for j in seg), user_texts[i])
     shifts: list[int] = []
     seg_topics: set = set(user_topics[0]) if user_topics else set()
-    seg_texts: list[str] = [user_texts[0]] if user_texts else []
+    seg_turns: list[int] = [0] if user_texts else []
     for i in range(1, len(user_texts)):
         topics = set(user_topics[i])
         if not topics:
             continue
         if seg_topics:
-            lexical = sim(" ".join(seg_texts), user_texts[i]) < sim_threshold
+            lexical = segment_sim(seg_turns, i) < sim_threshold
             topical = (jaccard(seg_topics, topics) or 0.0) < jaccard_threshold
             if (lexical and topical) if rule == "and" else (lexical or topical):
                 shifts.append(i)
-                seg_topics, seg_texts = set(), []
+                seg_topics, seg_turns = set(), []
         seg_topics |= topics
-        seg_texts.append(user_texts[i])
+        seg_turns.append(i)
     return shifts
 
 
@@ -191,7 +196,8 @@ def tas_cas_score(values: Mapping[str, float | None], weights: Mapping[str, floa
 
 def tas_cas_dialogue(user_texts: Sequence[str], system_texts: Sequence[str], user_topics: Sequence[set],
                      system_topics: Sequence[set], *, sim: Sim, true_shifts: Sequence[int] | None = None,
-                     weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and") -> dict:
+                     weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and",
+                     segment_sim: Callable[[Sequence[int], int], float] | None = None) -> dict:
     """All TAS/CAS outputs of one dialogue, keys prefixed ``tas_cas``; shift detection (ours and the
     legacy detector) scored against ``true_shifts`` (0-based user turns) when the simulator logged them.
     Recovery uses the true shifts when given, else the detected ones (``tas_cas_shift_source``)."""
@@ -200,7 +206,7 @@ def tas_cas_dialogue(user_texts: Sequence[str], system_texts: Sequence[str], use
     ut, st = [set(x) for x in user_topics[:n]], [set(x) for x in system_topics[:n]]
     cc = cross_coherence([sim(a, b) for a, b in zip(u, s)])
     cr = context_retention([sim(s[i - 1], s[i]) for i in range(1, n)])
-    detected = detect_shifts(u, ut, sim=sim, rule=rule)
+    detected = detect_shifts(u, ut, sim=sim, rule=rule, segment_sim=segment_sim)
     legacy = detect_shifts_legacy(u, ut, sim=sim)
     shifts = sorted(t for t in true_shifts if 0 < t < n) if true_shifts is not None else detected
     comps = recovery_components(shift_outcomes(shifts, ut, st, sim=sim))

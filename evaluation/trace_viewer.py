@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from convsim import ConvsimError, load_config, load_graph_module, read_jsonl, read_trace
 from convsim.drawing import mermaid_text, topology_svg
-from convsim.tracing import explain_turn_metrics
+from convsim.tracing import dict_diff, explain_turn_metrics
 
 VIEWER_HEAD = """<style>
 .cs-trace{font:13px/1.35 system-ui,sans-serif;margin:.4em 0}
@@ -70,8 +70,15 @@ def _change_cells(change: Mapping) -> str:
         items = "\n".join(_value(x, _MAX_CHARS // 2) for x in change["appended"])
         return (f'<td class="cs-before">{change["before_len"]} item(s)</td>'
                 f'<td class="cs-after">+ {len(change["appended"])} → {change["after_len"]}\n{items}</td>')
-    return (f'<td class="cs-before">{_value(change.get("before"))}</td>'
-            f'<td class="cs-after">{_value(change.get("after"))}</td>')
+    before, after = change.get("before"), change.get("after")
+    if before == after:
+        return f'<td colspan="2">(written, unchanged) {_value(after, 200)}</td>'
+    if isinstance(before, dict) and isinstance(after, dict):  # only the leaves that moved
+        diffs = dict_diff(before, after)
+        return (f'<td class="cs-before">{"<br>".join(f"{_esc(p)}: {_value(b, 200)}" for p, b, _ in diffs)}</td>'
+                f'<td class="cs-after">{"<br>".join(f"{_esc(p)}: {_value(a, 200)}" for p, _, a in diffs)}</td>')
+    return (f'<td class="cs-before">{_value(before)}</td>'
+            f'<td class="cs-after">{_value(after)}</td>')
 
 
 def _uid(*parts: Any) -> str:

@@ -33,6 +33,7 @@ RetrieverName = Literal["tfidf", "bm25", "embedding", "hybrid"]
 class State(TypedDict, total=False):
     session_id: str
     case_id: str
+    test_set: str
     question: str
     skill: str
     given_courses: list[dict] | None

@@ -32,11 +32,13 @@ from agents.crs_recommender import CRSParams, crs_turn, new_crs_state
 from agents.crs_user import UserSimParams, paraphrase, user_turn
 from catalog.concepts import ConceptExtractor
 from catalog.movies import MovieCatalog, load_movie_catalog
+from agents.pepper_judge import judge_conversation, pepper_metrics
 from convsim import SessionContext, emit_metrics
 from evaluation.crs_nodes import (
     DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
     turn_evaluation,
 )
+from evaluation.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 
@@ -52,6 +54,7 @@ class State(TypedDict, total=False):
     shift_events: Annotated[list[dict], operator.add]
     dialogue_metrics: dict
     dialogue_details: dict          # per-segment and per-shift rows
+    judge_verdict: dict             # the PEPPER-style judge's record (raw answer kept on failure)
 
 
 class Params(BaseModel):
@@ -85,6 +88,10 @@ class Params(BaseModel):
     recovery_rule: Literal["cc", "original"] = Field(
         "cc", description="cc: CC >= tau (spec); original: CC >= cc_floor or CR >= tau (code)")
     cc_floor: float = Field(0.35, ge=0, le=1, description="CC threshold of the original rule")
+    # TAS/CAS of spec 001 and the PEPPER-style judge (docs/analysis.md)
+    topic_mode: Literal["lda", "keyword", "llm"] = Field(
+        "lda", description="TAS/CAS topics: LDA on the catalog, keyword heuristic, or the 'topics' model")
+    judge: bool = Field(True, description="run the PEPPER-style judge (heuristic with model none)")
 
     def user_params(self) -> UserSimParams:
         return UserSimParams(
@@ -197,8 +204,27 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
             "dialogue_details": {**(state.get("dialogue_details") or {}), **details}}
 
 
+def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
+    """TAS/CAS of spec 001 (``tas_cas*``, beside ``tas_grounded``), detected-vs-true shift scores,
+    PEPPER preference coverage and Recall@K (evaluation/tas_cas_eval.py)."""
+    ctx = runtime.context
+    metrics = tas_cas_metrics(state, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,
+                              topic_mode=_params(ctx).topic_mode, run_dir=ctx.run_dir,
+                              model=ctx.model("topics"))
+    return merge_dialogue_metrics(state, metrics)
+
+
+def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
+    """PEPPER-style judge (agents/pepper_judge.py): judge_* scores, failures counted, never dropped."""
+    if not _params(runtime.context).judge:
+        return {}
+    verdict = judge_conversation(runtime.context.model("judge"), state.get("transcript", []))
+    return {**merge_dialogue_metrics(state, pepper_metrics(verdict)), "judge_verdict": verdict}
+
+
 # Nodes run once after the last turn, before evaluate_dialogue: (name, fn) pairs.
-DIALOGUE_STAGE_NODES: list[tuple[str, object]] = []
+DIALOGUE_STAGE_NODES: list[tuple[str, object]] = [("evaluate_tas_cas", evaluate_tas_cas),
+                                                  ("pepper_judge", pepper_judge)]
 
 
 def route(state: State, runtime: Runtime[Context]) -> str:
@@ -236,6 +262,27 @@ def sessions(params: Params, ctx: Context):
 
 def dataset_metrics(records: list[dict]) -> dict:
     return pooled_dataset_metrics(records)
+
+
+def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:
+    """Evaluate an existing transcript without simulating (``convsim eval``, evaluation/transcripts.py):
+    the graph's own evaluation nodes replayed over the (user, system) turns, then the dialogue stage."""
+    from types import SimpleNamespace
+    runtime = SimpleNamespace(context=ctx, stream_writer=None)
+    state: dict = {"transcript": [], "turn_metrics": [], "turn_details": [], "dialogue_metrics": {},
+                   "dialogue_details": {}}
+    for entry in transcript:
+        state["transcript"] = state["transcript"] + [entry]
+        if entry["speaker"] == "system" and len(state["transcript"]) >= 2 \
+                and state["transcript"][-2]["speaker"] == "user":
+            state["turn"] = entry["turn"]
+            update = evaluate_turn(state, runtime)
+            for key in ("turn_metrics", "turn_details"):
+                state[key] = state[key] + update[key]
+    for _, node in [*DIALOGUE_STAGE_NODES, ("evaluate_dialogue", evaluate_dialogue)]:
+        state.update(node(state, runtime))
+    return {k: state[k] for k in ("turn_metrics", "dialogue_metrics", "dialogue_details", "judge_verdict")
+            if k in state}
 
 
 graph = build(Params()).compile()

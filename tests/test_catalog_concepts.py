@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from catalog.concepts import ConceptExtractor
-from catalog.movies import Movie, MovieCatalog
+from catalog.movies import Movie, MovieCatalog, load_movie_catalog
 
 KB_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "opendialkg" / \
     "opendialkg_movie_data.json"
@@ -22,7 +22,8 @@ def movie(mid, *, year=2000, genres=(), actors=(), directors=(), writers=(), lan
 # word-boundary and case rules (not the loader's whitelist) stand between them and the noise.
 TRAPS = MovieCatalog([
     movie("Trap One", year=2008, genres=["ex", "film", "Fiction", "Science Fiction", "Comedy"],
-          actors=["Eve", "RZA", "Flea", "T.I.", "Tom Hanks"], languages=["ger", "fre", "spa"]),
+          actors=["Eve", "RZA", "Flea", "T.I.", "Tom Hanks", "Common"],
+          languages=["ger", "fre", "spa"]),
     movie("Trap Two", year=1994, genres=["Romance", "Animation", "Drama"], directors=["McG"],
           actors=["Leonardo DiCaprio"], writers=["Christopher Nolan"], languages=["English"]),
     movie("The Sound of Music", year=1965, genres=["Music"], actors=["Julie Andrews"]),
@@ -38,7 +39,7 @@ def traps():
 
 @pytest.fixture(scope="module")
 def kb_extractor():
-    return ConceptExtractor(MovieCatalog.load(KB_PATH))
+    return ConceptExtractor(load_movie_catalog(KB_PATH))
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +64,18 @@ def test_original_noise_does_not_appear(traps, text, banned):
     assert banned not in traps.extract(text)
 
 
+def test_set_phrases_and_sentence_initial_words(traps):
+    assert traps.extract("On Christmas Eve or New Year's Eve") == frozenset()
+    assert traps.extract("Common sense says so.") == frozenset()
+    assert traps.extract("A film with Eve and Common.") == {("actor", "Eve"), ("actor", "Common")}
+
+
 def test_noise_free_sentence_gives_nothing(traps):
     assert traps.extract("Next, every longer film is fine, this film or the next one") == frozenset()
 
 
 def test_short_and_common_values_match_as_written(traps):
-    found = traps.extract("Eve, RZA, Flea and McG are in it")
+    found = traps.extract("Starring Eve, RZA, Flea and McG")
     assert {("actor", "Eve"), ("actor", "RZA"), ("actor", "Flea"), ("director", "McG")} <= found
     assert ("actor", "RZA") not in traps.extract("RZAs")  # whole words only
 

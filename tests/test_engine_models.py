@@ -108,3 +108,14 @@ def test_extract_json(text, value):
 def test_extract_json_fails_cleanly():
     with pytest.raises(ValueError):
         extract_json("no json here {")
+
+
+def test_response_cache_replays_without_calling_the_model(fake, tmp_path):
+    from convsim.cache import ResponseCache
+    backend = fake(["first answer"])
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    m1 = ChatModel(spec=parse_model_spec("ollama:fake"), role="crs", cache=cache)
+    assert m1.invoke([("user", "hi")]) == "first answer"
+    m2 = ChatModel(spec=parse_model_spec("ollama:fake"), role="crs", cache=cache)
+    assert m2.invoke([("user", "hi")]) == "first answer"
+    assert backend.calls == 1 and m2.calls[0]["cache_hit"] is True and len(cache) == 1

@@ -1,0 +1,193 @@
+"""Traces: compact diffs, replay, and every node step checked against the checkpointer's history."""
+import json
+import operator
+from typing import Annotated, TypedDict
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+
+from convsim import ConvsimError, ExperimentConfig, load_graph_module, read_trace, run, state_at
+from convsim.tracing import (TraceRecorder, apply_change, compact_change, cut_trace, dict_diff,
+                             explain_turn_metrics)
+
+
+def test_compact_change_appended_and_replaced():
+    assert compact_change([1, 2], [1, 2, 3]) == {"appended": [3], "before_len": 2, "after_len": 3}
+    assert compact_change([], [{"a": 1}]) == {"appended": [{"a": 1}], "before_len": 0, "after_len": 1}
+    assert compact_change([1, 2], [2]) == {"before": [1, 2], "after": [2]}
+    assert compact_change({"x": 1}, {"x": 2}) == {"before": {"x": 1}, "after": {"x": 2}}
+    assert apply_change([1, 2], {"appended": [3], "before_len": 2, "after_len": 3}) == [1, 2, 3]
+    assert apply_change("old", {"before": "old", "after": "new"}) == "new"
+
+
+def test_dict_diff_lists_changed_leaves_only():
+    before = {"hotel": {"area": "north", "stars": 4}, "train": {"day": "mon"}}
+    after = {"hotel": {"area": "south", "stars": 4}, "train": {"day": "mon"}, "taxi": {"to": "x"}}
+    assert dict_diff(before, after) == [("hotel.area", "north", "south"), ("taxi", None, {"to": "x"})]
+    assert dict_diff({"a": [1]}, {"a": [1]}) == []
+
+
+def _tuple(store):
+    return sorted(store)
+
+
+class FanState(TypedDict, total=False):
+    session_id: str
+    turn: int
+    log: Annotated[list[str], operator.add]
+    belief: dict
+    transcript: Annotated[list[dict], operator.add]
+    turn_metrics: Annotated[list[dict], operator.add]
+    dialogue_metrics: dict
+
+
+def _fan_graph():
+    """user -> (left, right in parallel) -> join; loops for 2 turns. Parallel steps share a superstep."""
+    def user(s):
+        t = s.get("turn", 0) + 1
+        return {"turn": t, "transcript": [{"turn": t, "speaker": "user", "text": f"hi {t}", "meta": {}}]}
+
+    def left(s):
+        return {"log": ["left"], "belief": {**s.get("belief", {}), "area": f"north{s['turn']}"}}
+
+    def right(s):
+        return {"log": ["right"]}
+
+    def join(s):
+        return {"turn_metrics": [{"turn": s["turn"], "n_log": len(s["log"])}]}
+
+    g = StateGraph(FanState)
+    for name, fn in (("user", user), ("left", left), ("right", right), ("join", join)):
+        g.add_node(name, fn)
+    g.add_edge(START, "user")
+    g.add_edge("user", "left")
+    g.add_edge("user", "right")
+    g.add_edge(["left", "right"], "join")
+    g.add_conditional_edges("join", lambda s: END if s["turn"] >= 2 else "user", ["user", END])
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def _check_against_history(trace, history):
+    """Every step's before/after against the checkpoint before and after its superstep."""
+    loop = {h.metadata["step"]: json.loads(json.dumps(h.values)) for h in history
+            if h.metadata.get("source") == "loop"}
+    supersteps = sorted({s["superstep"] for s in trace["steps"]})
+    assert supersteps == list(range(len(loop) - 1)), "one checkpoint per superstep, plus the first"
+    for s in trace["steps"]:
+        before, after = loop[s["superstep"]], loop[s["superstep"] + 1]
+        assert s["changed"], f"step {s['step']} ({s['node']}) recorded no change"
+        for key, ch in s["changed"].items():
+            if "appended" in ch:
+                assert len(before.get(key, [])) == ch["before_len"]
+                assert after[key][ch["before_len"]:] == ch["appended"]
+                assert len(after[key]) == ch["after_len"]
+            else:
+                assert before.get(key) == ch["before"], (s["step"], key)
+                assert after.get(key) == ch["after"], (s["step"], key)
+        last = max(x["step"] for x in trace["steps"] if x["superstep"] == s["superstep"])
+        assert state_at(trace["initial"], trace["steps"], last) == after
+
+
+def test_parallel_steps_match_in_memory_history(tmp_path):
+    graph = _fan_graph()
+    cfg = {"configurable": {"thread_id": "t"}}
+    init = {"session_id": "s", "turn": 0, "log": [], "belief": {}, "transcript": [], "turn_metrics": [],
+            "dialogue_metrics": {}}
+    rec = TraceRecorder(init)
+    for mode, chunk in graph.stream(init, cfg, stream_mode=["values", "updates"]):
+        rec.on_values(chunk) if mode == "values" else rec.on_updates(chunk)
+    path = rec.write(tmp_path / "t.jsonl.gz")
+    trace = read_trace(path)
+    nodes = [s["node"] for s in trace["steps"]]
+    assert nodes.count("user") == 2 and nodes.count("join") == 2
+    left = [s for s in trace["steps"] if s["node"] == "left"]
+    right = [s for s in trace["steps"] if s["node"] == "right"]
+    assert left[0]["superstep"] == right[0]["superstep"]
+    assert left[1]["changed"]["belief"] == {"before": {"area": "north1"}, "after": {"area": "north2"}}
+    assert [s["turn"] for s in trace["steps"]] == [1, 1, 1, 1, 2, 2, 2, 2]
+    _check_against_history(trace, list(graph.get_state_history(cfg)))
+
+
+def _run_graph(tmp_path, graph, **params):
+    cfg = ExperimentConfig(name=graph, graph=graph, sessions=1, checkpoint=True, concurrency=2,
+                           out_dir=str(tmp_path), run_id=f"r_{graph}", analysis=[], params=params)
+    return run(cfg, analyze=False)
+
+
+def _history(run_dir, graph, thread):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    module = load_graph_module(graph)
+    with SqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")) as saver:
+        compiled = module.build(module.Params()).compile(checkpointer=saver)
+        return list(compiled.get_state_history({"configurable": {"thread_id": thread}}))
+
+
+@pytest.mark.parametrize("graph", ["hello_chat", pytest.param("customer_service", marks=pytest.mark.slow)])
+def test_session_trace_matches_sqlite_history(tmp_path, graph):
+    try:
+        load_graph_module(graph)
+    except ConvsimError as exc:
+        pytest.skip(f"graph {graph} not available: {exc}")
+    run_dir = _run_graph(tmp_path, graph)
+    rec = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
+    assert rec["status"] == "ok", rec["error"]
+    trace = read_trace(run_dir / "traces" / "default" / f"{rec['session_id']}.jsonl")
+    _check_against_history(trace, _history(run_dir, graph, f"default/{rec['session_id']}/t0"))
+    final = state_at(trace["initial"], trace["steps"], trace["steps"][-1]["step"])
+    assert final["transcript"] == rec["transcript"]
+    assert final["turn_metrics"] == rec["turn_metrics"]
+    # the custom-stream metric events are kept, tied to the step that emitted them
+    turn_events = [e for e in trace["events"] if e["event"].get("kind") == "turn"]
+    assert len(turn_events) == len(rec["turn_metrics"])
+    for e in turn_events:
+        assert trace["steps"][e["step"]]["turn"] == e["event"]["turn"]
+
+
+def test_cut_trace_keeps_the_prefix():
+    trace = {"initial": {"a": 1}, "steps": [{"step": i, "superstep": i, "changed": {}} for i in range(4)],
+             "events": [{"step": 1, "event": {}}, {"step": 3, "event": {}}]}
+    cut = cut_trace(trace, 2)
+    assert [s["step"] for s in cut["steps"]] == [0, 1] and len(cut["events"]) == 1
+
+
+def _metric_trace():
+    step = lambda i, turn, node, changed: {"step": i, "superstep": i, "turn": turn, "node": node,
+                                           "changed": changed, "wall_s": 0, "llm_calls": []}
+    return {"initial": {}, "events": [], "steps": [
+        step(0, 1, "user", {"turn": {"before": 0, "after": 1}}),
+        step(1, 1, "crs", {"constraints": {"before": {}, "after": {"genre": "drama"}}}),
+        step(2, 1, "evaluate_turn", {"turn_metrics": {"appended": [{"turn": 1}], "before_len": 0, "after_len": 1}}),
+        step(3, 2, "user", {"turn": {"before": 1, "after": 2}, "shift": {"before": None, "after": "genre"}}),
+        step(4, 2, "crs", {"transcript": {"appended": [{}], "before_len": 3, "after_len": 4}}),
+        step(5, 2, "evaluate_turn", {"turn_metrics": {"appended": [{"turn": 2}], "before_len": 1, "after_len": 2}}),
+    ]}
+
+
+def test_explain_turn_metrics_links_low_metric_to_its_turn_steps():
+    trace = _metric_trace()
+    metrics = [{"turn": 1, "cc": 0.9, "len": 3}, {"turn": 2, "cc": 0.2, "len": 50}]
+    out = explain_turn_metrics(trace, metrics, {"cc": 0.5, "len": {"above": 40}},
+                               metric_inputs={"cc": ["constraints", "shift"]})
+    assert [(e["turn"], e["metric"]) for e in out] == [(2, "cc"), (2, "len")]
+    cc = out[0]
+    assert cc["direction"] == "below" and cc["threshold"] == 0.5 and cc["value"] == 0.2
+    # turn 2 changed 'shift' (step 3) but not 'constraints': that one is carried from step 1
+    assert [(s["step"], s["keys"]) for s in cc["steps"]] == [(3, ["shift"])]
+    assert cc["carried"] == [{"step": 1, "node": "crs", "turn": 1, "key": "constraints",
+                              "change": {"before": {}, "after": {"genre": "drama"}}}]
+    # without declared inputs every step of the turn is listed
+    assert [s["step"] for s in out[1]["steps"]] == [3, 4, 5] and out[1]["direction"] == "above"
+
+
+def test_explain_ignores_missing_and_non_numeric_metrics():
+    out = explain_turn_metrics(_metric_trace(), [{"turn": 1, "cc": None, "ok": True}], {"cc": 0.5, "ok": 1})
+    assert out == []
+
+
+def test_read_trace_names_file_and_line_of_a_bad_line(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"type": "initial", "state": {}}\nnot json\n')
+    with pytest.raises(ConvsimError) as exc:
+        read_trace(p)
+    assert "line 2" in str(exc.value) and "bad.jsonl" in str(exc.value)
