@@ -1,23 +1,53 @@
 """convsim: simulate conversations as LangGraph state graphs and evaluate them while they run.
 
-The public API is what this module exports; everything else is private.
+The public API is what ``__all__`` lists; everything else is private. Names are imported on
+first use, so ``from convsim import ConvsimError`` does not pay for LangGraph or numpy.
 """
-from .aggregate import bootstrap_ci
-from .config import ExperimentConfig, Variant, load_config
-from .context import SessionContext, emit_metrics
-from .embedders import Embedder, embeddings_available, make_embedder
-from .errors import ConvsimError
-from .graphfile import list_graphs, load_graph_module
-from .models import ChatModel, ModelSpec, ModelUnavailable, StructuredResult, extract_json, parse_model_spec
-from .runner import run
-from .seeding import np_rng_for, rng_for, session_seed, stable_seed
-from .store import read_jsonl
-from .tracing import read_trace, state_at
+from __future__ import annotations
 
-__all__ = [
-    "ChatModel", "ConvsimError", "Embedder", "ExperimentConfig", "ModelSpec", "ModelUnavailable",
-    "SessionContext", "StructuredResult", "Variant", "bootstrap_ci", "emit_metrics",
-    "embeddings_available", "extract_json", "list_graphs", "load_config", "load_graph_module",
-    "make_embedder", "np_rng_for", "parse_model_spec", "read_jsonl", "read_trace", "rng_for", "run",
-    "session_seed", "stable_seed", "state_at",
-]
+import importlib
+from typing import TYPE_CHECKING
+
+_EXPORTS = {
+    "bootstrap_ci": "aggregate",
+    "ExperimentConfig": "config", "Variant": "config", "load_config": "config",
+    "SessionContext": "context", "emit_metrics": "context",
+    "Embedder": "embedders", "embeddings_available": "embedders", "make_embedder": "embedders",
+    "ConvsimError": "errors",
+    "list_graphs": "graphfile", "load_graph_module": "graphfile",
+    "ChatModel": "models", "ModelSpec": "models", "ModelUnavailable": "models",
+    "StructuredResult": "models", "extract_json": "models", "parse_model_spec": "models",
+    "run": "runner",
+    "np_rng_for": "seeding", "rng_for": "seeding", "session_seed": "seeding", "stable_seed": "seeding",
+    "read_jsonl": "store",
+    "read_trace": "tracing", "state_at": "tracing",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'convsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__
+
+
+if TYPE_CHECKING:  # for type checkers and editors
+    from .aggregate import bootstrap_ci  # noqa: F401
+    from .config import ExperimentConfig, Variant, load_config  # noqa: F401
+    from .context import SessionContext, emit_metrics  # noqa: F401
+    from .embedders import Embedder, embeddings_available, make_embedder  # noqa: F401
+    from .errors import ConvsimError  # noqa: F401
+    from .graphfile import list_graphs, load_graph_module  # noqa: F401
+    from .models import (ChatModel, ModelSpec, ModelUnavailable, StructuredResult,  # noqa: F401
+                         extract_json, parse_model_spec)
+    from .runner import run  # noqa: F401
+    from .seeding import np_rng_for, rng_for, session_seed, stable_seed  # noqa: F401
+    from .store import read_jsonl  # noqa: F401
+    from .tracing import read_trace, state_at  # noqa: F401

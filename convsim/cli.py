@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .config import ExperimentConfig, apply_overrides, config_from_dict, load_config
+from .config import apply_overrides, config_from_dict, load_config
 from .errors import ConvsimError
 from .graphfile import list_graphs, load_graph_module
 
@@ -205,6 +205,58 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
             if v["original"] != v["forked"]:
                 console.print(f"  {name}: {v['original']} -> {v['forked']}")
     console.print(f"fork in {run_dir} (comparison: {run_dir / COMPARISON})")
+
+
+@app.command()
+@cli_errors
+def compare(run_a: Path, run_b: Path,
+            alpha: float = typer.Option(0.05, help="significance level (Holm-adjusted)"),
+            as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """Per-metric differences B - A, with paired tests where session ids match."""
+    for r in (run_a, run_b):
+        if not (r / "results.jsonl").exists():
+            raise ConvsimError("not a run directory (no results.jsonl)", file=r)
+    result = _plugin("evaluation.compare:compare_runs")(run_a, run_b, alpha=alpha)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, default=str))
+        return
+    table = Table(title=f"{run_b.name} - {run_a.name}")
+    for col in ("variant", "metric", "n", "test", "mean A", "mean B", "diff [95% CI]", "p (Holm)"):
+        table.add_column(col)
+
+    def num(x, fmt=".3f"):
+        return "—" if x is None else format(x, fmt)
+    for row in result["rows"]:
+        variant = row["variant_a"] if row["variant_a"] == row["variant_b"] else \
+            f"{row['variant_a']} / {row['variant_b']}"
+        ci = f"{num(row.get('diff'))} [{num(row.get('ci_low'))}, {num(row.get('ci_high'))}]"
+        sig = "*" if row.get("significant") else ""
+        table.add_row(variant, row["metric"], str(row.get("n_paired") or f"{row.get('n_a')}/{row.get('n_b')}"), str(row.get("test", "")),
+                      num(row.get("mean_a")), num(row.get("mean_b")), ci, num(row.get("p_holm"), ".4f") + sig)
+    console.print(table)
+
+
+@app.command("eval")
+@cli_errors
+def eval_cmd(path: Path,
+             graph: str = typer.Option("crs_shift", help="the graph whose evaluation applies"),
+             out: Optional[Path] = typer.Option(None, help="run directory to write"),
+             model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
+             no_analysis: bool = typer.Option(False, "--no-analysis")) -> None:
+    """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
+    group-planning dialogue CSV) without simulating."""
+    from .config import parse_assignment
+    if not path.exists():
+        raise ConvsimError("file not found", file=path)
+    if path.suffix.lower() == ".csv":
+        result = _plugin("evaluation.group_csv:evaluate_group_csv")(path)
+        typer.echo(json.dumps(result, indent=2, default=str))
+        return
+    models = dict(parse_assignment(m, what="--model") for m in model)
+    run_dir = _plugin("evaluation.transcripts:evaluate_transcripts")(
+        path, graph=graph, out=out, models={k: str(v) for k, v in models.items()}, analyze=not no_analysis)
+    print_summary(run_dir)
+    console.print(f"results in {run_dir}")
 
 
 def main() -> None:  # console-script entry point

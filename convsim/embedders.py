@@ -44,7 +44,7 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 
 
 class TfidfEmbedder(Embedder):
-    def __init__(self, corpus: list[str] | None = None, *, max_features: int = 4096) -> None:
+    def __init__(self, corpus: list[str] | None = None, *, max_features: int | None = 4096) -> None:
         from sklearn.feature_extraction.text import HashingVectorizer, TfidfVectorizer
         if corpus:
             self._vec = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True,
@@ -123,10 +123,15 @@ def _st(spec: str) -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder(path, spec)
 
 
-def make_embedder(spec: str = "tfidf", *, corpus: list[str] | None = None) -> Embedder:
-    """Build an embedder from its spec (``tfidf``, ``st:minilm``, ``st:<path>``)."""
+def make_embedder(spec: str = "tfidf", *, corpus: list[str] | None = None,
+                  max_features: int | None = 4096) -> Embedder:
+    """Build an embedder from its spec (``tfidf``, ``st:minilm``, ``st:<path>``).
+
+    ``max_features`` caps the TF-IDF vocabulary (4096 as in the original CAS); ``None`` keeps
+    every term of the corpus.
+    """
     if spec == "tfidf":
-        return TfidfEmbedder(corpus)
+        return TfidfEmbedder(corpus, max_features=max_features)
     if isinstance(spec, str) and spec.startswith("st:"):
         return _st(spec)
     raise ConvsimError(f"unknown embedder {spec!r}: expected tfidf, st:minilm or st:<path>",

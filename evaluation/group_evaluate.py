@@ -21,10 +21,29 @@ def embedder_corpus(db: TravelDB) -> list[str]:
     return [TravelDB.record_text(k, r) for k in KINDS for r in getattr(db, k)]
 
 
+class CachedSimilarity:
+    """An embedder whose texts are encoded once each (the metrics compare the same few dozen
+    texts hundreds of times); same ``name`` and cosine as the wrapped embedder."""
+
+    def __init__(self, embedder):
+        self.inner, self.name, self._vecs = embedder, embedder.name, {}
+
+    def _vec(self, text: str):
+        if text not in self._vecs:
+            self._vecs[text] = self.inner.encode([text])[0]
+        return self._vecs[text]
+
+    def encode(self, texts: list[str]):
+        return self.inner.encode(texts)
+
+    def similarity(self, a: str, b: str) -> float:
+        return float(self._vec(a) @ self._vec(b))
+
+
 def dialogue_embedder(spec: str, db: TravelDB, turns: list[dict]):
     """The semantic metrics' embedder for one dialogue: fitted (TF-IDF) on the dialogue's catalog
     records and utterances, so a live session and its exported CSV score the same."""
-    return make_embedder(spec, corpus=embedder_corpus(db) + [t["utterance"] for t in turns])
+    return CachedSimilarity(make_embedder(spec, corpus=embedder_corpus(db) + [t["utterance"] for t in turns]))
 
 
 def transcript_to_turns(transcript: list[dict]) -> list[dict]:

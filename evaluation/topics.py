@@ -55,7 +55,10 @@ class LdaTopics:
         self.vectorizer, self.lda = vectorizer, lda
         self.top_words, self.min_prob = top_words, min_prob
         vocab = np.array(vectorizer.get_feature_names_out())
-        self.topic_words = [frozenset(vocab[np.argsort(row)[::-1][:top_words]]) for row in lda.components_]
+        # A topic that learned nothing has a flat word distribution; its "top words" would be
+        # arbitrary, so it contributes no words.
+        self.topic_words = [frozenset(vocab[np.argsort(row)[::-1][:top_words]])
+                            if row.max() > 2 * np.median(row) else frozenset() for row in lda.components_]
 
     @classmethod
     def train(cls, documents: Sequence[str], *, n_topics: int = 20, seed: int = 0, **kw) -> "LdaTopics":

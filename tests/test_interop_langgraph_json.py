@@ -42,6 +42,7 @@ def test_each_registered_graph_loads_the_way_langgraph_dev_does(name):
     try:
         spec = importlib.util.spec_from_file_location(f"lgjson_{name}", ROOT / path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # as langgraph_api does, so postponed annotations resolve
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(ROOT))

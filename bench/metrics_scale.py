@@ -1,0 +1,145 @@
+"""Metric throughput at the scale of spec 001: 6 models x 1000 sessions x 20 turns = 120,000 turns.
+
+Prints figures, never passes or fails on time (aims: evaluation under 60 s and 2 GB with the TF-IDF
+path; extraction at least 5,000 utterances/s on the OpenDialKG catalog and on a synthetic catalog of
+100,000 movies, growing well below linearly in catalog size).
+
+    python bench/metrics_scale.py                       # full scale
+    python bench/metrics_scale.py --models 1 --sessions 50   # quick look
+
+Dialogues: a few real sessions of graphs/crs_shift.py (model none) are simulated once and
+replicated to the requested count; the evaluation per dialogue is what a run does after the
+simulation: the grounded turn metrics (catalog concept extraction, CC, CR, copy penalty, TAS), the
+dialogue metrics, and TAS/CAS (TF-IDF embeddings, LDA topics, shift detection) + coverage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+OPENDIALKG = Path(__file__).resolve().parents[2] / "shared" / "data" / "opendialkg" / "opendialkg_movie_data.json"
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def seed_dialogues(n_sessions: int, n_turns: int) -> list[list[dict]]:
+    import convsim
+    cfg = {"name": "bench", "graph": "crs_shift", "params": {"n_turns": n_turns, "n_sessions": n_sessions,
+                                                           "topic_mode": "keyword", "judge": False},
+           "sessions": n_sessions, "seed": 11, "concurrency": 2, "models": {"crs": "none", "user": "none"},
+           "trace": False, "analysis": [], "out_dir": tempfile.mkdtemp(prefix="convsim-bench-")}
+    from convsim.config import config_from_dict
+    run_dir = convsim.run(config_from_dict(cfg), analyze=False)
+    return [json.loads(line)["transcript"] for line in (Path(run_dir) / "results.jsonl").read_text().splitlines()]
+
+
+def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str) -> dict:
+    from catalog.concepts import ConceptExtractor
+    from catalog.movies import load_movie_catalog
+    from evaluation.crs_coverage import coverage_metrics
+    from evaluation.crs_nodes import DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, turn_evaluation
+    from evaluation.tas_cas_eval import _embedder, tas_cas_for_transcript, topic_extractor
+
+    catalog = load_movie_catalog()
+    extractor = ConceptExtractor(catalog)
+    settings = TASSettings()
+    embedder = _embedder("tfidf", catalog)
+    topics = topic_extractor(topic_mode, catalog, None)
+    started = time.perf_counter()
+    turns = 0
+    for transcript in dialogues:
+        state = {"transcript": transcript, "turn_metrics": [], "turn_details": []}
+        for u, s in zip(transcript[0::2], transcript[1::2]):
+            m, d = turn_evaluation(u, s, extractor=extractor, idf=catalog.idf, settings=settings)
+            state["turn_metrics"].append(m)
+            state["turn_details"].append(d)
+            turns += 1
+        dialogue_evaluation(state, settings, catalog.idf, DIALOGUE_CONTRIBUTORS)
+        tas_cas_for_transcript(transcript, topics=topics, embedder=embedder)
+        coverage_metrics(transcript)
+    return {"turns": turns, "seconds": time.perf_counter() - started}
+
+
+def synthetic_catalog(n: int, seed: int = 0):
+    from catalog.movies import CANONICAL_GENRES, Movie, MovieCatalog
+    rng = random.Random(seed)
+    first = [f"{a}{b}" for a in ("Al", "Be", "Ca", "Da", "El", "Fi", "Go", "Ha", "Iv", "Jo", "Ka", "Le", "Mo", "Na")
+             for b in ("ra", "ven", "lin", "dor", "mis", "tan", "rek", "sol")]
+    last = [f"{a}{b}{c}" for a in ("Br", "Cr", "Dr", "Fr", "Gr", "Kl", "Pr", "St", "Tr", "Wr")
+            for b in ("an", "el", "is", "or", "ut") for c in ("ford", "wick", "ton", "man", "berg", "ley", "son")]
+    words = ["Silent", "Crimson", "River", "Night", "Empire", "Garden", "Shadow", "Winter", "Echo", "Harbor",
+             "Glass", "Iron", "Paper", "Velvet", "Storm", "Lantern", "Orchard", "Signal", "Canyon", "Falcon"]
+    person = lambda: f"{rng.choice(first)} {rng.choice(last)}"  # noqa: E731
+    movies = []
+    for i in range(n):
+        title = f"{rng.choice(words)} {rng.choice(words)} {i}"
+        movies.append(Movie(id=str(i), title=title, year=rng.randint(1930, 2024),
+                            genres=tuple(rng.sample(CANONICAL_GENRES, 2)),
+                            actors=tuple({person() for _ in range(4)}), directors=(person(),),
+                            writers=(person(),), languages=("English",),
+                            plot=f"A story about {rng.choice(words).lower()} and {rng.choice(words).lower()}."))
+    return MovieCatalog(movies, source=f"<synthetic {n}>")
+
+
+def extraction_throughput(catalog, utterances: list[str]) -> dict:
+    from catalog.concepts import ConceptExtractor
+    t0 = time.perf_counter()
+    extractor = ConceptExtractor(catalog)
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for text in utterances:
+        extractor.extract(text)
+    secs = time.perf_counter() - t0
+    return {"movies": len(catalog), "build_s": build, "utterances": len(utterances), "per_s": len(utterances) / secs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=int, default=6)
+    ap.add_argument("--sessions", type=int, default=1000)
+    ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--seed-sessions", type=int, default=12, help="real sessions simulated, then replicated")
+    ap.add_argument("--topics", default="lda", choices=["lda", "keyword"])
+    ap.add_argument("--synthetic", type=int, default=100_000, help="movies in the synthetic catalog")
+    args = ap.parse_args()
+
+    seeds = seed_dialogues(args.seed_sessions, args.turns)
+    n = args.models * args.sessions
+    dialogues = [seeds[i % len(seeds)] for i in range(n)]
+    base_rss = peak_rss_mb()
+    res = evaluate_all(dialogues, topic_mode=args.topics)
+    print(f"evaluate: {args.models} x {args.sessions} x {args.turns} = {res['turns']:,} turns "
+          f"in {res['seconds']:.1f} s ({res['turns'] / res['seconds']:,.0f} turns/s), topics={args.topics}, "
+          f"embedder=tfidf; peak RSS {peak_rss_mb():,.0f} MB (before evaluation {base_rss:,.0f} MB)")
+
+    utterances = [t["text"] for d in seeds for t in d][:2000]
+    utterances = (utterances * (10_000 // max(1, len(utterances)) + 1))[:10_000]
+    from catalog.movies import MovieCatalog
+    rows = []
+    if OPENDIALKG.exists():
+        rows.append(("OpenDialKG", extraction_throughput(MovieCatalog.load(OPENDIALKG), utterances)))
+    else:
+        print(f"OpenDialKG catalog absent at {OPENDIALKG}: skipped")
+    rows.append((f"synthetic {args.synthetic:,}", extraction_throughput(synthetic_catalog(args.synthetic), utterances)))
+    for name, r in rows:
+        print(f"extract [{name}: {r['movies']:,} movies]: {r['per_s']:,.0f} utterances/s "
+              f"(index build {r['build_s']:.1f} s, {r['utterances']:,} utterances)")
+    if len(rows) == 2:
+        (_, a), (_, b) = rows
+        print(f"catalog size x{b['movies'] / a['movies']:.0f} -> extraction time x{a['per_s'] / b['per_s']:.2f}")
+    print(f"peak RSS {peak_rss_mb():,.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""convsim eval (evaluation.transcripts), compare_runs and topic extraction."""
+
+import json
+
+import pytest
+
+from analysis_runs import make_run
+from convsim import ConvsimError
+from evaluation.compare import compare_runs
+from evaluation.topics import KeywordTopics, LdaTopics, lda_for_run
+from evaluation.transcripts import evaluate_transcripts, read_transcripts
+
+EXTERNAL = [
+    {"session_id": "d1", "variant": "ext", "turns": [
+        {"speaker": "user", "text": "I'm in the mood for a war movie.",
+         "user_meta": {"focus_field": "genre", "focus_value": "War", "constraints": {"genre": "War"},
+                       "shift_event": False}},
+        {"speaker": "system", "text": "Try Saving Private Ryan, a war film.", "top_k": ["m1", "m2"]},
+        {"speaker": "user", "text": "How about films starring Tom Hanks instead?",
+         "user_meta": {"focus_field": "actor", "focus_value": "Tom Hanks",
+                       "constraints": {"genre": "War", "actor": "Tom Hanks"}, "shift_event": True}},
+        {"speaker": "assistant", "text": "Cast Away stars Tom Hanks.", "top_k": ["m3"]}]},
+    {"turns": [{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": "hello"}]},
+]
+
+
+def _write(tmp_path, rows, name="ext.jsonl"):
+    p = tmp_path / name
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return p
+
+
+def test_import_format_is_converted(tmp_path):
+    recs = read_transcripts(_write(tmp_path, EXTERNAL))
+    assert [r["session_id"] for r in recs] == ["d1", "line2"]
+    tr = recs[0]["transcript"]
+    assert [t["turn"] for t in tr] == [1, 1, 2, 2]
+    assert tr[3]["speaker"] == "system" and tr[3]["meta"] == {"rec_ids": ["m3"]}
+    assert tr[2]["meta"]["shift_event"] is True and tr[2]["meta"]["turn"] == 2
+
+
+@pytest.mark.parametrize("bad,field", [
+    ({"turns": [{"speaker": "bot", "text": "x"}]}, "turns[0].speaker"),
+    ({"turns": [{"speaker": "user", "text": 3}]}, "turns[0].text"),
+    ({"turns": [{"speaker": "system", "text": "x"}]}, "turns[0].speaker"),
+    ({"turns": [{"speaker": "user", "text": "x", "user_meta": []}]}, "turns[0].user_meta"),
+    ({"turns": []}, "turns"),
+])
+def test_bad_records_name_the_line_and_field(tmp_path, bad, field):
+    path = _write(tmp_path, [EXTERNAL[1], bad])
+    with pytest.raises(ConvsimError) as err:
+        read_transcripts(path)
+    assert err.value.record == "line 2" and err.value.field == field
+
+
+def test_bad_json_line_names_the_line(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_text(json.dumps(EXTERNAL[1]) + "\n{not json\n")
+    with pytest.raises(ConvsimError) as err:
+        read_transcripts(p)
+    assert err.value.record == "line 2"
+
+
+@pytest.mark.slow
+def test_evaluate_external_transcripts_with_the_crs_graph(tmp_path):
+    out = evaluate_transcripts(_write(tmp_path, EXTERNAL), out=tmp_path / "run",
+                               params={"topic_mode": "keyword"}, analyze=False)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    d1 = rows[0]["dialogue_metrics"]
+    assert rows[0]["variant"] == "ext" and len(rows[0]["turn_metrics"]) == 2
+    assert d1["tas_cas_shift_source"] == "simulator" and d1["tas_cas_n_shifts"] == 1
+    assert d1["judge_heuristic"] == 1 and d1["tas_grounded"] is not None
+    assert rows[1]["dialogue_metrics"]["tas_cas_shift_source"] == "detector"
+    assert (out / "metrics.csv").exists()
+
+
+def test_compare_runs_pairs_matching_sessions(tmp_path):
+    a = make_run(tmp_path / "a", variants=("x", "y"), sessions=10, seed=1)
+    b = make_run(tmp_path / "b", variants=("x", "y"), sessions=10, seed=2)
+    res = compare_runs(a, b)
+    rows = {(r["variant_a"], r["metric"]): r for r in res["rows"]}
+    row = rows[("x", "tas_cas")]
+    assert row["test"] == "paired Wilcoxon" and row["n_paired"] == 10
+    assert row["ci_low"] <= row["diff"] <= row["ci_high"]
+    assert row["diff"] == pytest.approx(row["mean_b"] - row["mean_a"])
+    assert ("x", "judge_failed") not in rows and all("p_holm" in r for r in res["rows"])
+
+
+def test_compare_runs_without_shared_variants_fails_clearly(tmp_path):
+    a = make_run(tmp_path / "a", variants=("x", "y"), sessions=3)
+    b = make_run(tmp_path / "b", variants=("p", "q"), sessions=3)
+    with pytest.raises(ConvsimError):
+        compare_runs(a, b)
+
+
+DOCS = ["a soldier fights in the war against the enemy army"] * 5 + \
+       ["two lovers fall in love and marry after a romance"] * 5 + \
+       ["the detective solves a murder crime in the city"] * 5 + \
+       ["a chef cooks food in the kitchen of a restaurant"] * 5
+
+
+def test_lda_is_saved_with_the_run_and_reloaded(tmp_path):
+    m = lda_for_run(DOCS, tmp_path, n_topics=4, seed=1)
+    assert (tmp_path / "topics_lda.joblib").exists()
+    again = lda_for_run(DOCS, tmp_path, n_topics=4, seed=1)
+    assert again is not m  # reloaded from the file
+    assert again.topics("the war army") == m.topics("the war army")
+    assert m.topics("who stars in it?") == frozenset()  # no in-vocabulary word: no topic
+    assert "war" in m.topics("a war with the army and the enemy soldier")
+    assert isinstance(again, LdaTopics)
+
+
+def test_keyword_topics_use_word_boundaries():
+    kw = KeywordTopics(["war", "science fiction", "love"])
+    assert kw.topics("I want a science fiction war movie") == {"war", "science fiction"}
+    assert kw.topics("award winning lovely software") == frozenset()

@@ -1,0 +1,259 @@
+"""M1–M16 and W1–W3 (spec 002_fa62fccfc16e3dd9.txt) on the spec's worked examples and on
+hand-built dialogues and plans, with a fake embedder whose similarities are fixed by hand."""
+
+import math
+
+import pytest
+
+from catalog.travel import TravelDB
+from evaluation.group_metrics import (conflict_detection_rate, dialogue_efficiency, feedback_activation_rate,
+                                      gini, member_acceptance_rate, resolution_explanation_rate,
+                                      theory_strategy_usage_rate, theory_text_leakage_rate, voice_coverage,
+                                      welfare)
+from evaluation.group_plan_metrics import (concession_rate, fairness_gini, is_addressed, plan_coherence,
+                                           plan_grounding_rate, preference_addressing_rate,
+                                           satisfaction_metrics, satisfaction_table, semantic_satisfaction,
+                                           serendipity, slot_satisfaction)
+
+
+class FixedSim:
+    """Similarity from a hand-written table (key: (a, b) in either order), else ``default``."""
+
+    name = "fixed-test-similarity"
+
+    def __init__(self, table=None, default=0.0):
+        self.table, self.default = table or {}, default
+
+    def similarity(self, a, b):
+        return self.table.get((a, b), self.table.get((b, a), self.default))
+
+
+def turn(speaker, intent, utterance="", **meta):
+    return {"speaker": speaker, "intent": intent, "utterance": utterance, "meta": meta}
+
+
+DB = TravelDB(
+    accommodations=[{"name": "Oak Loft", "pricing": 90, "roomType": "private_room", "house_rules": "No smoking",
+                     "max_occupancy": 2, "rating": 4.5, "City": "X"}],
+    restaurants=[{"name": "Roma House", "avg_cost": 20, "cuisines": "Italian, Pizza", "rating": 4.0, "City": "X"},
+                 {"name": "Taco Corner", "avg_cost": 10, "cuisines": "Mexican", "rating": 4.2, "City": "X"},
+                 {"name": "Bean Cafe", "avg_cost": 8, "cuisines": "Cafe", "rating": 4.1, "City": "X"}],
+    attractions=[{"name": "City Museum", "subcategories": "Museum", "City": "X"},
+                 {"name": "Wild Zoo", "subcategories": "Zoo", "City": "X"}],
+    events=[{"name": "Derby Day", "dateTitle": "01-06-2026", "segmentName": "Sports", "city": "X"}])
+
+
+def day(n, b="Bean Cafe, X", l="Roma House, X", d="Taco Corner, X", poi=""):
+    return {"days": n, "breakfast": b, "lunch": l, "dinner": d, "attraction": "City Museum, X;",
+            "event": "-", "accommodation": "Oak Loft, X", "point_of_interest_list": poi}
+
+
+# ---------------------------------------------------------------- dialogue-only (M1–M7)
+
+def test_m1_spec_examples():
+    turns = [turn(m, "user_provide_cuisine") for m in "ABCD"]
+    assert voice_coverage(turns, member_count=4, multi_user=True) == 1.0
+    assert voice_coverage(turns[:1], member_count=4, multi_user=False) == 0.25
+    assert voice_coverage(turns[:3], member_count=4, multi_user=True) == 0.75
+    assert voice_coverage([], member_count=0, multi_user=True) is None
+
+
+def _divergent_dialogue():
+    turns = []
+    for slot in ("cuisine", "event", "attraction", "lodging"):
+        turns.append(turn("A", f"user_provide_{slot}", preference_option="x"))
+        turns.append(turn("B", f"user_provide_{slot}", preference_option="y" if slot != "lodging" else "x"))
+    return turns
+
+
+def test_m2_spec_example_two_of_three():
+    turns = _divergent_dialogue() + [
+        turn("system", "sys_synthesize_cuisine", "We go with x.", has_conflict=True),
+        turn("system", "sys_synthesize_event", "Your wishes are different, so both.", has_conflict=False),
+        turn("system", "sys_synthesize_attraction", "We go with x.", has_conflict=False),
+        turn("system", "sys_synthesize_lodging", "Settled.", has_conflict=False)]
+    assert conflict_detection_rate(turns) == pytest.approx(2 / 3)
+    assert conflict_detection_rate(_divergent_dialogue()) is None   # no synthesis (C1/C2)
+
+
+def test_m2_lexical_divergence_without_structured_options():
+    turns = [turn("A", "user_provide_cuisine", "I love Italian pasta"),
+             turn("B", "user_provide_cuisine", "I love Italian pasta"),
+             turn("A", "user_provide_event", "jazz concert"), turn("B", "user_provide_event", "football match"),
+             turn("system", "sys_synthesize_event", "ok", has_conflict=True),
+             turn("system", "sys_synthesize_cuisine", "ok")]
+    assert conflict_detection_rate(turns) == 1.0   # only event diverges, and it is detected
+
+
+def test_m3_explanations():
+    turns = [turn("system", f"sys_synthesize_{s}", "ok", resolution_explanation="because")
+             for s in ("cuisine", "event", "attraction", "lodging")]
+    assert resolution_explanation_rate(turns) == 1.0
+    turns[0] = turn("system", "sys_synthesize_cuisine", "ok fine")
+    assert resolution_explanation_rate(turns) == 0.75
+    turns[0] = turn("system", "sys_synthesize_cuisine", "we will try one of each place")   # 7 tokens
+    assert resolution_explanation_rate(turns) == 1.0
+    assert resolution_explanation_rate([]) is None
+
+
+def test_m4_spec_example_c4_family():
+    turns = [turn("system", "sys_synthesize_cuisine", resolution_strategy="Family Friendly"),
+             turn("system", "sys_synthesize_event", resolution_strategy="parent_veto"),
+             turn("system", "sys_synthesize_attraction", resolution_strategy="Include Both"),
+             turn("system", "sys_synthesize_lodging", resolution_strategy="N/A"),
+             turn("system", "sys_synthesize_traveler_type", resolution_strategy="N/A")]  # not actionable
+    assert theory_strategy_usage_rate(turns, use_social_theory=True) == 0.75
+    assert theory_strategy_usage_rate(turns, use_social_theory=False) == 0.0
+    assert theory_strategy_usage_rate(turns[4:], use_social_theory=True) is None
+
+
+def test_m4b_spec_example():
+    turns = [turn("system", "sys_synthesize_cuisine", "We follow parental authority here.")]
+    turns += [turn("system", "sys_synthesize_event", "Let's do music.") for _ in range(6)]
+    turns += [turn("system", "sys_present_plan", "Here is the plan."), turn("A", "user_provide_event", "subgroup")]
+    assert theory_text_leakage_rate(turns) == 1 / 8
+    assert theory_text_leakage_rate([turn("A", "user_provide_event", "x")]) is None
+
+
+def test_m5_feedback_activation():
+    synth = [turn("system", f"sys_synthesize_{s}", has_conflict=True) for s in ("cuisine", "event", "attraction")]
+    fed = [turn("A", "user_feedback_cuisine"), turn("system", "sys_feedback_cuisine"),
+           turn("system", "sys_feedback_event")]
+    assert feedback_activation_rate(synth + fed, enable_feedback=True) == pytest.approx(2 / 3)
+    fed.append(turn("B", "user_feedback_attraction"))
+    assert feedback_activation_rate(synth + fed, enable_feedback=True) == 1.0
+    assert feedback_activation_rate(synth + fed, enable_feedback=False) == 0.0
+    assert feedback_activation_rate([], enable_feedback=True) is None
+
+
+def test_m6_m7():
+    turns = [turn("A", "user_provide_cuisine"), turn("B", "user_provide_cuisine"),
+             turn("system", "sys_synthesize_cuisine"), turn("A", "user_feedback_cuisine"),
+             turn("system", "sys_present_plan"), turn("A", "user_accept_plan"), turn("B", "user_reject_plan")]
+    assert member_acceptance_rate(turns) == 0.5
+    assert member_acceptance_rate([]) is None
+    assert dialogue_efficiency(turns) == {"total_turns": 7, "turns_per_slot": 7.0,   # one slot
+                                          "feedback_turn_overhead": 1 / 7}
+
+
+# ---------------------------------------------------------------- welfare and Gini
+
+def test_welfare_w1_w2_w3():
+    assert welfare({"a": 1.0, "b": 0.25}) == {"W1": 0.625, "W2": 0.25, "W3": pytest.approx(0.5),
+                                              "W3_zero_members": 0}
+    w = welfare({"a": 1.0, "b": 0.5, "c": 0.0})
+    assert (w["W1"], w["W2"], w["W3"], w["W3_zero_members"]) == (0.5, 0.0, 0.0, 1)
+    assert welfare({})["W1"] is None
+
+
+def test_gini_spec_example_and_undefined():
+    # spec: [0.38, 0.41, 0.39, 0.40] -> "about 0.02"; by hand 0.20 / (2 * 16 * 0.395)
+    assert gini([0.38, 0.41, 0.39, 0.40]) == pytest.approx(0.20 / 12.64)
+    assert gini([1.0, 0.0]) == 0.5
+    assert gini([0.0, 0.0]) is None
+    assert gini([]) is None
+
+
+# ---------------------------------------------------------------- plan metrics (M8–M16)
+
+def test_m8_addressing_rules():
+    sim = FixedSim()
+    assert is_addressed("I love Italian pasta", "we booked italian pasta for lunch", embedder=sim)  # phrase
+    assert is_addressed("Italian please", "an Italian dinner", embedder=sim)        # 1 token of 1
+    assert not is_addressed("Italian pasta", "an Italian dinner", embedder=sim)     # 1 hit of 2 tokens
+    assert is_addressed("Italian pasta", "Thai", embedder=FixedSim({("Italian pasta", "Thai"): 0.5}))
+    prefs = {("A", "cuisine"): "Italian pasta", ("B", "cuisine"): "Mexican tacos",
+             ("A", "event"): "sports match", ("B", "event"): "jazz concert"}
+    synth, plan_text = "Italian pasta and a sports match.", "Tacos at a Mexican place."
+    assert preference_addressing_rate(prefs, f"{synth} {plan_text}", embedder=sim) == 0.75
+    assert preference_addressing_rate(prefs, synth, embedder=sim) == 0.5     # M8a
+    assert preference_addressing_rate(prefs, plan_text, embedder=sim) == 0.25   # M8b
+    assert preference_addressing_rate(prefs, "", embedder=sim) is None
+
+
+def test_m9_grounding_and_an_invented_place_lowers_it():
+    plan = {"days": [day(1)]}
+    assert plan_grounding_rate(plan, DB) == 1.0   # 5 distinct names, all in the db
+    plan["days"][0]["dinner"] = "Ghost Grill, X"
+    assert plan_grounding_rate(plan, DB) == pytest.approx(4 / 5)   # Taco Corner gone, Ghost Grill invented
+    plan["days"][0]["point_of_interest_list"] = "Imaginary Tower, visit from 09:00 to 10:00"
+    assert plan_grounding_rate(plan, DB) == pytest.approx(4 / 6)
+    assert plan_grounding_rate({"days": [{"breakfast": "-"}]}, DB) is None
+
+
+def test_m10_channels_and_negation():
+    plan = {"days": [day(1)], "raw_output": ""}
+    sim = FixedSim()
+    ch = slot_satisfaction("I'd love Italian cuisine", "cuisine", plan=plan, db=DB, embedder=sim)
+    assert ch["category"] is True and ch["satisfied"]
+    ch = slot_satisfaction("I want Chinese cuisine. But no Italian, please.", "cuisine", plan=plan, db=DB,
+                           embedder=sim)
+    assert ch["category"] is None and not ch["satisfied"]   # Chinese is not in the db; Italian is negated
+    ch = slot_satisfaction("I'd prefer a private room", "lodging", plan=plan, db=DB, embedder=sim)
+    assert ch["room_type"] is True
+    ch = slot_satisfaction("an entire home, not a private room", "lodging", plan=plan, db=DB, embedder=sim)
+    assert ch["room_type"] is False and not ch["satisfied"]
+    ch = slot_satisfaction("I love Zoo places", "attraction", plan=plan, db=DB, embedder=sim)
+    assert ch["category"] is False and not ch["satisfied"]
+    ch = slot_satisfaction("I love Zoo places", "attraction", plan=plan, db=DB,
+                           embedder=FixedSim({("I love Zoo places", "City Museum attraction: Museum"): 0.5}))
+    assert ch["semantic"] is True and ch["satisfied"]
+
+
+def test_m10_m10b_m11_and_welfare_pooled_vs_per_member():
+    plan = {"days": [day(1)], "raw_output": ""}
+    prefs = {("A", "cuisine"): "I love Italian cuisine", ("A", "attraction"): "I love Museum visits",
+             ("A", "lodging"): "a private room", ("B", "cuisine"): "I want Chinese cuisine",
+             ("A", "traveler_type"): "Adventure Seeker"}   # not actionable: ignored
+    table = satisfaction_table(prefs, plan=plan, db=DB, embedder=FixedSim())
+    out = satisfaction_metrics(table)
+    assert out["M10"] == 0.75              # 3 of 4 pairs, pooled
+    assert out["W1"] == 0.5                # mean of per-member rates (1.0, 0.0): differs from M10
+    assert (out["W2"], out["W3"], out["W3_zero_members"]) == (0.0, 0.0, 1)
+    # category-applicable pairs: A cuisine and A attraction (both met); "Chinese" is no db category
+    assert out["M10b"] == 1.0
+    assert out["M11"] == 0.5
+
+
+def test_m10b_counts_only_category_slots():
+    plan = {"days": [day(1)], "raw_output": ""}
+    prefs = {("A", "cuisine"): "I love Mexican cuisine", ("A", "event"): "I want Sports events",
+             ("A", "attraction"): "I love Zoo places", ("A", "lodging"): "a private room"}
+    out = satisfaction_metrics(satisfaction_table(prefs, plan=plan, db=DB, embedder=FixedSim()))
+    assert out["M10b"] == pytest.approx(1 / 3)   # Mexican yes; no event in plan; Zoo no; lodging excluded
+    assert out["M10"] == 0.5
+
+
+def test_m12_m13_m14():
+    plan = {"days": [day(1)], "raw_output": "R"}
+    prefs = {("A", "cuisine"): "p1", ("A", "event"): "p2", ("B", "cuisine"): "p3"}
+    cuisine_target = "Bean Cafe; Roma House; Taco Corner R"
+    sim = FixedSim({("p1", cuisine_target): 0.6, ("p2", "R"): 0.2, ("p3", cuisine_target): 0.1})
+    m12, per_member = semantic_satisfaction(prefs, plan=plan, embedder=sim)
+    assert m12 == pytest.approx(0.3)
+    assert per_member == {"A": pytest.approx(0.4), "B": pytest.approx(0.1)}
+    assert fairness_gini(per_member) == pytest.approx(0.3 * 2 / (2 * 4 * 0.25))
+    sim14 = FixedSim({("p1", "E"): 0.5, ("p3", "E"): 0.3})
+    assert concession_rate(prefs, {"cuisine": "E"}, embedder=sim14) == pytest.approx(0.4)
+    assert concession_rate(prefs, {}, embedder=sim14) is None
+
+
+def test_m15_serendipity():
+    plan = {"days": [day(1)]}
+    prefs = ["Let's eat at Roma House", "I like cafes"]
+    sim = FixedSim({("Bean Cafe restaurant serving Cafe", "I like cafes"): 0.35})
+    # grounded: Bean Cafe, Roma House, Taco Corner, City Museum, Oak Loft; Roma House is named
+    assert serendipity(plan, DB, prefs, embedder=sim) == pytest.approx(1 / 5)
+    assert serendipity({"days": []}, DB, prefs, embedder=sim) is None
+
+
+def test_m16_spec_example_23_checks_21_pass():
+    good = "A, visit from 09:00 to 10:00;B, visit from 10:30 to 12:00"
+    days = [day(1, poi=good), day(2, poi=good), day(3, poi=good), day(4), day(5)]
+    assert plan_coherence({"days": days}) == 1.0
+    days[0]["dinner"] = days[0]["lunch"]                                            # variety fails
+    days[1]["point_of_interest_list"] = "A, visit from 11:00 to 12:00;B, visit from 09:00 to 10:00"  # order fails
+    assert plan_coherence({"days": days}) == pytest.approx(21 / 23)
+    days[4]["breakfast"] = "-"
+    assert plan_coherence({"days": days}) == pytest.approx(20 / 23)
+    assert plan_coherence({"days": []}) is None
