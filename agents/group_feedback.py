@@ -36,7 +36,7 @@ def feedback_round(slot: str, decision: dict, rows: list[dict], targets: list[st
     turns, added, refused = [], [], []
     for m in targets:
         r = by_member[m]
-        opt = r["option"] if sub != "house_rule" else r["option"]
+        opt = r["option"]
         turns.append({"speaker": m, "text": f"I don't see my wish in this: I asked for {option_label(opt)}.",
                       "meta": {"intent": f"user_feedback_{slot}", "slot": slot, "round": round_no}})
         vetoed = [o["member"] for o in rows if o["member"] != m

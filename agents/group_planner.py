@@ -12,9 +12,8 @@ first, then coverage / alternation options on later meals and days.
 from __future__ import annotations
 
 import datetime as dt
-import math
 
-from catalog.travel import TravelDB, split_list
+from catalog.travel import TravelDB
 
 HOUSE_RULE_CHECKS = {   # requirement id -> predicate on the accommodation's house_rules string
     "no_smoking": lambda rules: "No smoking" in rules,

@@ -139,9 +139,7 @@ def apply_strategy(slot: str, group_type: str, stated: list[dict], *, use_vote: 
         # minority members whose primary option is not already in the plan get a commitment;
         # a commitment never brings back an option someone strongly rejects
         vetoed = {o for o in options if min(scores[o].values()) <= -2}
-        out["coverage_commitment"] = coverage_commitment(
-            slot, {**vote, "member_primary_option": {m: o for m, o in vote["member_primary_option"].items()}},
-            exclude=set(out["selected"]) | vetoed)
+        out["coverage_commitment"] = coverage_commitment(slot, vote, exclude=set(out["selected"]) | vetoed)
         if out["coverage_commitment"]:
             out["selected"] += sorted(set(out["coverage_commitment"]["minority_targets"].values()))
     out["primary"] = out["selected"][0]

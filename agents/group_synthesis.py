@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from agents.group_strategies import apply_strategy, describe_options, detect_conflict, strategy_for
+from agents.group_strategies import apply_strategy, describe_options, detect_conflict
 from agents.group_vote import option_label, score_options
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
@@ -129,7 +129,3 @@ def llm_synthesis_text(model, slot: str, stated: dict[str, list[dict]], decision
         return template_text, {"slot": slot, "error": "answer shorter than 6 words", "raw": text}
     return text, None
 
-
-def strategy_ids(slot: str, group_type: str) -> dict[str, str]:
-    subs = ("room_type", "house_rule") if slot == "lodging" else (slot,)
-    return {s: strategy_for(s, group_type)[0] for s in subs}

@@ -16,6 +16,8 @@ dialogue metrics, and TAS/CAS (TF-IDF embeddings, LDA topics, shift detection) +
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import json
 import random
 import resource
@@ -27,6 +29,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 OPENDIALKG = Path(__file__).resolve().parents[2] / "shared" / "data" / "opendialkg" / "opendialkg_movie_data.json"
+
+
+def _letters(i: int) -> str:
+    out = ""
+    while True:
+        i, r = divmod(i, 26)
+        out += chr(97 + r)
+        if i == 0:
+            return out
 
 
 def peak_rss_mb() -> float:
@@ -44,18 +55,18 @@ def seed_dialogues(n_sessions: int, n_turns: int) -> list[list[dict]]:
     return [json.loads(line)["transcript"] for line in (Path(run_dir) / "results.jsonl").read_text().splitlines()]
 
 
-def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str) -> dict:
+def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str, run_dir: str | None = None) -> dict:
     from catalog.concepts import ConceptExtractor
     from catalog.movies import load_movie_catalog
     from evaluation.crs_coverage import coverage_metrics
     from evaluation.crs_nodes import DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, turn_evaluation
-    from evaluation.tas_cas_eval import _embedder, tas_cas_for_transcript, topic_extractor
+    from evaluation.tas_cas_eval import _embedder, tas_cas_many, topic_extractor
 
     catalog = load_movie_catalog()
     extractor = ConceptExtractor(catalog)
     settings = TASSettings()
     embedder = _embedder("tfidf", catalog)
-    topics = topic_extractor(topic_mode, catalog, None)
+    topics = topic_extractor(topic_mode, catalog, run_dir)
     started = time.perf_counter()
     turns = 0
     for transcript in dialogues:
@@ -66,9 +77,11 @@ def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str) -> dict:
             state["turn_details"].append(d)
             turns += 1
         dialogue_evaluation(state, settings, catalog.idf, DIALOGUE_CONTRIBUTORS)
-        tas_cas_for_transcript(transcript, topics=topics, embedder=embedder)
         coverage_metrics(transcript)
-    return {"turns": turns, "seconds": time.perf_counter() - started}
+    grounded = time.perf_counter() - started
+    tas_cas_many(dialogues, topics=topics, embedder=embedder)
+    total = time.perf_counter() - started
+    return {"turns": turns, "seconds": total, "grounded_s": grounded, "tas_cas_s": total - grounded}
 
 
 def synthetic_catalog(n: int, seed: int = 0):
@@ -111,17 +124,37 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--seed-sessions", type=int, default=12, help="real sessions simulated, then replicated")
     ap.add_argument("--topics", default="lda", choices=["lda", "keyword"])
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes evaluating dialogues")
     ap.add_argument("--synthetic", type=int, default=100_000, help="movies in the synthetic catalog")
     args = ap.parse_args()
 
     seeds = seed_dialogues(args.seed_sessions, args.turns)
     n = args.models * args.sessions
-    dialogues = [seeds[i % len(seeds)] for i in range(n)]
+    # Replicas get a unique out-of-vocabulary word per utterance, so that no cache or per-batch
+    # de-duplication sees more repetition than real sessions of templated users would have.
+    dialogues = [[dict(t, text=f"{t['text']} zq{_letters(i)}") for t in seeds[i % len(seeds)]] for i in range(n)]
+    # Train the LDA once here and save it: the workers load it like a run's nodes do.
+    from catalog.movies import load_movie_catalog
+    from evaluation.tas_cas_eval import topic_extractor
+    model_dir = tempfile.mkdtemp(prefix="convsim-bench-lda-")
+    topic_extractor(args.topics, load_movie_catalog(), model_dir)
     base_rss = peak_rss_mb()
-    res = evaluate_all(dialogues, topic_mode=args.topics)
-    print(f"evaluate: {args.models} x {args.sessions} x {args.turns} = {res['turns']:,} turns "
-          f"in {res['seconds']:.1f} s ({res['turns'] / res['seconds']:,.0f} turns/s), topics={args.topics}, "
-          f"embedder=tfidf; peak RSS {peak_rss_mb():,.0f} MB (before evaluation {base_rss:,.0f} MB)")
+    started = time.perf_counter()
+    chunks = [dialogues[i::args.workers] for i in range(args.workers)]
+    if args.workers == 1:
+        parts = [evaluate_all(chunks[0], topic_mode=args.topics, run_dir=model_dir)]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(args.workers) as pool:
+            parts = list(pool.map(functools.partial(evaluate_all, topic_mode=args.topics, run_dir=model_dir), chunks))
+    wall = time.perf_counter() - started
+    turns = sum(p["turns"] for p in parts)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"evaluate: {args.models} x {args.sessions} x {args.turns} = {turns:,} turns in {wall:.1f} s wall "
+          f"({turns / wall:,.0f} turns/s, {args.workers} worker(s)), topics={args.topics}, embedder=tfidf "
+          f"[per worker: grounded TAS + coverage {max(p['grounded_s'] for p in parts):.1f} s, "
+          f"TAS/CAS {max(p['tas_cas_s'] for p in parts):.1f} s]; peak RSS {peak_rss_mb():,.0f} MB "
+          f"(before evaluation {base_rss:,.0f} MB; largest worker process {children:,.0f} MB)")
 
     utterances = [t["text"] for d in seeds for t in d][:2000]
     utterances = (utterances * (10_000 // max(1, len(utterances)) + 1))[:10_000]

@@ -54,7 +54,8 @@ def _fmt(ci: dict) -> str:
     return f"{ci['mean']:.3f} [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]"
 
 
-def print_summary(run_dir: Path, *, max_metrics: int = 8) -> None:
+def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
+    """The summary table: a row per dialogue metric, a column per variant (mean [95% CI])."""
     summary = json.loads((run_dir / "summary.json").read_text())
     variants = summary["variants"]
     names: list[str] = []
@@ -62,14 +63,20 @@ def print_summary(run_dir: Path, *, max_metrics: int = 8) -> None:
         for k in v["metrics"]:
             if k not in names:
                 names.append(k)
+    preferred: list[str] = []
+    try:  # a graph may name its headline metrics (SUMMARY_METRICS) to show first
+        cfg_graph = load_config(run_dir / "config.yaml").graph
+        preferred = [m for m in getattr(load_graph_module(cfg_graph), "SUMMARY_METRICS", []) if m in names]
+    except ConvsimError:
+        pass
+    names = preferred + [n for n in names if n not in preferred]
     table = Table(title=f"{run_dir.name}: dialogue metrics, mean [95% bootstrap CI]")
-    table.add_column("variant")
-    table.add_column("n", justify="right")
-    for n in names[:max_metrics]:
-        table.add_column(n, justify="right")
+    table.add_column("metric")
     for vname, v in variants.items():
-        table.add_row(vname, f"{v['n']}" + (f" ({v['errors']} err)" if v["errors"] else ""),
-                      *[_fmt(v["metrics"].get(n, {})) for n in names[:max_metrics]])
+        errors = f", {v['errors']} errors" if v["errors"] else ""
+        table.add_column(f"{vname}\n(n={v['n']}{errors})", justify="right")
+    for n in names[:max_metrics]:
+        table.add_row(n, *[_fmt(v["metrics"].get(n, {})) for v in variants.values()])
     console.print(table)
     if len(names) > max_metrics:
         console.print(f"{len(names) - max_metrics} more metrics in {run_dir / 'metrics.csv'}")

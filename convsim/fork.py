@@ -136,6 +136,12 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
     plan.units = [Unit(variant, session_id, trial, int(original["seed"]), {}, resume={
         "checkpoint_id": fork_info["checkpoint_id"], "trace": cut_trace(trace, first), "fork": fork_info})]
     asyncio.run(execute(plan, show_progress=show_progress))
+    errors = plan.run_dir / "errors.jsonl"
+    if not (plan.run_dir / "results.jsonl").exists() or (errors.exists() and not any(
+            str(r.get("session_id")) == session_id for r in read_jsonl(plan.run_dir / "results.jsonl"))):
+        last = read_jsonl(errors)[-1] if errors.exists() else {}
+        raise ConvsimError(f"the forked session did not finish: {last.get('error', 'unknown error')}",
+                           file=errors, record=session_id)
     forked = _find_record(plan.run_dir, variant, session_id, trial)
     forked_trace = read_trace(locate_trace(plan.run_dir, session_id, variant=variant, trial=trial))
     RunStore(plan.run_dir).write_json(COMPARISON, compare_sessions(original, forked, trace, forked_trace,

@@ -35,6 +35,7 @@ class VariantPlan:
     params: Any
     models: dict[str, Any]  # role -> ModelSpec
     compiled: Any = None
+    sync_nodes: bool = False  # every node has a sync implementation (see _all_sync)
 
 
 @dataclass
@@ -141,18 +142,32 @@ async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgr
     started = time.perf_counter()
     final: dict = init
     status, error = "ok", None
+    def handle(mode: str, chunk: Any) -> None:
+        nonlocal final
+        if mode == "values":
+            final = chunk
+            if recorder:
+                recorder.on_values(chunk)
+        elif mode == "updates":
+            recorder.on_updates(chunk)
+        elif mode == "custom":
+            if recorder:
+                recorder.on_custom(chunk)
+            progress.observe(chunk)
+
+    def stream_sync() -> None:
+        for mode, chunk in vp.compiled.stream(stream_input, run_config, context=ctx, stream_mode=modes):
+            handle(mode, chunk)
+
     try:
-        async for mode, chunk in vp.compiled.astream(stream_input, run_config, context=ctx, stream_mode=modes):
-            if mode == "values":
-                final = chunk
-                if recorder:
-                    recorder.on_values(chunk)
-            elif mode == "updates":
-                recorder.on_updates(chunk)
-            elif mode == "custom":
-                if recorder:
-                    recorder.on_custom(chunk)
-                progress.observe(chunk)
+        if vp.sync_nodes:
+            # All nodes are plain functions: stream the session in one worker thread rather than
+            # hopping to the executor for every node (much cheaper for rule-based sessions).
+            await asyncio.to_thread(stream_sync)
+        else:
+            async for mode, chunk in vp.compiled.astream(stream_input, run_config, context=ctx,
+                                                         stream_mode=modes):
+                handle(mode, chunk)
     except ModelUnavailable as exc:
         # infrastructure, not the agent: keep it out of the results so a restart retries it
         store.append_error({"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
@@ -173,6 +188,14 @@ async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgr
         recorder.write(trace_path(plan.run_dir, unit.variant, unit.session_id, unit.trial))
     store.append(record)
     progress.advance(failed=status != "ok")
+
+
+def _all_sync(compiled: Any) -> bool:
+    """Whether every node of a compiled graph can run synchronously (no ``async def`` node)."""
+    for spec in compiled.builder.nodes.values():
+        if getattr(spec.runnable, "func", None) is None:
+            return False
+    return True
 
 
 async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
@@ -201,6 +224,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
             saver = await _checkpointer(stack, plan.run_dir) if cfg.checkpoint else None
             for vp in plan.variants.values():
                 vp.compiled = plan.module.build(vp.params).compile(checkpointer=saver)
+                vp.sync_nodes = _all_sync(vp.compiled)
             sem = asyncio.Semaphore(cfg.concurrency)
             with LiveProgress(total=len(plan.units), done=len(plan.units) - len(todo),
                               enabled=show_progress, label=cfg.run_id) as progress:

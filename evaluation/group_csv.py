@@ -98,6 +98,11 @@ def read_group_csv(path: str | Path) -> dict:
                     raise ConvsimError("meta is not a JSON object", file=file, record=f"line {line}", field="meta")
                 if first_meta is None:
                     first_meta = meta
+                state = _json_cell(row.get("constraint_state") or "", file=file, line=line,
+                                   column="constraint_state")
+                if state is not None and not isinstance(state, dict):
+                    raise ConvsimError("constraint_state is not a JSON object", file=file,
+                                       record=f"line {line}", field="constraint_state")
                 p = _json_cell(row.get("plan") or "", file=file, line=line, column="plan")
                 if p is not None:
                     if not isinstance(p, dict):

@@ -60,22 +60,26 @@ def group_figures(records: Sequence[Mapping], out_dir) -> list[str]:
         return []
     variants = sorted(summary)
     stems = []
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(variants), 3.6))
+    # left: W over the preferences stated in the dialogue (spec 002); right: over every member's
+    # private preferences (simulation only), which is what C1's spokesperson leaves out
+    panels = [("stated preferences (spec 002)", "")]
+    if any(_by_variant(records, "W1_all_members").get(v) for v in variants):
+        panels.append(("every member's preferences", "_all_members"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(1.6 + 2.4 * len(variants), 3.6), squeeze=False)
     width = 0.8 / len(WELFARE)
-    for j, w in enumerate(WELFARE):
-        means = [summary[v].get(w, {}).get("mean") for v in variants]
-        xs = np.arange(len(variants)) + (j - 1) * width
-        m = np.array([np.nan if x is None else x for x in means], dtype=float)
-        lo = np.array([summary[v][w]["ci_low"] if summary[v].get(w, {}).get("mean") is not None else np.nan
-                       for v in variants], dtype=float)
-        hi = np.array([summary[v][w]["ci_high"] if summary[v].get(w, {}).get("mean") is not None else np.nan
-                       for v in variants], dtype=float)
-        ax.bar(xs, m, width, label=w, yerr=[m - lo, hi - m], capsize=2)
-    ax.set_xticks(np.arange(len(variants)), variants)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("welfare (mean, 95% CI)")
-    ax.set_title("Group welfare by condition")
-    ax.legend(fontsize=8)
+    for ax, (title, suffix) in zip(axes[0], panels):
+        for j, w in enumerate(WELFARE):
+            stats = [bootstrap_ci(_by_variant(records, w + suffix).get(v, []), seed=0) for v in variants]
+            m = np.array([np.nan if s["mean"] is None else s["mean"] for s in stats], dtype=float)
+            lo = np.array([np.nan if s["mean"] is None else s["ci_low"] for s in stats], dtype=float)
+            hi = np.array([np.nan if s["mean"] is None else s["ci_high"] for s in stats], dtype=float)
+            ax.bar(np.arange(len(variants)) + (j - 1) * width, m, width, label=w,
+                   yerr=[m - lo, hi - m], capsize=2)
+        ax.set_xticks(np.arange(len(variants)), variants)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"Welfare over {title}", fontsize=9)
+    axes[0][0].set_ylabel("mean, 95% bootstrap CI")
+    axes[0][0].legend(fontsize=8)
     stems.append(_save(fig, out_dir, "group_welfare"))
     metrics = [m for m in HEATMAP_METRICS if any(_by_variant(records, m).get(v) for v in variants)]
     if metrics:

@@ -78,11 +78,13 @@ def weighted_cosine(u_counts: Mapping[Concept, float], s_counts: Mapping[Concept
     weights = {c: _idf_of(idf, c) for c in set(u_counts) | set(s_counts)}
     u_vec = {c: float(n) * weights[c] for c, n in u_counts.items()}
     s_vec = {c: float(n) * weights[c] for c, n in s_counts.items()}
-    u_norm = math.sqrt(sum(x * x for x in u_vec.values()))
-    s_norm = math.sqrt(sum(x * x for x in s_vec.values()))
+    # math.fsum is exactly rounded, so the result does not depend on set iteration order
+    # (which changes with PYTHONHASHSEED): identical runs give bit-identical results.
+    u_norm = math.sqrt(math.fsum(x * x for x in u_vec.values()))
+    s_norm = math.sqrt(math.fsum(x * x for x in s_vec.values()))
     if u_norm == 0.0 or s_norm == 0.0:
         return 0.0
-    dot = sum(x * s_vec[c] for c, x in u_vec.items() if c in s_vec)
+    dot = math.fsum(x * s_vec[c] for c, x in u_vec.items() if c in s_vec)
     return dot / (u_norm * s_norm)
 
 
@@ -143,7 +145,7 @@ def tas_turn(cc: float | None, cr: float | None, i: float | None, *, alpha: floa
 def mean_or_none(values: Iterable[float | None]) -> float | None:
     """Mean of the values that are not ``None``; ``None`` when there are none."""
     kept = [v for v in values if v is not None]
-    return sum(kept) / len(kept) if kept else None
+    return math.fsum(kept) / len(kept) if kept else None
 
 
 def dialogue_tas(tas_by_turn: Sequence[float | None]) -> float | None:

@@ -38,17 +38,35 @@ def turn_pairs(transcript: Sequence[Mapping]) -> list[tuple[Mapping, Mapping]]:
     return pairs
 
 
-class VectorSim:
-    """Cosine similarity over vectors encoded once (rows L2-normalised by the embedder)."""
+_MISSES: dict[tuple[int, str], np.ndarray] = {}  # encodings of texts outside the dialogue (topic joins)
+_MISSES_MAX = 100_000
 
-    def __init__(self, embedder, texts: Sequence[str]):
-        self.index = {t: i for i, t in enumerate(dict.fromkeys(texts))}
-        self.vectors = embedder.encode(list(self.index)) if self.index else np.zeros((0, 1))
+
+class VectorSim:
+    """Cosine similarity over vectors encoded once (rows L2-normalised by the embedder). Texts that were
+    not pre-encoded (joined topic words) are encoded on first use and memoised per embedder."""
+
+    def __init__(self, embedder, texts: Sequence[str], vectors: np.ndarray | None = None):
+        if vectors is None:
+            uniq = list(dict.fromkeys(texts))
+            self.index = {t: i for i, t in enumerate(uniq)}
+            self.vectors = embedder.encode(uniq) if uniq else np.zeros((0, 1))
+        else:
+            self.index = {t: i for i, t in enumerate(texts)}
+            self.vectors = vectors
         self.embedder = embedder
 
     def vector(self, text: str) -> np.ndarray:
         i = self.index.get(text)
-        return self.vectors[i] if i is not None else self.embedder.encode([text])[0]
+        if i is not None:
+            return self.vectors[i]
+        key = (id(self.embedder), text)
+        vec = _MISSES.get(key)
+        if vec is None:
+            if len(_MISSES) >= _MISSES_MAX:
+                _MISSES.clear()
+            vec = _MISSES[key] = self.embedder.encode([text])[0]
+        return vec
 
     def __call__(self, a: str, b: str) -> float:
         return float(np.dot(self.vector(a), self.vector(b)))
@@ -62,21 +80,47 @@ class VectorSim:
         return segment_sim
 
 
+def _texts(pairs) -> list[str]:
+    return [str(p[0].get("text", "")) for p in pairs] + [str(p[1].get("text", "")) for p in pairs]
+
+
+def _tas_cas(pairs, topic_sets, sim: VectorSim, topic_name: str, weights, rule) -> dict:
+    if not pairs:
+        return {"tas_cas": None}
+    n = len(pairs)
+    texts = _texts(pairs)
+    has_meta = any("shift_event" in _user_meta(p[0]) for p in pairs)
+    true = [i for i, p in enumerate(pairs) if _user_meta(p[0]).get("shift_event")] if has_meta else None
+    out = tas_cas_dialogue(texts[:n], texts[n:], topic_sets[:n], topic_sets[n:], sim=sim, true_shifts=true,
+                           weights=weights, rule=rule, segment_sim=sim.segment(texts[:n]))
+    out["tas_cas_topic_mode"] = topic_name
+    return out
+
+
 def tas_cas_for_transcript(transcript: Sequence[Mapping], *, topics, embedder,
                            weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and") -> dict:
     """The ``tas_cas*`` and ``shift_detect*`` metrics of one transcript (evaluation.tas_cas)."""
-    pairs = turn_pairs(transcript)
-    u = [str(p[0].get("text", "")) for p in pairs]
-    s = [str(p[1].get("text", "")) for p in pairs]
-    if not pairs:
-        return {"tas_cas": None}
-    all_topics = topics.topics_many(u + s)
-    sim = VectorSim(embedder, u + s)
-    has_meta = any("shift_event" in _user_meta(p[0]) for p in pairs)
-    true = [i for i, p in enumerate(pairs) if _user_meta(p[0]).get("shift_event")] if has_meta else None
-    out = tas_cas_dialogue(u, s, all_topics[:len(u)], all_topics[len(u):], sim=sim, true_shifts=true,
-                           weights=weights, rule=rule, segment_sim=sim.segment(u))
-    out["tas_cas_topic_mode"] = topics.name
+    return tas_cas_many([transcript], topics=topics, embedder=embedder, weights=weights, rule=rule)[0]
+
+
+def tas_cas_many(transcripts: Sequence[Sequence[Mapping]], *, topics, embedder,
+                 weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and", batch: int = 64) -> list[dict]:
+    """``tas_cas_for_transcript`` over many transcripts, topics and embeddings computed per batch
+    (one vectoriser / LDA call per batch instead of per dialogue)."""
+    out: list[dict] = []
+    for start in range(0, len(transcripts), batch):
+        chunk = [turn_pairs(t) for t in transcripts[start:start + batch]]
+        texts = [x for pairs in chunk for x in _texts(pairs)]
+        topic_sets = topics.topics_many(texts) if texts else []
+        uniq = list(dict.fromkeys(texts))
+        row = {t: i for i, t in enumerate(uniq)}
+        vectors = embedder.encode(uniq)[[row[t] for t in texts]] if texts else None
+        pos = 0
+        for pairs in chunk:
+            k = 2 * len(pairs)
+            sim = VectorSim(embedder, texts[pos:pos + k], vectors[pos:pos + k] if k else None)
+            out.append(_tas_cas(pairs, topic_sets[pos:pos + k], sim, topics.name, weights, rule))
+            pos += k
     return out
 
 

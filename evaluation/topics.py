@@ -82,7 +82,13 @@ class LdaTopics:
         return cls(blob["vectorizer"], blob["lda"], top_words=blob["top_words"], min_prob=blob["min_prob"])
 
     def topics_many(self, texts: Sequence[str]) -> list[frozenset[str]]:
-        counts = self.vectorizer.transform([t or "" for t in texts])
+        # Template utterances repeat; the LDA E-step is the cost, so each distinct text runs once.
+        uniq = list(dict.fromkeys(t or "" for t in texts))
+        found = dict(zip(uniq, self._topics_distinct(uniq)))
+        return [found[t or ""] for t in texts]
+
+    def _topics_distinct(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        counts = self.vectorizer.transform(list(texts))
         theta = self.lda.transform(counts)
         empty = np.asarray(counts.sum(axis=1)).ravel() == 0
         out = []

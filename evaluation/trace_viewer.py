@@ -239,3 +239,43 @@ def report_fragments(run_dir: str | Path, *, thresholds: Mapping | None = None,
     fork = fork_comparison_html(json.loads(fork_path.read_text(encoding="utf-8"))) if fork_path.exists() else ""
     return {"head": VIEWER_HEAD, "topology": topology_html(mermaid) if mermaid else "", "fork": fork,
             "sessions": sessions}
+
+
+_SESSION_OPEN = re.compile(r'(<details class="session"[^>]*data-session="([^"]*)"[^>]*data-variant="([^"]*)"[^>]*>'
+                           r'\s*<summary>[^<]*?trial (\d+)[^<]*</summary>)')
+_MARK = "<!-- convsim trace viewer -->"
+
+
+def inject_into_report(run_dir: str | Path) -> Path | None:
+    """Add the trace viewer to an existing ``report.html`` (an analysis hook; idempotent).
+
+    Puts ``VIEWER_HEAD`` before ``</head>``, the topology (and a fork's comparison) before the
+    sessions heading, and each session's trace timeline right under its summary line. A
+    stop-gap until the report template includes :func:`report_fragments` itself.
+    """
+    run_dir = Path(run_dir)
+    report = run_dir / "report.html"
+    if not report.exists():
+        return None
+    page = report.read_text(encoding="utf-8")
+    if _MARK in page:
+        return report
+    frags = report_fragments(run_dir)
+    page = page.replace("</head>", f"{_MARK}{frags['head']}</head>", 1)
+    section = ""
+    if frags["topology"]:
+        section += f'<h2 id="topology">Topology</h2>{frags["topology"]}'
+    if frags["fork"]:
+        section += f'<h2 id="fork">Fork comparison</h2>{frags["fork"]}'
+    if section:
+        at = page.find('<h2 id="sessions"')
+        page = page[:at] + section + page[at:] if at >= 0 else page.replace("</body>", section + "</body>", 1)
+
+    def add_trace(m: re.Match) -> str:
+        html_ = frags["sessions"].get((html.unescape(m.group(3)), html.unescape(m.group(2)), int(m.group(4))))
+        if not html_:
+            return m.group(1)
+        return f'{m.group(1)}<details class="cs-trace-box"><summary>state trace</summary>{html_}</details>'
+
+    report.write_text(_SESSION_OPEN.sub(add_trace, page), encoding="utf-8")
+    return report

@@ -262,3 +262,7 @@ def dataset_metrics(records: list[dict]) -> dict:
 
 
 graph = build(Params()).compile()
+
+# Headline metrics, shown first in the summary table (convsim.cli.print_summary).
+SUMMARY_METRICS = ["ndcg@10", "precision@10", "ndcgGold@10", "recall@10", "mrr", "averageRelevance",
+                   "highlyRelevantRate", "irrelevantRate", "judgeFailed"]

@@ -260,6 +260,12 @@ def sessions(params: Params, ctx: Context):
                "dialogue_details": {}}
 
 
+# Headline metrics, shown first in the summary table (convsim.cli.print_summary).
+SUMMARY_METRICS = ["tas_grounded", "cc_mean", "cr_mean", "copy_penalty_mean", "recovery_rate",
+                   "avg_recovery_delay", "tas_cas", "shift_detect_precision", "shift_detect_recall",
+                   "judge_proactiveness", "judge_coherence", "judge_personalization"]
+
+
 def dataset_metrics(records: list[dict]) -> dict:
     return pooled_dataset_metrics(records)
 

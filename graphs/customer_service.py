@@ -362,3 +362,8 @@ def dataset_metrics(records: list[dict]) -> dict:
 
 
 graph = build(Params()).compile()
+
+# Headline metrics, shown first in the summary table (convsim.cli.print_summary).
+SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
+                   "slot_accuracy", "slot_precision", "db_grounding", "domain_routing", "intent_accuracy",
+                   "memory_transfer", "policy_violations", "response_quality"]

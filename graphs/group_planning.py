@@ -347,3 +347,6 @@ def figures(records: list[dict], out_dir) -> list[str]:
 
 
 graph = build(Params()).compile()
+
+# Headline metrics, shown first in the summary table (convsim.cli.print_summary).
+SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "M1", "M2", "M4", "M5", "M9", "M10", "M11", "M16"]

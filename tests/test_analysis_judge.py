@@ -92,3 +92,18 @@ def test_prompt_version_is_a_content_hash_and_render_checks_variables():
     with pytest.raises(ConvsimError):
         render("$missing", {}, name="x")
     assert render('{"a": 1} $x', {"x": "y"}) == '{"a": 1} y'
+
+
+@pytest.mark.slow
+def test_garbage_judge_in_the_crs_graph_is_recorded_and_the_session_goes_on():
+    from convsim import load_graph_module
+    crs = load_graph_module("crs_shift")
+    transcript = [dict(t, meta=dict(t["meta"]["user_meta"], anchor="x")) if t["speaker"] == "user" else t
+                  for t in TRANSCRIPT]
+    judge = scripted("I think it was quite good overall!")
+    ctx = crs.Context(params=crs.Params(topic_mode="keyword"), models={"judge": judge}, session_id="s1")
+    out = crs.evaluate_transcript(transcript, ctx)
+    dm = out["dialogue_metrics"]
+    assert dm["judge_failed"] == 1 and dm["judge_coherence"] is None
+    assert out["judge_verdict"]["raw"] == "I think it was quite good overall!"
+    assert dm["tas_grounded"] is not None and "tas_cas" in dm  # the other metrics still computed

@@ -123,3 +123,21 @@ def test_turn_metrics_are_streamed_live(tmp_path):
     turn_events = [e for e in seen if e.get("kind") == "turn"]
     assert len(turn_events) == 2 * 3
     assert set(turn_events[0]["metrics"]) == {"correct", "answer_words"}
+
+
+def test_identical_results_across_processes_and_concurrency(tmp_path):
+    """Same config and seed: identical results.jsonl in fresh processes with different hash seeds
+    and different numbers of sessions in flight (the executor changes throughput, never results)."""
+    cfg = write_config(tmp_path, graph="crs_shift", sessions=6, params={"n_turns": 8, "judge": True})
+    outs = []
+    for hashseed, conc in (("1", "1"), ("2", "4")):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": hashseed}
+        proc = subprocess.run([sys.executable, "-m", "convsim.cli", "run", str(cfg), "--run-id", f"h{hashseed}",
+                               "--quiet", "--no-analysis", "--no-trace", "--concurrency", conc],
+                              cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(stable_lines(tmp_path / "runs" / f"h{hashseed}"))
+    for rec in outs[0] + outs[1]:
+        for call in rec["llm_calls"]:
+            call.pop("latency_s", None)
+    assert outs[0] == outs[1]

@@ -1,8 +1,6 @@
 """M1–M16 and W1–W3 (spec 002_fa62fccfc16e3dd9.txt) on the spec's worked examples and on
 hand-built dialogues and plans, with a fake embedder whose similarities are fixed by hand."""
 
-import math
-
 import pytest
 
 from catalog.travel import TravelDB

@@ -80,3 +80,13 @@ def test_fork_command(run_dir):
     assert fork_trace["fork"]["step"] == 3 and fork_trace["steps"][-1]["node"] == "evaluate_dialogue"
     res = cli.invoke(app, ["fork", str(run_dir), "s000", "--step", "-1", "--no-analysis"])
     assert res.exit_code == 2
+
+
+def test_trace_with_several_variants_needs_variant(run_dir, tmp_path):
+    import shutil
+    two = tmp_path / "two"
+    shutil.copytree(run_dir, two)
+    shutil.copytree(two / "traces" / "default", two / "traces" / "other")
+    res = cli.invoke(app, ["trace", str(two), "s000"])
+    assert res.exit_code == 2 and "choose one with --variant" in res.output
+    assert _json([str(two), "s000", "--variant", "other", "--turn", "1"])["steps"][0]["node"] == "user"

@@ -28,10 +28,6 @@ def test_dict_diff_lists_changed_leaves_only():
     assert dict_diff({"a": [1]}, {"a": [1]}) == []
 
 
-def _tuple(store):
-    return sorted(store)
-
-
 class FanState(TypedDict, total=False):
     session_id: str
     turn: int
@@ -123,13 +119,17 @@ def _history(run_dir, graph, thread):
         return list(compiled.get_state_history({"configurable": {"thread_id": thread}}))
 
 
-@pytest.mark.parametrize("graph", ["hello_chat", pytest.param("customer_service", marks=pytest.mark.slow)])
-def test_session_trace_matches_sqlite_history(tmp_path, graph):
+@pytest.mark.parametrize("graph,params", [
+    ("hello_chat", {}),
+    pytest.param("customer_service", {}, marks=pytest.mark.slow),
+    pytest.param("crs_shift", {"n_turns": 6, "first_shift_turn": 3}, marks=pytest.mark.slow),
+])
+def test_session_trace_matches_sqlite_history(tmp_path, graph, params):
     try:
         load_graph_module(graph)
     except ConvsimError as exc:
         pytest.skip(f"graph {graph} not available: {exc}")
-    run_dir = _run_graph(tmp_path, graph)
+    run_dir = _run_graph(tmp_path, graph, **params)
     rec = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
     assert rec["status"] == "ok", rec["error"]
     trace = read_trace(run_dir / "traces" / "default" / f"{rec['session_id']}.jsonl")

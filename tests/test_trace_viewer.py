@@ -1,5 +1,4 @@
 """The trace viewer fragment: escaped content, linked low metrics, and a headless-Chromium check."""
-import json
 import shutil
 from pathlib import Path
 
@@ -131,3 +130,35 @@ def test_viewer_in_headless_chromium(traced_run, tmp_path):
             browser.close()
     assert errors == []
     assert all(u.startswith(("file:", "data:", "about:")) for u in requests), requests
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_viewer_injected_into_the_run_report(tmp_path):
+    exe, sync_playwright = _chromium()
+    from evaluation.trace_viewer import inject_into_report
+    cfg = ExperimentConfig(name="hello_chat", graph="hello_chat", sessions=2, out_dir=str(tmp_path), run_id="rep")
+    run_dir = run(cfg, analyze=True)
+    if not (run_dir / "report.html").exists():
+        pytest.skip("the analysis hook wrote no report.html")
+    inject_into_report(run_dir)
+    page_html = (run_dir / "report.html").read_text()
+    assert page_html.count("cs-trace-box") == 2 and 'id="topology"' in page_html
+    errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((run_dir / "report.html").as_uri())
+            page.locator("#session-1 > summary").click()
+            page.locator("#session-1 .cs-trace-box > summary").click()
+            steps = page.locator("#session-1 .cs-step")
+            assert steps.count() == 10 and steps.first.is_visible()
+            assert page.locator("svg.cs-topology").is_visible()
+        finally:
+            browser.close()
+    assert errors == []

@@ -1,0 +1,93 @@
+"""Dialogue CSV export and evaluation (spec 002 columns), and errors on malformed CSVs."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from convsim import ConvsimError
+from evaluation.group_csv import COLUMNS, evaluate_group_csv, export_group_csv, read_group_csv
+
+DATA = Path(__file__).parent / "data" / "group"
+EXTERNAL = DATA / "external_C3_dialogue.csv"
+
+
+def test_external_csv_metrics_by_hand():
+    out = evaluate_group_csv(EXTERNAL)
+    m = out["metrics"]
+    assert out["flags"] == {"multi_user": True, "enable_synthesis": True, "use_social_theory": False,
+                            "enable_feedback": False, "member_count": 2}   # C3 from the file name
+    assert m["M1"] == 1.0
+    # divergent (lexical): cuisine and attraction; lodging token sets differ too ("smoking")
+    assert m["M2"] == pytest.approx(1 / 3)        # only cuisine's text says "different"
+    assert m["M4"] == 0.0 and m["M5"] == 0.0 and m["M6"] == 1.0
+    assert m["M9"] == 1.0
+    # Ann: Italian (yes), Museum (yes), private room (yes); Bo: Mexican (yes), Zoo (no), private (yes)
+    assert m["M10"] == pytest.approx(5 / 6) and m["W1"] == pytest.approx(5 / 6)
+    assert m["W2"] == pytest.approx(2 / 3) and m["M11"] == 0.5
+    assert m["M16"] == 1.0
+    assert out["settings"]["embedder"].startswith("tfidf") and out["settings"]["thresholds"]["M10"] == 0.42
+
+
+def test_export_then_evaluate_round_trip(tmp_path):
+    from graphs.group_planning import Context, Params, graph, sessions
+    from convsim import stable_seed
+    p = Params(condition="C5", n_sessions=1)
+    s = next(iter(sessions(p, Context(params=p, seed=3))))
+    state = graph.invoke(s, context=Context(params=p, seed=stable_seed(3, s["session_id"]), session_id=s["session_id"]))
+    path = export_group_csv(state, tmp_path / "session.csv")
+    with path.open() as fh:
+        assert tuple(csv.DictReader(fh).fieldnames) == COLUMNS
+    out = evaluate_group_csv(path)
+    for k, v in out["metrics"].items():
+        assert state["dialogue_metrics"][k] == v, k
+
+
+def _rewrite(tmp_path, name, edit):
+    with EXTERNAL.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    edit(rows)
+    out = tmp_path / name
+    with out.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return out
+
+
+def test_bad_json_cell_names_the_line(tmp_path):
+    def edit(rows):
+        rows[9]["plan"] = '{"days": ['          # the sys_present_plan row: line 11 of the file
+    with pytest.raises(ConvsimError) as e:
+        evaluate_group_csv(_rewrite(tmp_path, "bad.csv", edit))
+    assert (e.value.record, e.value.field) == ("line 11", "plan")
+
+    def edit_state(rows):
+        rows[2]["constraint_state"] = "{cuisine: Italian}"
+    with pytest.raises(ConvsimError) as e:
+        evaluate_group_csv(_rewrite(tmp_path, "bad2.csv", edit_state))
+    assert (e.value.record, e.value.field) == ("line 4", "constraint_state")
+
+
+def test_bad_plan_json_and_missing_column(tmp_path):
+    bad = tmp_path / "bad_plan.csv"
+    bad.write_text("speaker,intent,utterance,plan\nA,user_provide_cuisine,Thai,\nsystem,sys_present_plan,x,{oops\n")
+    with pytest.raises(ConvsimError) as e:
+        read_group_csv(bad)
+    assert (e.value.record, e.value.field) == ("line 3", "plan")
+    missing = tmp_path / "missing.csv"
+    missing.write_text("speaker,utterance\nA,hi\n")
+    with pytest.raises(ConvsimError, match="missing column"):
+        read_group_csv(missing)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("speaker,intent,utterance\n")
+    with pytest.raises(ConvsimError, match="no rows"):
+        read_group_csv(empty)
+
+
+def test_bad_ref_info_record_names_the_field(tmp_path):
+    def edit(rows):
+        rows[0]["ref_info_accommodations"] = rows[0]["ref_info_accommodations"].replace("private_room", "castle")
+    with pytest.raises(ConvsimError) as e:
+        evaluate_group_csv(_rewrite(tmp_path, "C3_bad_ref.csv", edit))
+    assert e.value.field == "roomType" and e.value.record == "Oak Loft"
