@@ -168,6 +168,8 @@ async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgr
             async for mode, chunk in vp.compiled.astream(stream_input, run_config, context=ctx,
                                                          stream_mode=modes):
                 handle(mode, chunk)
+    except ConvsimError:
+        raise  # bad input (a malformed catalog, a bad model answer file...) stops the run cleanly
     except ModelUnavailable as exc:
         # infrastructure, not the agent: keep it out of the results so a restart retries it
         store.append_error({"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,

@@ -266,6 +266,13 @@ SUMMARY_METRICS = ["tas_grounded", "cc_mean", "cr_mean", "copy_penalty_mean", "r
                    "judge_proactiveness", "judge_coherence", "judge_personalization"]
 
 
+# Which state keys feed each turn metric and below which value it counts as low: the trace links a
+# low metric (e.g. CC under tau after a shift) to the steps of its turn that wrote these keys.
+METRIC_INPUTS = {"cc": ["crs_state", "user_state", "transcript"], "cr": ["crs_state", "transcript"],
+                 "tas": ["crs_state", "user_state", "transcript"], "copy_penalty": ["transcript"]}
+METRIC_THRESHOLDS = {"cc": 0.65, "tas": 0.65}
+
+
 def dataset_metrics(records: list[dict]) -> dict:
     return pooled_dataset_metrics(records)
 

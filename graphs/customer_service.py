@@ -367,3 +367,16 @@ graph = build(Params()).compile()
 SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
                    "slot_accuracy", "slot_precision", "db_grounding", "domain_routing", "intent_accuracy",
                    "memory_transfer", "policy_violations", "response_quality"]
+
+# Which state keys feed each turn metric, and when a value counts as low: `convsim trace` and the
+# report link a low turn metric to the node steps of its turn that wrote these keys.
+METRIC_INPUTS = {
+    "domain_routing": ["triage"], "intent_accuracy": ["triage"], "act_type_accuracy": ["action", "response"],
+    "slot_accuracy": ["triage", "belief"], "joint_goal_accuracy": ["belief", "transfers"],
+    "slot_precision": ["triage", "belief"], "db_grounding": ["action", "supervision", "offered"],
+    "policy_compliance": ["policy", "supervision"], "system_correct": ["policy", "action", "supervision"],
+    "response_quality": ["response"],
+}
+METRIC_THRESHOLDS = {"domain_routing": 1, "intent_accuracy": 1, "slot_accuracy": 1.0, "joint_goal_accuracy": 1,
+                     "slot_precision": 1.0, "db_grounding": 1.0, "policy_compliance": 1, "system_correct": 1,
+                     "response_quality": 3}
