@@ -16,7 +16,8 @@ from math import comb
 AGGREGATION = {
     "domain_routing": "turn 0/1; dialogue = mean over gold-annotated turns; dataset = macro (mean of dialogue means)",
     "intent_accuracy": "turn 0/1; dialogue = mean; dataset = macro",
-    "act_type_accuracy": "turn 0/1 on act-type sets; dialogue = mean; dataset = macro (precision/recall reported beside)",
+    "act_type_accuracy": "turn 0/1 on act-type sets; dialogue = mean; dataset = macro (act-type precision/recall "
+                         "are kept per turn only, in turn_metrics)",
     "slot_accuracy": "turn = correct gold pairs / gold pairs (recall); dialogue = mean; dataset = micro (pooled turns)",
     "joint_goal_accuracy": "turn 0/1 exact state match; dialogue = mean; dataset = micro (pooled turns), as MultiWOZ",
     "slot_precision": "turn = correct predicted pairs / predicted pairs in the active domain; dataset = micro; "
@@ -25,8 +26,10 @@ AGGREGATION = {
     "memory_transfer": "event 0/1; dialogue = correct / opportunities; dataset = macro over dialogues with >= 1 "
                        "opportunity, denominator (dialogues, opportunities) reported",
     "policy_compliance": "turn 0/1; dialogue = violation count; dataset = violations / all turns (micro)",
-    "system_correctness": "turn 0/1; dialogue = correct / turns; dataset = macro",
-    "task_completion": "dialogue 0/1 (customer view, no policy gate); dataset = completed / dialogues",
+    "system_correctness": "turn 0/1, None when the turn has no expected action; dialogue = mean over turns "
+                          "with an expected action; dataset = macro",
+    "task_completion": "dialogue 0/1 (customer view, no policy gate), None without a goal; dataset = completed / "
+                       "dialogues that have a value",
     "task_completion_gated": "task_completion AND zero policy violations (spec 004's gate, reported apart)",
     "response_quality": "turn = judge score 1-5 (failures excluded and counted); dialogue = mean; dataset = macro; "
                         "judge model, prompt version and failure rate reported",
