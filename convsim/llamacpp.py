@@ -51,6 +51,7 @@ class ChatLlamaCpp(BaseChatModel):
     seed: int | None = None
     n_ctx: int = 2048
     max_tokens: int = 256
+    chat_format: str | None = None  # None: llama.cpp reads the template from the GGUF metadata
     _llama: Any = PrivateAttr(default=None)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
@@ -59,8 +60,11 @@ class ChatLlamaCpp(BaseChatModel):
         path = gemma3_270m_path() if spec.model == "gemma3-270m" else Path(spec.model)
         if not path.exists():
             raise ConvsimError(f"GGUF file not found: {path}", field="model")
+        # llama-cpp-python does not pick up Gemma 3's chat template and falls back to llama-2
+        # tags ("[/INST]"), which the model then parrots: name the format explicitly.
+        chat_format = "gemma" if spec.model == "gemma3-270m" or "gemma" in path.name.lower() else None
         return cls(model_path=str(path), temperature=spec.temperature, seed=spec.seed,
-                   n_ctx=spec.num_ctx or 2048, max_tokens=spec.max_tokens or 256)
+                   n_ctx=spec.num_ctx or 2048, max_tokens=spec.max_tokens or 256, chat_format=chat_format)
 
     @property
     def _llm_type(self) -> str:
@@ -74,7 +78,8 @@ class ChatLlamaCpp(BaseChatModel):
                 raise ConvsimError("llamacpp models need the local extra: pip install 'convsim[local]'",
                                    field="model") from exc
             self._llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx, verbose=False,
-                                seed=self.seed if self.seed is not None else 0xFFFFFFFF)
+                                seed=self.seed if self.seed is not None else 0xFFFFFFFF,
+                                chat_format=self.chat_format)
             # free the model before interpreter teardown (llama.cpp's __del__ fails late)
             atexit.register(self._llama.close)
         return self._llama

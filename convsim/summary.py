@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,19 +11,23 @@ from .aggregate import bootstrap_ci
 from .store import RunStore
 
 
-def flatten_metrics(d: dict, prefix: str = "") -> dict[str, float]:
-    """Numeric leaves of a nested metrics dict as ``{"a.b": value}``; booleans count as 0/1."""
-    out: dict[str, float] = {}
+def flatten_metrics(d: Mapping | None, prefix: str = "") -> dict[str, float | None]:
+    """Numeric leaves of a nested metrics dict as ``{"a.b": value}``.
+
+    Booleans count as 0/1, ``None`` and non-finite numbers stay as ``None`` (not applicable),
+    strings and lists are left out.
+    """
+    out: dict[str, float | None] = {}
     for key, value in (d or {}).items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict):
+        if isinstance(value, Mapping):
             out.update(flatten_metrics(value, name + "."))
         elif isinstance(value, bool):
             out[name] = float(value)
-        elif isinstance(value, (int, float)) and math.isfinite(float(value)):
-            out[name] = float(value)
+        elif isinstance(value, (int, float)):
+            out[name] = float(value) if math.isfinite(float(value)) else None
         elif value is None:
-            out.setdefault(name, None)  # type: ignore[arg-type]
+            out.setdefault(name, None)
     return out
 
 

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from convsim import ConvsimError, read_jsonl
+from convsim import ConvsimError, flatten_metrics, read_jsonl
 
 JUDGE_PREFIX = "judge_"
 JUDGE_FLAGS = ("judge_failed", "judge_heuristic")
+
+
+# the engine's flattening, so the report sees exactly the metrics of metrics.csv
+flat_numeric = flatten_metrics
 
 
 @dataclass
@@ -64,22 +67,6 @@ def load_run(run_dir: str | Path) -> RunData:
         with open(csv_path, encoding="utf-8", newline="") as fh:
             data.metrics_rows = list(csv.DictReader(fh))
     return data
-
-
-def flat_numeric(d: Mapping | None, prefix: str = "") -> dict[str, float | None]:
-    """Numeric leaves as ``{"a.b": float}``; None values kept as None; strings/lists ignored."""
-    out: dict[str, float | None] = {}
-    for key, value in (d or {}).items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flat_numeric(value, name + "."))
-        elif isinstance(value, bool):
-            out[name] = float(value)
-        elif isinstance(value, (int, float)):
-            out[name] = float(value) if math.isfinite(float(value)) else None
-        elif value is None:
-            out.setdefault(name, None)
-    return out
 
 
 def metric_names(records: Sequence[Mapping]) -> list[str]:

@@ -97,11 +97,19 @@ def build_report(run_dir: str | Path) -> Path:
     metrics = metric_names(run.ok_records)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["fmt"] = _fmt
+    from evaluation.trace_viewer import report_fragments
+    viewer = report_fragments(run.run_dir)
+    sessions = []
+    for r in run.records:
+        view = session_view(r)
+        view["trace"] = viewer["sessions"].get((str(r.get("variant")), str(r.get("session_id")),
+                                                int(r.get("trial", 0))), "")
+        sessions.append(view)
     html = env.get_template("report.html.j2").render(
         run_id=run.run_dir.name, config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
         metrics=metrics, summary=summary_rows(run, statistics, metrics), stats=statistics,
         dataset_rows=_dataset_rows(run), figures=_figures(run.run_dir, statistics.get("figures", [])),
-        sessions=[session_view(r) for r in run.records])
+        sessions=sessions, viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"])
     out = run.run_dir / "report.html"
     out.write_text(html, encoding="utf-8")
     return out

@@ -148,5 +148,5 @@ def evaluate_transcripts(path: str | Path, *, graph: str = "crs_shift", out: str
 
 def _summarise(run_dir: Path, module) -> None:
     """metrics.csv and summary.json exactly as the engine writes them after a run."""
-    from convsim.summary import summarise_run  # the engine's writer, so the files match a run's
+    from convsim import summarise_run  # the engine's writer, so the files match a run's
     summarise_run(run_dir, module)

@@ -107,3 +107,13 @@ def test_garbage_judge_in_the_crs_graph_is_recorded_and_the_session_goes_on():
     assert dm["judge_failed"] == 1 and dm["judge_coherence"] is None
     assert out["judge_verdict"]["raw"] == "I think it was quite good overall!"
     assert dm["tas_grounded"] is not None and "tas_cas" in dm  # the other metrics still computed
+
+
+def test_llm_topics_validate_and_fall_back_on_garbage():
+    from evaluation.topics import KeywordTopics, LlmTopics
+    fallback = KeywordTopics(["war", "love"])
+    good = LlmTopics(scripted('{"topics": ["War", " soldiers "]}'), fallback)
+    assert good.topics("a war film") == {"war", "soldiers"} and good.failures == []
+    bad = LlmTopics(scripted("war, love"), fallback)
+    assert bad.topics("a war and love film") == {"war", "love"}  # the keyword fallback
+    assert bad.failures[0]["raw"] == "war, love"

@@ -47,3 +47,15 @@ def test_build_report_computes_missing_stats(tmp_path):
     run_dir = make_run(tmp_path, variants=("a", "b"), sessions=4)
     out = build_report(run_dir)
     assert out.exists() and (run_dir / "stats.json").exists()
+
+
+def test_plots_skip_what_the_data_does_not_allow(tmp_path):
+    from evaluation import plots
+    assert plots.judge_radar({"a": {"judge_x": 3.0, "judge_y": 4.0}}, tmp_path) == []  # < 3 axes
+    assert plots.bar_charts({"m": {"a": {"mean": None, "ci_low": None, "ci_high": None, "n": 0}}}, tmp_path) == []
+    assert plots.correlation_heatmap([{"dialogue_metrics": {"m": 1.0}}] * 3, ["m"], tmp_path) == []
+    assert plots.scatter_against([], [], ["judge_x"], tmp_path) == []
+    assert plots.shift_turns([{"turn": 2, "speaker": "user", "text": "", "meta": {"shift_event": True}},
+                              {"turn": 3, "speaker": "user", "text": "", "meta": {"user_meta": {"shift_event": True}}},
+                              {"turn": 4, "speaker": "system", "text": "", "meta": {"shift_event": True}}]) == [2, 3]
+    assert plots.safe_stem("a/b c:d") == "a_b_c_d"

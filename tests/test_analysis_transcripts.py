@@ -114,3 +114,20 @@ def test_keyword_topics_use_word_boundaries():
     kw = KeywordTopics(["war", "science fiction", "love"])
     assert kw.topics("I want a science fiction war movie") == {"war", "science fiction"}
     assert kw.topics("award winning lovely software") == frozenset()
+
+
+@pytest.mark.slow
+def test_eval_of_a_runs_own_results_reproduces_its_metrics(tmp_path):
+    import convsim
+    from convsim import load_config
+    cfg = load_config("configs/crs_models_demo.yaml").model_copy(update={
+        "params": {"n_turns": 4, "n_sessions": 2, "first_shift_turn": 2, "topic_mode": "keyword"},
+        "sessions": 2, "variants": [], "trace": False, "analysis": [], "out_dir": str(tmp_path)})
+    run_dir = convsim.run(cfg, analyze=False)
+    out = evaluate_transcripts(run_dir / "results.jsonl", out=tmp_path / "re",
+                               params={"n_turns": 4, "topic_mode": "keyword"}, analyze=False)
+    before = {r["session_id"]: r["dialogue_metrics"] for r in map(json.loads, (run_dir / "results.jsonl").open())}
+    after = {r["session_id"]: r["dialogue_metrics"] for r in map(json.loads, (out / "results.jsonl").open())}
+    assert before.keys() == after.keys() and len(before) == 2
+    for sid in before:
+        assert after[sid] == before[sid]
