@@ -112,7 +112,9 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         set_: list[str] = typer.Option([], "--set", help="param=value (YAML value)"),
         run_id: Optional[str] = typer.Option(None, help="run id; an existing run resumes"),
         out: Optional[str] = typer.Option(None, help="runs directory (default runs/)"),
-        concurrency: Optional[int] = typer.Option(None, help="sessions in flight"),
+        concurrency: Optional[int] = typer.Option(None, help="sessions in flight (async executor)"),
+        executor: Optional[str] = typer.Option(None, help="async (default) or process (CPU-bound runs)"),
+        workers: Optional[int] = typer.Option(None, help="processes for --executor process"),
         trials: Optional[int] = typer.Option(None),
         checkpoint: bool = typer.Option(False, "--checkpoint", help="keep a SQLite checkpointer"),
         no_trace: bool = typer.Option(False, "--no-trace", help="do not write state traces"),
@@ -127,7 +129,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         cfg = config_from_dict({"name": Path(target).stem, "graph": target}, file=target)
     cfg = apply_overrides(cfg, sessions=sessions, seed=seed, models=model, set_params=set_,
                           run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
-                          checkpoint=checkpoint or None, trace=False if no_trace else None)
+                          checkpoint=checkpoint or None, trace=False if no_trace else None,
+                          executor=executor, workers=workers)
     run_dir = run_experiment(cfg, show_progress=not quiet, analyze=not no_analysis)
     if not quiet:
         print_summary(run_dir)

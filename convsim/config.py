@@ -39,7 +39,8 @@ class ExperimentConfig(BaseModel):
     trace: bool = True
     checkpoint: bool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
-    executor: Literal["async"] = "async"
+    executor: Literal["async", "process"] = "async"  # process: a pool for CPU-bound runs
+    workers: int | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
     analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])
     out_dir: str = "runs"
     run_id: str | None = None
@@ -131,12 +132,13 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     models: list[str] | None = None, set_params: list[str] | None = None,
                     run_id: str | None = None, out_dir: str | None = None,
                     concurrency: int | None = None, trials: int | None = None,
-                    checkpoint: bool | None = None, trace: bool | None = None) -> ExperimentConfig:
+                    checkpoint: bool | None = None, trace: bool | None = None,
+                    executor: str | None = None, workers: int | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant."""
     data = cfg.model_dump()
     for key, val in (("sessions", sessions), ("seed", seed), ("run_id", run_id), ("out_dir", out_dir),
                      ("concurrency", concurrency), ("trials", trials), ("checkpoint", checkpoint),
-                     ("trace", trace)):
+                     ("trace", trace), ("executor", executor), ("workers", workers)):
         if val is not None:
             data[key] = val
     for item in models or []:

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import time
-import traceback
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -21,12 +19,12 @@ from pydantic import ValidationError
 from .config import ExperimentConfig, apply_overrides, load_config
 from .errors import ConvsimError
 from .graphfile import load_graph_module
-from .models import ChatModel, ModelUnavailable, parse_model_spec
+from .models import parse_model_spec
 from .progress import LiveProgress
 from .seeding import session_seed
 from .store import RunStore
 from .summary import summarise_run
-from .tracing import TraceRecorder
+from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking, trace_path
 
 
 @dataclass
@@ -35,18 +33,7 @@ class VariantPlan:
     params: Any
     models: dict[str, Any]  # role -> ModelSpec
     compiled: Any = None
-    sync_nodes: bool = False  # every node has a sync implementation (see _all_sync)
-
-
-@dataclass
-class Unit:
-    variant: str
-    session_id: str
-    trial: int
-    seed: int
-    init: dict = field(repr=False)
-    # set by convsim.fork: {"checkpoint_id", "trace" (the original's trace cut at the fork), "fork"}
-    resume: dict | None = field(default=None, repr=False)
+    sync_nodes: bool = False  # every node has a sync implementation (see session.all_sync)
 
 
 @dataclass
@@ -73,11 +60,6 @@ def _merge(base: dict, over: dict) -> dict:
     for k, v in over.items():
         out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
-
-
-def trace_path(run_dir: Path, variant: str, session_id: str, trial: int) -> Path:
-    suffix = f"__t{trial}" if trial else ""
-    return Path(run_dir) / "traces" / variant / f"{session_id}{suffix}.jsonl"
 
 
 def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
@@ -117,87 +99,27 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
     return Plan(cfg, module, variants, units, run_dir, cache)
 
 
-async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgress,
-                    checkpointer: Any) -> None:
-    cfg, vp = plan.config, plan.variants[unit.variant]
-    calls: list[dict] = []
-    models = {role: ChatModel(spec=spec, role=role, calls=calls, cache=plan.cache)
-              for role, spec in vp.models.items()}
-    ctx = plan.module.Context(params=vp.params, models=models, embedder_spec=cfg.embedder,
-                              seed=unit.seed, session_id=unit.session_id, trial=unit.trial,
-                              run_dir=str(plan.run_dir))
-    init = {"session_id": unit.session_id, "transcript": [], "turn_metrics": [], "dialogue_metrics": {},
-            **unit.init}
-    resume = unit.resume
-    recorder = (TraceRecorder(resume["trace"]["initial"] if resume else init, calls,
-                              prefix=resume and resume["trace"], fork=resume and resume["fork"])
-                if cfg.trace else None)
-    thread = f"{unit.variant}/{unit.session_id}/t{unit.trial}"
-    run_config = {"configurable": {"thread_id": thread}, "recursion_limit": 100_000}
-    stream_input: dict | None = init
-    if resume:  # time travel: continue the copied checkpoint instead of starting from init
-        run_config["configurable"]["checkpoint_id"] = resume["checkpoint_id"]
-        stream_input = None
-    modes = ["values", "custom"] + (["updates"] if recorder else [])
-    started = time.perf_counter()
-    final: dict = init
-    status, error = "ok", None
-    def handle(mode: str, chunk: Any) -> None:
-        nonlocal final
-        if mode == "values":
-            final = chunk
-            if recorder:
-                recorder.on_values(chunk)
-        elif mode == "updates":
-            recorder.on_updates(chunk)
-        elif mode == "custom":
-            if recorder:
-                recorder.on_custom(chunk)
-            progress.observe(chunk)
-
-    def stream_sync() -> None:
-        for mode, chunk in vp.compiled.stream(stream_input, run_config, context=ctx, stream_mode=modes):
-            handle(mode, chunk)
-
-    try:
-        if vp.sync_nodes:
-            # All nodes are plain functions: stream the session in one worker thread rather than
-            # hopping to the executor for every node (much cheaper for rule-based sessions).
-            await asyncio.to_thread(stream_sync)
-        else:
-            async for mode, chunk in vp.compiled.astream(stream_input, run_config, context=ctx,
-                                                         stream_mode=modes):
-                handle(mode, chunk)
-    except ConvsimError:
-        raise  # bad input (a malformed catalog, a bad model answer file...) stops the run cleanly
-    except ModelUnavailable as exc:
-        # infrastructure, not the agent: keep it out of the results so a restart retries it
-        store.append_error({"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
-                            "kind": "infrastructure", "error": str(exc)})
+def land(outcome: Outcome, plan: Plan, store: RunStore, progress: LiveProgress) -> None:
+    """The single writer: a finished session's trace, then its record (or its infra error)."""
+    if outcome.infra_error is not None:
+        store.append_error(outcome.infra_error)
         progress.advance(failed=True)
         return
-    except Exception as exc:  # noqa: BLE001 — an agent crash is a result, recorded as such
-        status = "error"
-        error = f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=6))
-    record = {**final, "run_id": cfg.run_id, "variant": unit.variant, "session_id": unit.session_id,
-              "trial": unit.trial, "seed": unit.seed, "status": status, "error": error,
-              "models": {r: s.settings for r, s in vp.models.items()},
-              "params": vp.params.model_dump(mode="json"), "llm_calls": calls,
-              "elapsed_s": round(time.perf_counter() - started, 4)}
-    if resume:
-        record["forked_from"] = resume["fork"]
-    if recorder:
-        recorder.write(trace_path(plan.run_dir, unit.variant, unit.session_id, unit.trial))
-    store.append(record)
-    progress.advance(failed=status != "ok")
+    if outcome.trace is not None:
+        outcome.trace.write(trace_path(plan.run_dir, *outcome.unit_key))
+    store.append(outcome.record)
+    progress.advance(failed=outcome.record["status"] != "ok")
 
 
-def _all_sync(compiled: Any) -> bool:
-    """Whether every node of a compiled graph can run synchronously (no ``async def`` node)."""
-    for spec in compiled.builder.nodes.values():
-        if getattr(spec.runnable, "func", None) is None:
-            return False
-    return True
+async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgress) -> None:
+    vp = plan.variants[unit.variant]
+    if vp.sync_nodes:
+        # All nodes are plain functions: stream the session in one worker thread rather than
+        # hopping to the executor for every node (much cheaper for rule-based sessions).
+        outcome = await asyncio.to_thread(run_session_blocking, plan, unit, progress.observe)
+    else:
+        outcome = await run_session_async(plan, unit, progress.observe)
+    land(outcome, plan, store, progress)
 
 
 async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
@@ -226,14 +148,19 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
             saver = await _checkpointer(stack, plan.run_dir) if cfg.checkpoint else None
             for vp in plan.variants.values():
                 vp.compiled = plan.module.build(vp.params).compile(checkpointer=saver)
-                vp.sync_nodes = _all_sync(vp.compiled)
+                vp.sync_nodes = all_sync(vp.compiled)
             sem = asyncio.Semaphore(cfg.concurrency)
             with LiveProgress(total=len(plan.units), done=len(plan.units) - len(todo),
                               enabled=show_progress, label=cfg.run_id) as progress:
-                async def guarded(unit: Unit) -> None:
-                    async with sem:
-                        await _run_unit(plan, unit, store, progress, saver)
-                await asyncio.gather(*(guarded(u) for u in todo))
+                if cfg.executor == "process" and todo and not any(u.resume for u in todo):
+                    from .process_executor import run_in_processes
+                    await run_in_processes(plan, todo, lambda o: land(o, plan, store, progress),
+                                           progress.observe, workers=cfg.workers)
+                else:
+                    async def guarded(unit: Unit) -> None:
+                        async with sem:
+                            await _run_unit(plan, unit, store, progress)
+                    await asyncio.gather(*(guarded(u) for u in todo))
     finally:
         store.close()
     summarise_run(plan.run_dir, plan.module, seed=cfg.seed)

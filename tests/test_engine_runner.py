@@ -141,3 +141,13 @@ def test_identical_results_across_processes_and_concurrency(tmp_path):
         for call in rec["llm_calls"]:
             call.pop("latency_s", None)
     assert outs[0] == outs[1]
+
+
+def test_process_executor_gives_the_same_results(tmp_path):
+    """executor: process (a pool for CPU-bound runs) lands the same records through the same writer."""
+    base = dict(graph="crs_shift", sessions=4, params={"n_turns": 5}, seed=11)
+    a = convsim.run(write_config(tmp_path, **base), run_id="async")
+    b = convsim.run(write_config(tmp_path, **base, executor="process", workers=2), run_id="proc")
+    strip = lambda recs: [{k: v for k, v in r.items() if k != "llm_calls"} for r in recs]  # noqa: E731
+    assert strip(stable_lines(a)) == strip(stable_lines(b))
+    assert len(list((b / "traces").rglob("*.jsonl"))) == 4

@@ -1,0 +1,140 @@
+"""One session attempt: build its context, stream the graph, and turn the outcome into a record.
+
+Both executors use this: the asyncio executor (in a worker thread, or natively async for graphs
+with ``async def`` nodes) and the process pool (inside worker processes). Nothing here writes
+files; the caller lands the outcome through the run's single writer.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import ConvsimError
+from .models import ChatModel, ModelUnavailable
+from .tracing import TraceRecorder
+
+
+@dataclass
+class Unit:
+    variant: str
+    session_id: str
+    trial: int
+    seed: int
+    init: dict = field(repr=False)
+    # set by convsim.fork: {"checkpoint_id", "trace" (the original's trace cut at the fork), "fork"}
+    resume: dict | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.variant, self.session_id, self.trial)
+
+
+@dataclass
+class Outcome:
+    """What a session attempt produced: a record, or an infrastructure error to retry later."""
+
+    unit_key: tuple[str, str, int]
+    record: dict | None = None
+    infra_error: dict | None = None
+    trace: TraceRecorder | None = None
+    events: list = field(default_factory=list)  # custom-stream events (for a remote progress bar)
+
+
+def trace_path(run_dir: Path, variant: str, session_id: str, trial: int) -> Path:
+    suffix = f"__t{trial}" if trial else ""
+    return Path(run_dir) / "traces" / variant / f"{session_id}{suffix}.jsonl"
+
+
+class _Session:
+    """The mutable pieces of one streaming session."""
+
+    def __init__(self, plan: Any, unit: Unit, observe: Callable[[Any], None]) -> None:
+        cfg, self.vp = plan.config, plan.variants[unit.variant]
+        self.plan, self.unit, self.observe = plan, unit, observe
+        self.calls: list[dict] = []
+        models = {role: ChatModel(spec=spec, role=role, calls=self.calls, cache=plan.cache)
+                  for role, spec in self.vp.models.items()}
+        self.ctx = plan.module.Context(params=self.vp.params, models=models, embedder_spec=cfg.embedder,
+                                       seed=unit.seed, session_id=unit.session_id, trial=unit.trial,
+                                       run_dir=str(plan.run_dir))
+        self.init = {"session_id": unit.session_id, "transcript": [], "turn_metrics": [],
+                     "dialogue_metrics": {}, **unit.init}
+        resume = unit.resume
+        self.recorder = (TraceRecorder(resume["trace"]["initial"] if resume else self.init, self.calls,
+                                       prefix=resume and resume["trace"], fork=resume and resume["fork"])
+                         if cfg.trace else None)
+        thread = f"{unit.variant}/{unit.session_id}/t{unit.trial}"
+        self.config = {"configurable": {"thread_id": thread}, "recursion_limit": 100_000}
+        self.input: dict | None = self.init
+        if resume:  # time travel: continue the copied checkpoint instead of starting from init
+            self.config["configurable"]["checkpoint_id"] = resume["checkpoint_id"]
+            self.input = None
+        self.modes = ["values", "custom"] + (["updates"] if self.recorder else [])
+        self.final: dict = self.init
+        self.started = time.perf_counter()
+
+    def handle(self, mode: str, chunk: Any) -> None:
+        if mode == "values":
+            self.final = chunk
+            if self.recorder:
+                self.recorder.on_values(chunk)
+        elif mode == "updates":
+            self.recorder.on_updates(chunk)
+        elif mode == "custom":
+            if self.recorder:
+                self.recorder.on_custom(chunk)
+            self.observe(chunk)
+
+    def outcome(self, exc: BaseException | None) -> Outcome:
+        unit, vp, cfg = self.unit, self.vp, self.plan.config
+        if isinstance(exc, ConvsimError):
+            raise exc  # bad input (a malformed catalog...) stops the run with one clear line
+        if isinstance(exc, ModelUnavailable):
+            # infrastructure, not the agent: kept out of the results so a restart retries it
+            return Outcome(unit.key, infra_error={
+                "variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
+                "kind": "infrastructure", "error": str(exc)})
+        status, error = "ok", None
+        if exc is not None:  # an agent crash is a result, recorded as such
+            status = "error"
+            error = f"{type(exc).__name__}: {exc}\n" + "".join(
+                traceback.format_exception(type(exc), exc, exc.__traceback__, limit=6))
+        record = {**self.final, "run_id": cfg.run_id, "variant": unit.variant,
+                  "session_id": unit.session_id, "trial": unit.trial, "seed": unit.seed,
+                  "status": status, "error": error, "models": {r: s.settings for r, s in vp.models.items()},
+                  "params": vp.params.model_dump(mode="json"), "llm_calls": self.calls,
+                  "elapsed_s": round(time.perf_counter() - self.started, 4)}
+        if unit.resume:
+            record["forked_from"] = unit.resume["fork"]
+        return Outcome(unit.key, record=record, trace=self.recorder)
+
+
+def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome:
+    """Stream one session with the graph's sync API (every node is a plain function)."""
+    s = _Session(plan, unit, observe)
+    try:
+        for mode, chunk in s.vp.compiled.stream(s.input, s.config, context=s.ctx, stream_mode=s.modes):
+            s.handle(mode, chunk)
+    except Exception as exc:  # noqa: BLE001 — classified in outcome()
+        return s.outcome(exc)
+    return s.outcome(None)
+
+
+async def run_session_async(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome:
+    """Stream one session with the graph's async API (graphs with ``async def`` nodes)."""
+    s = _Session(plan, unit, observe)
+    try:
+        async for mode, chunk in s.vp.compiled.astream(s.input, s.config, context=s.ctx,
+                                                       stream_mode=s.modes):
+            s.handle(mode, chunk)
+    except Exception as exc:  # noqa: BLE001 — classified in outcome()
+        return s.outcome(exc)
+    return s.outcome(None)
+
+
+def all_sync(compiled: Any) -> bool:
+    """Whether every node of a compiled graph can run synchronously (no ``async def`` node)."""
+    return all(getattr(spec.runnable, "func", None) is not None for spec in compiled.builder.nodes.values())
