@@ -7,6 +7,7 @@ first, ties broken by subject code so runs are reproducible. Indices are built o
 from __future__ import annotations
 
 import functools
+import threading
 import math
 from collections import Counter
 
@@ -108,9 +109,21 @@ def reciprocal_rank_fusion(rankings: list[list[dict]], k: int, *, c: int = 60) -
     return _ranked(codes, [fused[x] for x in codes], k)
 
 
-@functools.lru_cache(maxsize=16)
+_BUILD_LOCK = threading.Lock()
+
+
 def get_retriever(kind: str, catalog_path: str | None = None, embedder: str = "st:minilm"):
-    """A shared retriever over the catalog (``kind`` in tfidf, bm25, embedding)."""
+    """A shared retriever over the catalog (``kind`` in tfidf, bm25, embedding).
+
+    Sessions run concurrently in threads: the lock makes them wait for the one build (encoding the
+    catalog with sentence embeddings takes tens of seconds on a CPU) instead of all building it.
+    """
+    with _BUILD_LOCK:
+        return _build_retriever(kind, catalog_path, embedder)
+
+
+@functools.lru_cache(maxsize=16)
+def _build_retriever(kind: str, catalog_path: str | None, embedder: str):
     courses = load_courses(catalog_path)
     if kind == "tfidf":
         return TfidfRetriever(courses)

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from convsim import ConvsimError, load_graph_module
 from evaluation import plots, stats
-from evaluation.records import (RunData, flat_numeric, is_judge_metric, is_paired, load_run,
+from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_judge_metric, is_paired, load_run,
                                 metric_by_variant, metric_names)
 
 log = logging.getLogger(__name__)
 
 # Bookkeeping counters are summarised but not tested: a test on "judge_failed" would be noise.
-NOT_TESTED = ("judge_failed", "judge_heuristic")
+NOT_TESTED = JUDGE_FLAGS
 
 
 def judge_failures(records: Sequence[Mapping]) -> dict[str, dict]:
@@ -40,7 +40,7 @@ def judge_failures(records: Sequence[Mapping]) -> dict[str, dict]:
 def correlations(records: Sequence[Mapping], metrics: Sequence[str], *, seed: int = 0) -> list[dict]:
     """Spearman (bootstrap CI) of every automatic metric against every judge metric, all sessions."""
     judge = [m for m in metrics if is_judge_metric(m)]
-    auto = [m for m in metrics if not m.startswith("judge_")]
+    auto = [m for m in metrics if not m.startswith("judge_") and m not in JUDGE_FLAGS]
     flat = [flat_numeric(r.get("dialogue_metrics")) for r in records]
     out = []
     for a in auto:

@@ -18,7 +18,8 @@ import yaml
 from convsim import ConvsimError, flatten_metrics, read_jsonl
 
 JUDGE_PREFIX = "judge_"
-JUDGE_FLAGS = ("judge_failed", "judge_heuristic")
+# bookkeeping that shares the judge_ prefix but is not a judge score (never correlated or tested)
+JUDGE_FLAGS = ("judge_failed", "judge_heuristic", "judge_failures", "judge_calls", "judge_failure_rate")
 
 
 # the engine's flattening, so the report sees exactly the metrics of metrics.csv

@@ -10,6 +10,7 @@ runs after the last turn; each merges its metrics into ``dialogue_metrics``.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -133,15 +134,17 @@ def _embedder(spec: str, catalog) -> object:
 
 
 _TOPICS: dict[tuple, object] = {}
+_TOPICS_LOCK = threading.Lock()  # sessions in threads wait for one LDA training, not train it each
 
 
 def topic_extractor(mode: str, catalog, run_dir, model=None):
     key = (mode, id(catalog), str(run_dir))
     if mode == "llm":  # LLM topics are per model handle; not shared across sessions
         return make_topic_extractor(mode, catalog.movies, run_dir=run_dir, model=model)
-    if key not in _TOPICS:
-        _TOPICS[key] = make_topic_extractor(mode, catalog.movies, run_dir=run_dir)
-    return _TOPICS[key]
+    with _TOPICS_LOCK:
+        if key not in _TOPICS:
+            _TOPICS[key] = make_topic_extractor(mode, catalog.movies, run_dir=run_dir)
+        return _TOPICS[key]
 
 
 def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", topic_mode: str = "lda",

@@ -19,7 +19,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -195,8 +197,11 @@ def lda_for_run(documents: Sequence[str], run_dir: str | Path | None, *, n_topic
     model = _trained(fp, tuple(documents), n_topics, seed)
     model.lda.convsim_corpus = fp
     if path is not None:
+        # write then rename, so a concurrent session (or worker process) never reads half a file
         path.parent.mkdir(parents=True, exist_ok=True)
-        model.save(path)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        model.save(tmp)
+        os.replace(tmp, path)
     return model
 
 
