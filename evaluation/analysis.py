@@ -75,34 +75,40 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
 
 
 def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
+    """All figures of a run. Per-metric figures (bars, distributions) cover the graph's
+    ``SUMMARY_METRICS`` and the judge metrics when the graph names headline metrics, every metric
+    otherwise; the correlation heatmap always covers every metric."""
     records = run.ok_records
+    module = _graph_module(run)
     metrics = list(statistics.get("metrics", {}))
-    describe = {m: statistics["metrics"][m]["variants"] for m in metrics}
-    stems = plots.bar_charts(describe, out_dir)
     judge = [m for m in metrics if is_judge_metric(m)]
+    headline = [m for m in getattr(module, "SUMMARY_METRICS", []) if m in metrics]
+    per_metric = list(dict.fromkeys(headline + judge)) if headline else metrics
+    describe = {m: statistics["metrics"][m]["variants"] for m in metrics}
+    stems = plots.bar_charts({m: describe[m] for m in per_metric}, out_dir)
     stems += plots.judge_radar({v: {m: describe[m].get(v, {}).get("mean") for m in judge}
                                 for v in run.variants}, out_dir)
     stems += plots.correlation_heatmap(records, metrics, out_dir)
     stems += plots.distributions({m: {v: list(vals.values()) for v, vals in metric_by_variant(records, m).items()}
-                                  for m in metrics}, out_dir)
+                                  for m in per_metric}, out_dir)
     tas = [m for m in metrics if m.startswith("tas")][:3]
     stems += plots.scatter_against(records, tas, judge, out_dir)
     stems += plots.tas_timelines(records, out_dir)
-    stems += _graph_figures(run, records, out_dir)
+    hook = getattr(module, "figures", None)
+    stems += list(hook(records, out_dir) or []) if callable(hook) else []
     return stems
 
 
-def _graph_figures(run: RunData, records: Sequence[Mapping], out_dir: Path) -> list[str]:
+def _graph_module(run: RunData):
+    """The run's graph module (for its SUMMARY_METRICS and figures hook), or None."""
     graph = run.config.get("graph")
     if not graph:
-        return []
+        return None
     try:
-        module = load_graph_module(graph)
+        return load_graph_module(graph)
     except ConvsimError as exc:
         log.warning("graph %s not loadable for its figures hook: %s", graph, exc)
-        return []
-    hook = getattr(module, "figures", None)
-    return list(hook(records, out_dir) or []) if callable(hook) else []
+        return None
 
 
 def analyze_run(run_dir: str | Path) -> None:
