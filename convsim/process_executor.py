@@ -12,6 +12,7 @@ import asyncio
 import multiprocessing
 import os
 import sqlite3
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -32,7 +33,14 @@ def _init_worker(config_json: str) -> None:
         from langgraph.checkpoint.sqlite import SqliteSaver
         conn = sqlite3.connect(plan.run_dir / "checkpoints.sqlite", check_same_thread=False, timeout=30)
         conn.execute("PRAGMA busy_timeout=30000")  # before WAL: switching waits for other writers
-        conn.execute("PRAGMA journal_mode=WAL")
+        for attempt in range(100):  # SQLite may answer "locked" at once; see runner._checkpointer
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 99:
+                    raise
+                time.sleep(0.05)
         saver = SqliteSaver(conn)
         saver.setup()
     for vp in plan.variants.values():

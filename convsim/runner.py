@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import sqlite3
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -129,7 +130,16 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
     # WAL and a busy timeout make the file safe to read while a run writes it
     # (busy_timeout first: switching to WAL itself waits for a lock another process may hold)
     await saver.conn.execute("PRAGMA busy_timeout=30000")
-    await saver.conn.execute("PRAGMA journal_mode=WAL")
+    # Switching to WAL needs a moment with no other writer, and SQLite may answer "locked" at
+    # once instead of waiting: retry. The mode is stored in the file, so one success is enough.
+    for attempt in range(100):
+        try:
+            await saver.conn.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                raise
+            await asyncio.sleep(0.05)
     return saver
 
 

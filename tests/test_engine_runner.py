@@ -151,3 +151,14 @@ def test_process_executor_gives_the_same_results(tmp_path):
     strip = lambda recs: [{k: v for k, v in r.items() if k != "llm_calls"} for r in recs]  # noqa: E731
     assert strip(stable_lines(a)) == strip(stable_lines(b))
     assert len(list((b / "traces").rglob("*.jsonl"))) == 4
+
+
+def test_process_executor_keeps_checkpoints(tmp_path):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    run_dir = convsim.run(write_config(tmp_path, executor="process", workers=2, checkpoint=True), run_id="pc")
+    mod = convsim.load_graph_module("hello_chat")
+    with SqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")) as saver:
+        graph = mod.build(mod.Params()).compile(checkpointer=saver)
+        for rec in RunStore(run_dir).records():
+            snap = graph.get_state({"configurable": {"thread_id": f"default/{rec['session_id']}/t0"}})
+            assert snap.next == () and snap.values["transcript"] == rec["transcript"]
