@@ -12,7 +12,6 @@ import asyncio
 import multiprocessing
 import os
 import sqlite3
-import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -31,18 +30,11 @@ def _init_worker(config_json: str) -> None:
     saver = None
     if cfg.checkpoint:
         from langgraph.checkpoint.sqlite import SqliteSaver
+        # the parent made the tables and switched the file to WAL (runner.prepare_checkpoint_db)
         conn = sqlite3.connect(plan.run_dir / "checkpoints.sqlite", check_same_thread=False, timeout=30)
-        conn.execute("PRAGMA busy_timeout=30000")  # before WAL: switching waits for other writers
-        for attempt in range(100):  # SQLite may answer "locked" at once; see runner._checkpointer
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or attempt == 99:
-                    raise
-                time.sleep(0.05)
+        conn.execute("PRAGMA busy_timeout=30000")
         saver = SqliteSaver(conn)
-        saver.setup()
+        saver.is_setup = True
     for vp in plan.variants.values():
         vp.compiled = plan.module.build(vp.params).compile(checkpointer=saver)
         vp.sync_nodes = all_sync(vp.compiled)

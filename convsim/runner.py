@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sqlite3
+import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -123,23 +124,40 @@ async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgr
     land(outcome, plan, store, progress)
 
 
+def prepare_checkpoint_db(path: Path) -> None:
+    """Create the checkpoint tables and switch the file to WAL, once, before any saver opens it.
+
+    WAL with a busy timeout lets several processes write one file. Switching to WAL needs a moment
+    with no other writer, and SQLite may answer "locked" at once instead of waiting (or leave the
+    mode unchanged inside a transaction), so it is done here on a fresh connection and retried; the
+    mode is stored in the file, so later connections only set their busy timeout.
+    """
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA busy_timeout=30000")
+        for attempt in range(200):
+            try:
+                if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() == "wal":
+                    break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+            time.sleep(0.05)
+        else:
+            raise ConvsimError("cannot switch the checkpoint database to WAL (locked)", file=path)
+        SqliteSaver(conn).setup()
+    finally:
+        conn.close()
+
+
 async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    saver = await stack.enter_async_context(
-        AsyncSqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")))
-    # WAL and a busy timeout make the file safe to read while a run writes it
-    # (busy_timeout first: switching to WAL itself waits for a lock another process may hold)
+    path = run_dir / "checkpoints.sqlite"
+    await asyncio.to_thread(prepare_checkpoint_db, path)
+    saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
     await saver.conn.execute("PRAGMA busy_timeout=30000")
-    # Switching to WAL needs a moment with no other writer, and SQLite may answer "locked" at
-    # once instead of waiting: retry. The mode is stored in the file, so one success is enough.
-    for attempt in range(100):
-        try:
-            await saver.conn.execute("PRAGMA journal_mode=WAL")
-            break
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or attempt == 99:
-                raise
-            await asyncio.sleep(0.05)
     return saver
 
 
@@ -155,14 +173,19 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     store.open()
     try:
         async with AsyncExitStack() as stack:
-            saver = await _checkpointer(stack, plan.run_dir) if cfg.checkpoint else None
+            use_processes = cfg.executor == "process" and todo and not any(u.resume for u in todo)
+            saver = None
+            if cfg.checkpoint and use_processes:
+                prepare_checkpoint_db(plan.run_dir / "checkpoints.sqlite")  # workers open their own
+            elif cfg.checkpoint:
+                saver = await _checkpointer(stack, plan.run_dir)
             for vp in plan.variants.values():
                 vp.compiled = plan.module.build(vp.params).compile(checkpointer=saver)
                 vp.sync_nodes = all_sync(vp.compiled)
             sem = asyncio.Semaphore(cfg.concurrency)
             with LiveProgress(total=len(plan.units), done=len(plan.units) - len(todo),
                               enabled=show_progress, label=cfg.run_id) as progress:
-                if cfg.executor == "process" and todo and not any(u.resume for u in todo):
+                if use_processes:
                     from .process_executor import run_in_processes
                     await run_in_processes(plan, todo, lambda o: land(o, plan, store, progress),
                                            progress.observe, workers=cfg.workers)
