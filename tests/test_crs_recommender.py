@@ -7,6 +7,7 @@ from agents.crs_recommender import (
 )
 from catalog.concepts import ConceptExtractor
 from catalog.movies import load_movie_catalog
+from doubles import ScriptedModel
 
 
 @pytest.fixture(scope="module")
@@ -97,18 +98,6 @@ def test_template_answer_mentions_matched_concepts_and_catalog_titles(catalog, e
 def test_top_k_is_a_parameter(catalog, extractor):
     _, _, meta = run_turn(catalog, extractor, "I want a drama.", params=CRSParams(top_k=3))
     assert len(meta["rec_ids"]) == 3
-
-
-class ScriptedModel:
-    """A chat-model double: the CRS's handling of what a model says is under test."""
-    is_none = False
-
-    def __init__(self, answer):
-        self.answer, self.prompts = answer, []
-
-    def invoke(self, messages, purpose="generate"):
-        self.prompts.append(messages[0][1])
-        return self.answer
 
 
 @pytest.fixture

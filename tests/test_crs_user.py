@@ -7,6 +7,7 @@ from agents.crs_user import (
 )
 from catalog.movies import load_movie_catalog
 from convsim import ConvsimError
+from doubles import ScriptedModel
 
 
 @pytest.fixture(scope="module")
@@ -153,18 +154,6 @@ def test_gold_concepts():
 def test_invalid_params(bad):
     with pytest.raises(ConvsimError):
         UserSimParams(**bad)
-
-
-class ScriptedModel:
-    """A chat-model double answering a fixed string (the paraphrase policy is what is tested)."""
-    is_none = False
-
-    def __init__(self, answer):
-        self.answer, self.prompts = answer, []
-
-    def invoke(self, messages, purpose="generate"):
-        self.prompts.append(messages[0][1])
-        return self.answer
 
 
 PROMPT = "History:\n{history}\nRewrite: {template}"

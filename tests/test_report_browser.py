@@ -1,16 +1,12 @@
 """report.html in headless Chromium: no console errors, one summary row per variant, drill-down, escaping."""
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 from analysis_runs import XSS, make_run
+from browser import chromium_page, needs_chromium
 from evaluation.analysis import analyze_run
 
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, needs_chromium]
 
 
 @pytest.fixture(scope="module")
@@ -21,16 +17,8 @@ def report(tmp_path_factory):
 
 
 def test_report_in_headless_chromium(report):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run"])
-        page = browser.new_page()
-        console_errors, dialogs = [], []
-        page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda exc: console_errors.append(str(exc)))
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    with chromium_page() as b:
+        page, console_errors, dialogs = b.page, b.errors, b.dialogs
         page.goto(report.as_uri())
         page.wait_for_load_state("load")
         assert console_errors == []
@@ -48,4 +36,3 @@ def test_report_in_headless_chromium(report):
         assert dialogs == []  # the script never ran
         assert page.locator("figure img").count() >= 5
         assert all(page.evaluate("[...document.images].map(i => i.naturalWidth > 0)"))
-        browser.close()

@@ -1,9 +1,7 @@
 """The trace viewer fragment: escaped content, linked low metrics, and a headless-Chromium check."""
-import shutil
-from pathlib import Path
-
 import pytest
 
+from browser import chromium_page, needs_chromium
 from convsim import ExperimentConfig, read_trace, run
 from convsim.drawing import mermaid_text, parse_mermaid, topology_svg
 from evaluation.trace_viewer import (VIEWER_HEAD, fork_comparison_html, report_fragments, topology_html,
@@ -74,21 +72,10 @@ def test_fork_comparison_html_escapes():
     assert "<script>window" not in html and "First divergent turn: 1" in html and "cs-differs" in html
 
 
-def _chromium():
-    exe = shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(exe).exists():
-        pytest.skip("chromium is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed")
-    return exe, sync_playwright
-
-
 @pytest.mark.slow
 @pytest.mark.browser
+@needs_chromium
 def test_viewer_in_headless_chromium(traced_run, tmp_path):
-    exe, sync_playwright = _chromium()
     from convsim import load_graph_module
     trace = _evil_trace(traced_run)
     ex = explain_turn_metrics(trace, [{"turn": 1, "correct": 0.0}], {"correct": 1.0})
@@ -97,64 +84,45 @@ def test_viewer_in_headless_chromium(traced_run, tmp_path):
                  + trace_timeline_html(trace, uid="t", explanations=ex) + "</body></html>")
     path = tmp_path / "viewer.html"
     path.write_text(page_html, encoding="utf-8")
-    errors, requests = [], []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run"])
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.as_uri())
-            page.wait_for_load_state("load")
-            steps = page.locator(".cs-step")
-            assert steps.count() == len(trace["steps"])
-            assert page.locator(".cs-step > summary").first.is_visible()
-            assert page.locator("svg.cs-topology .cs-node").count() == 6
-            assert page.evaluate("window.__xss === undefined")
-            page.locator("#t-step-1 > summary").click()
-            assert "<script>window.__xss = 1</script>" in page.locator("#t-step-1").inner_text()
-            page.select_option("select.cs-filter[data-by=node]", "agent")
-            visible = page.evaluate("Array.from(document.querySelectorAll('.cs-step'))"
-                                    ".filter(e => e.style.display !== 'none').map(e => e.dataset.node)")
-            assert visible and set(visible) == {"agent"}
-            page.select_option("select.cs-filter[data-by=node]", "")
-            page.select_option("select.cs-filter[data-by=turn]", "2")
-            turns = page.evaluate("Array.from(document.querySelectorAll('.cs-step'))"
-                                  ".filter(e => e.style.display !== 'none').map(e => e.dataset.turn)")
-            assert set(turns) == {"2"} and len(turns) == 3
-            assert page.locator(".cs-explain a").count() >= 1
-        finally:
-            browser.close()
-    assert errors == []
-    assert all(u.startswith(("file:", "data:", "about:")) for u in requests), requests
+    with chromium_page() as b:
+        page = b.page
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        steps = page.locator(".cs-step")
+        assert steps.count() == len(trace["steps"])
+        assert page.locator(".cs-step > summary").first.is_visible()
+        assert page.locator("svg.cs-topology .cs-node").count() == 6
+        assert page.evaluate("window.__xss === undefined")
+        page.locator("#t-step-1 > summary").click()
+        assert "<script>window.__xss = 1</script>" in page.locator("#t-step-1").inner_text()
+        page.select_option("select.cs-filter[data-by=node]", "agent")
+        visible = page.evaluate("Array.from(document.querySelectorAll('.cs-step'))"
+                                ".filter(e => e.style.display !== 'none').map(e => e.dataset.node)")
+        assert visible and set(visible) == {"agent"}
+        page.select_option("select.cs-filter[data-by=node]", "")
+        page.select_option("select.cs-filter[data-by=turn]", "2")
+        turns = page.evaluate("Array.from(document.querySelectorAll('.cs-step'))"
+                              ".filter(e => e.style.display !== 'none').map(e => e.dataset.turn)")
+        assert set(turns) == {"2"} and len(turns) == 3
+        assert page.locator(".cs-explain a").count() >= 1
+    assert b.errors == []
+    assert all(u.startswith(("file:", "data:", "about:")) for u in b.requests), b.requests
 
 
 @pytest.mark.slow
 @pytest.mark.browser
+@needs_chromium
 def test_viewer_in_the_run_report(tmp_path):
-    exe, sync_playwright = _chromium()
     cfg = ExperimentConfig(name="hello_chat", graph="hello_chat", sessions=2, out_dir=str(tmp_path), run_id="rep")
     run_dir = run(cfg, analyze=True)
     page_html = (run_dir / "report.html").read_text()
     assert page_html.count("cs-trace-box") == 2 and 'id="topology"' in page_html
-    errors = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run"])
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto((run_dir / "report.html").as_uri())
-            page.locator("#session-1 > summary").click()
-            page.locator("#session-1 .cs-trace-box > summary").click()
-            steps = page.locator("#session-1 .cs-step")
-            assert steps.count() == 10 and steps.first.is_visible()
-            assert page.locator("svg.cs-topology").is_visible()
-        finally:
-            browser.close()
-    assert errors == []
+    with chromium_page() as b:
+        page = b.page
+        page.goto((run_dir / "report.html").as_uri())
+        page.locator("#session-1 > summary").click()
+        page.locator("#session-1 .cs-trace-box > summary").click()
+        steps = page.locator("#session-1 .cs-step")
+        assert steps.count() == 10 and steps.first.is_visible()
+        assert page.locator("svg.cs-topology").is_visible()
+    assert b.errors == []
