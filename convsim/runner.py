@@ -1,4 +1,7 @@
-"""The local asyncio executor: sessions in flight are bounded, results land as they finish.
+"""Running an experiment: plan the session attempts, execute them, land each result as it finishes.
+
+The asyncio executor bounds the sessions in flight; ``executor: process`` hands them to a process
+pool (convsim/process_executor.py). Either way one writer appends to ``results.jsonl``.
 
 The unit of work is one session attempt ``(variant, session_id, trial)``. Its seed comes
 from the base seed, the session id and the trial (not the variant), so variants are paired.
@@ -161,6 +164,21 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
     return saver
 
 
+# What may differ when a run is started again: how it runs, not what it computes.
+_RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
+                "cache"}
+
+
+def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
+    """A restarted run must compute the same thing; mixing two configs in one results.jsonl is an error."""
+    old = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
+    new = cfg.model_dump(mode="json")
+    for key in sorted(set(old) | set(new)):
+        if key not in _RESUME_FREE and old.get(key) != new.get(key):
+            raise ConvsimError(f"the run exists with a different {key!r}: resume it with the same config "
+                               "or choose another --run-id", file=cfg_path, field=key)
+
+
 async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     cfg = plan.config
     store = RunStore(plan.run_dir)
@@ -168,7 +186,9 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     todo = [u for u in plan.units if (u.variant, u.session_id, u.trial) not in done]
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = plan.run_dir / "config.yaml"
-    if not cfg_path.exists():
+    if cfg_path.exists():
+        _check_resumable(cfg, cfg_path)
+    if not cfg_path.exists() or cfg.sessions != yaml.safe_load(cfg_path.read_text()).get("sessions"):
         cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
     store.open()
     try:

@@ -162,3 +162,13 @@ def test_process_executor_keeps_checkpoints(tmp_path):
         for rec in RunStore(run_dir).records():
             snap = graph.get_state({"configurable": {"thread_id": f"default/{rec['session_id']}/t0"}})
             assert snap.next == () and snap.values["transcript"] == rec["transcript"]
+
+
+def test_resuming_with_a_different_config_is_refused(tmp_path):
+    cfg = write_config(tmp_path, sessions=2)
+    convsim.run(cfg, run_id="same")
+    more = convsim.run(cfg, run_id="same", sessions=4)  # more sessions: the run is extended
+    assert len(RunStore(more).records()) == 4
+    with pytest.raises(ConvsimError) as err:
+        convsim.run(cfg, run_id="same", seed=4)
+    assert "seed" in str(err.value) and "config.yaml" in str(err.value)
