@@ -1,6 +1,7 @@
 """convsim eval (evaluation.transcripts), compare_runs and topic extraction."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -120,7 +121,7 @@ def test_keyword_topics_use_word_boundaries():
 def test_eval_of_a_runs_own_results_reproduces_its_metrics(tmp_path):
     import convsim
     from convsim import load_config
-    cfg = load_config("configs/crs_models_demo.yaml").model_copy(update={
+    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "crs_models_demo.yaml").model_copy(update={
         "params": {"n_turns": 4, "n_sessions": 2, "first_shift_turn": 2, "topic_mode": "keyword"},
         "sessions": 2, "variants": [], "trace": False, "analysis": [], "out_dir": str(tmp_path)})
     run_dir = convsim.run(cfg, analyze=False)

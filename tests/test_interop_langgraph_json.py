@@ -21,9 +21,9 @@ def _config():
 def test_langgraph_json_registers_every_graph_file():
     cfg = _config()
     assert cfg["dependencies"] == ["."]
-    registered = {Path(ref.split(":")[0]).resolve() for ref in cfg["graphs"].values()}
-    missing = [p.name for p in GRAPH_FILES if p.resolve() not in {(ROOT / r).resolve() for r in registered}
-               and p.resolve() not in registered]
+    # paths in langgraph.json are relative to the file, not to the directory pytest runs in
+    registered = {(ROOT / ref.split(":")[0]).resolve() for ref in cfg["graphs"].values()}
+    missing = [p.name for p in GRAPH_FILES if p.resolve() not in registered]
     assert not missing, f"graphs not in langgraph.json: {missing}"
     for name, ref in cfg["graphs"].items():
         path, _, attr = ref.partition(":")
