@@ -26,7 +26,6 @@ from convsim import ConvsimError, rng_for
 # The original's sequential order (crs.md §1.5) without "name" and "plot", which are not TAS fields.
 SEQUENTIAL_ORDER = ("actor", "director", "genre", "writer", "language", "year")
 DETAIL_KINDS = ("cast", "mood", "story", "recap")
-STAGES = ("initial", "details", "shift", "follow_up", "contradiction")
 
 
 @dataclass(frozen=True)

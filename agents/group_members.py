@@ -16,7 +16,6 @@ from convsim import rng_for
 SLOTS = ("traveler_type", "travel_purpose", "spending_preference", "cuisine", "attraction",
          "event", "lodging")
 ACTIONABLE_SLOTS = ("lodging", "cuisine", "event", "attraction")
-SUBGROUP_SLOTS = ("cuisine", "attraction", "event")
 GROUP_TYPES = ("family", "elder_young", "spouses", "colleagues", "strangers")
 
 OPTIONS = {

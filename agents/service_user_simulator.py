@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from enum import Enum
 
-from catalog.service import REQUESTABLE_SLOTS, ServiceDB, booking_available
+from catalog.service import ServiceDB, booking_available
 from catalog.service_normalize import DONTCARE
 from convsim import rng_for
 
@@ -317,8 +317,3 @@ def _out(text, domain, intent, state, acts, termination) -> dict:
 def simulator_complete(state: dict) -> bool:
     """The simulator's own verdict: every domain of its agenda was worked off."""
     return state["idx"] >= len(state["goal"]["domains"])
-
-
-def goal_requests(goal: dict) -> dict[str, list[str]]:
-    return {g["domain"]: [r for r in g["requests"] if r in REQUESTABLE_SLOTS[g["domain"]]]
-            for g in goal["domains"]}

@@ -14,16 +14,15 @@ import argparse
 import asyncio
 import importlib
 import operator
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from timing import median_time  # noqa: E402
 from convsim import load_graph_module, session_seed  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.runner import execute, plan_run  # noqa: E402
@@ -70,15 +69,6 @@ def run_runner(params_dict, n_sessions, trace: bool) -> None:
         asyncio.run(execute(plan_run(cfg), show_progress=False))
 
 
-def timed(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=20)
@@ -98,7 +88,7 @@ def main() -> None:
         "runner": lambda: run_runner(params_dict, args.sessions, trace=False),
         "runner+trace": lambda: run_runner(params_dict, args.sessions, trace=True),
     }
-    results = {name: timed(fn, args.repeat) for name, fn in arms.items()}
+    results = {name: median_time(fn, args.repeat) for name, fn in arms.items()}
     base = results["loop"]
     print(f"{args.sessions} sessions x {args.turns} turns, median of {args.repeat}, checkpointing off")
     print(f"{'arm':<14}{'total s':>10}{'ms/turn':>10}{'ratio':>8}")

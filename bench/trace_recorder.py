@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from timing import median_time  # noqa: E402
 from convsim import load_graph_module, session_seed  # noqa: E402
 from convsim.config import parse_assignment  # noqa: E402
 from convsim.store import json_default  # noqa: E402
@@ -47,15 +46,6 @@ def feed(init, chunks) -> TraceRecorder:
         else:
             rec.on_custom(chunk)
     return rec
-
-
-def median_time(fn, repeat: int) -> float:
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
 
 
 def main() -> None:

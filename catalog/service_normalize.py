@@ -78,14 +78,6 @@ def normalize_slot_name(slot: str) -> str:
     return re.sub(r"[\s_]+", "", str(slot).strip().lower())
 
 
-def split_slot(slot: str, domain: str | None = None) -> tuple[str | None, str]:
-    """``'hotel-book day'`` -> ``('hotel', 'bookday')``; without a prefix, ``(domain, slot)``."""
-    if "-" in slot:
-        head, tail = slot.split("-", 1)
-        return head.strip().lower(), normalize_slot_name(tail)
-    return domain, normalize_slot_name(slot)
-
-
 def normalize_time(value: str) -> str:
     """Parse a time phrase into ``HH:MM`` where it can; otherwise return it unchanged."""
     t = value.strip().lower()
@@ -139,19 +131,3 @@ def names_match(a: str, b: str) -> bool:
     """Names equal after canonicalisation, ignoring a leading ``the``."""
     strip = lambda s: re.sub(r"^the ", "", canonical_name(s))  # noqa: E731
     return strip(a) == strip(b)
-
-
-def normalize_state(state: dict, *, domains: set[str] | None = None) -> dict[str, str]:
-    """A nested ``{domain: {slot: value}}`` state as a flat ``{'domain-slot': value}`` dict.
-
-    Absent values are dropped; ``domains`` (when given) keeps only those domains.
-    """
-    flat: dict[str, str] = {}
-    for domain, slots in (state or {}).items():
-        if domains is not None and domain not in domains:
-            continue
-        for slot, value in (slots or {}).items():
-            norm = normalize_value(slot, value)
-            if norm is not None:
-                flat[f"{domain}-{normalize_slot_name(slot)}"] = norm
-    return flat

@@ -30,7 +30,14 @@ class SessionContext:
         return self.models[role]
 
     def llm_calls(self) -> list[dict]:
-        return [c for m in self.models.values() for c in m.calls]
+        """Every call of the session's models, once (the runner gives all roles one shared list)."""
+        seen: set[int] = set()
+        out: list[dict] = []
+        for m in self.models.values():
+            if id(m.calls) not in seen:
+                seen.add(id(m.calls))
+                out.extend(m.calls)
+        return out
 
 
 def emit_metrics(runtime: Any, *, turn: int | None, metrics: dict, kind: str = "turn") -> None:
