@@ -7,12 +7,12 @@ from convsim.lazy import lazy_exports
 
 _EXPORTS = {
     # movies (docs/movie_catalog.md)
-    "FIELDS": "movies", "CANONICAL_GENRES": "movies", "Movie": "movies", "MovieCatalog": "movies",
-    "load_movie_catalog": "movies", "ConceptExtractor": "concepts",
+    "FIELDS": "movies.catalog", "CANONICAL_GENRES": "movies.catalog", "Movie": "movies.catalog", "MovieCatalog": "movies.catalog",
+    "load_movie_catalog": "movies.catalog", "ConceptExtractor": "movies.concepts",
     # customer service (docs/customer_service.md)
-    "DOMAINS": "service", "ServiceDB": "service", "ServiceSchema": "service", "load_service_db": "service",
-    "load_service_schema": "service", "load_dialogues": "multiwoz_dialogues",
-    "load_unified": "multiwoz_dialogues", "load_multiwoz22": "multiwoz_dialogues",
+    "DOMAINS": "service.db", "ServiceDB": "service.db", "ServiceSchema": "service.db", "load_service_db": "service.db",
+    "load_service_schema": "service.db", "load_dialogues": "service.multiwoz",
+    "load_unified": "service.multiwoz", "load_multiwoz22": "service.multiwoz",
     # travel (docs/group_planning.md)
     "TravelDB": "travel", "load_travel_db": "travel", "load_travelplanner_ref_info": "travel",
     # courses (docs/course_retrieval.md)

@@ -182,7 +182,7 @@ def trace(run: str = typer.Argument(..., help="run directory or run id under run
           as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Show a session's node steps and state diffs as a timeline."""
     from .fork import locate_trace, resolve_run_dir
-    from .trace_view import show_trace
+    from .trace_timeline import show_trace
     from .tracing import read_trace
     path = locate_trace(resolve_run_dir(run), session, variant=variant, trial=trial)
     show_trace(read_trace(path), node=node, key=key, turn=turn, at=at, as_json=as_json, console=console,
@@ -259,7 +259,7 @@ def eval_cmd(path: Path,
     if not path.exists():
         raise ConvsimError("file not found", file=path)
     if path.suffix.lower() == ".csv":
-        result = _plugin("evaluation.group_csv:evaluate_group_csv")(path)
+        result = _plugin("evaluation.group.dialogue_csv:evaluate_group_csv")(path)
         typer.echo(json.dumps(result, indent=2, default=str))
         return
     models = dict(parse_assignment(m, what="--model") for m in model)

@@ -16,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from .config import ExperimentConfig
+from .plan import plan_run
 from .session import Outcome, all_sync, run_session_async, run_session_blocking
 
 _PLAN: Any = None
@@ -24,13 +25,12 @@ _UNITS: dict = {}
 
 def _init_worker(config_json: str) -> None:
     global _PLAN, _UNITS
-    from .runner import plan_run  # deferred: runner imports this module
     cfg = ExperimentConfig.model_validate_json(config_json)
     plan = plan_run(cfg)
     saver = None
     if cfg.checkpoint:
         from langgraph.checkpoint.sqlite import SqliteSaver
-        # the parent made the tables and switched the file to WAL (runner.prepare_checkpoint_db)
+        # the parent made the tables and switched the file to WAL (plan.prepare_checkpoint_db)
         conn = sqlite3.connect(plan.run_dir / "checkpoints.sqlite", check_same_thread=False, timeout=30)
         conn.execute("PRAGMA busy_timeout=30000")
         saver = SqliteSaver(conn)

@@ -1,7 +1,10 @@
 """Metrics (pure functions), evaluation nodes, dataset statistics, plots and the HTML report.
 
 Metric functions take plain data and return a number or ``None`` when they do not apply; each
-docstring gives the formula and the spec it implements. The names below are the public API.
+docstring gives the formula and the spec it implements. One subpackage per system under test
+(``evaluation.crs``, ``service``, ``group``, ``retrieval``); what every system uses (statistics,
+plots, records, transcripts, analysis, the report, compare) is at the top level. The names below
+are the public API.
 """
 from convsim.lazy import lazy_exports
 
@@ -14,20 +17,20 @@ _EXPORTS = {
     "holm": "stats", "spearman_bootstrap": "stats", "cohens_d": "stats", "cohens_dz": "stats",
     "compare_variants": "stats",
     # grounded TAS (spec 000) and TAS/CAS (spec 001)
-    "cross_coherence": "tas", "context_retention": "tas", "copy_penalty": "tas", "tas_turn": "tas",
-    "dialogue_tas": "tas", "segments": "tas", "segment_scores": "tas", "recovery": "tas",
-    "dst_scores": "tas", "tas_cas_dialogue": "tas_cas", "detect_shifts": "tas_cas",
-    "shift_detection_scores": "tas_cas", "preference_coverage": "crs_coverage",
-    "recall_at_k": "crs_coverage",
+    "cross_coherence": "crs.tas", "context_retention": "crs.tas", "copy_penalty": "crs.tas", "tas_turn": "crs.tas",
+    "dialogue_tas": "crs.tas", "segments": "crs.tas", "segment_scores": "crs.tas", "recovery": "crs.tas",
+    "dst_scores": "crs.tas", "tas_cas_dialogue": "crs.tas_cas", "detect_shifts": "crs.tas_cas",
+    "shift_detection_scores": "crs.tas_cas", "preference_coverage": "crs.coverage",
+    "recall_at_k": "crs.coverage",
     # customer service (spec 004)
-    "pass_hat_k": "service_metrics",
+    "pass_hat_k": "service.metrics",
     # group planning (spec 002)
-    "welfare": "group_metrics", "gini": "group_metrics", "evaluate_group_csv": "group_csv",
-    "export_group_csv": "group_csv",
+    "welfare": "group.metrics", "gini": "group.metrics", "evaluate_group_csv": "group.dialogue_csv",
+    "export_group_csv": "group.dialogue_csv",
     # course retrieval (spec 003)
-    "ndcg_at_k": "retrieval_metrics", "precision_at_k": "retrieval_metrics",
-    "reciprocal_rank": "retrieval_metrics", "case_metrics": "retrieval_metrics",
-    "compare_retrieval_runs": "retrieval_compare",
+    "ndcg_at_k": "retrieval.metrics", "precision_at_k": "retrieval.metrics",
+    "reciprocal_rank": "retrieval.metrics", "case_metrics": "retrieval.metrics",
+    "compare_retrieval_runs": "retrieval.compare",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

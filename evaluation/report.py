@@ -15,6 +15,8 @@ import jinja2
 import yaml
 
 from evaluation.records import RunData, flat_numeric, load_run, metric_names
+from evaluation.run_stats import write_statistics
+from evaluation.trace_html import report_fragments
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -89,15 +91,13 @@ def build_report(run_dir: str | Path) -> Path:
     """(Re)build ``report.html`` from the run's files; computes stats.json first if it is missing."""
     run = load_run(run_dir)
     stats_path = run.run_dir / "stats.json"
-    if not stats_path.exists():
-        from evaluation.analysis import analyze_run
-        analyze_run(run.run_dir)  # writes stats.json and figures, then calls back here
-        return run.run_dir / "report.html"
-    statistics = json.loads(stats_path.read_text(encoding="utf-8"))
+    if stats_path.exists():
+        statistics = json.loads(stats_path.read_text(encoding="utf-8"))
+    else:
+        statistics = write_statistics(run)
     metrics = metric_names(run.ok_records)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["fmt"] = _fmt
-    from evaluation.trace_viewer import report_fragments
     viewer = report_fragments(run.run_dir)
     sessions = []
     for r in run.records:

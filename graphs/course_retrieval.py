@@ -20,12 +20,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from agents.course_retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
-from agents.relevance_judge import JudgeCache, judge_courses
+from agents.courses.retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
+from agents.courses.relevance_judge import JudgeCache, judge_courses
 from catalog.courses import load_courses, load_test_set
 from convsim import ConvsimError, SessionContext, emit_metrics
-from evaluation.retrieval_compare import cohen_kappa
-from evaluation.retrieval_metrics import PRECISION_BANDS, case_metrics, interpretation_band
+from evaluation.retrieval.compare import cohen_kappa
+from evaluation.retrieval.metrics import PRECISION_BANDS, case_metrics, interpretation_band
 
 RetrieverName = Literal["tfidf", "bm25", "embedding", "hybrid"]
 

@@ -3,11 +3,11 @@
 Topology: START -> user -> crs -> evaluate_turn -> (user ... until n_turns) -> [dialogue-stage
 nodes] -> evaluate_dialogue -> END.
 
-- ``user``: the rule-based simulator (agents/crs_user.py), optionally paraphrased by the "user"
+- ``user``: the rule-based simulator (agents/crs/user.py), optionally paraphrased by the "user"
   model; writes ``user_meta`` (focus, constraints, shift event) on its transcript entry.
-- ``crs``: the catalog-grounded recommender (agents/crs_recommender.py), templates with model
+- ``crs``: the catalog-grounded recommender (agents/crs/recommender.py), templates with model
   ``none`` or the "crs" model with prompts/crs_respond.txt.
-- ``evaluate_turn``: grounded CC, CR, copy penalty and TAS of the turn (evaluation/tas.py),
+- ``evaluate_turn``: grounded CC, CR, copy penalty and TAS of the turn (evaluation/crs/tas.py),
   appended to ``turn_metrics`` and streamed with ``emit_metrics``.
 - ``evaluate_dialogue``: runs ``DIALOGUE_CONTRIBUTORS`` (dialogue TAS ``tas_grounded``, segment
   scores, shift recovery, concept accounting) into ``dialogue_metrics`` / ``dialogue_details``.
@@ -28,17 +28,17 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from agents.crs_recommender import CRSParams, crs_turn, new_crs_state
-from agents.crs_user import UserSimParams, paraphrase, user_turn
-from catalog.concepts import ConceptExtractor
-from catalog.movies import MovieCatalog, load_movie_catalog
-from agents.pepper_judge import judge_conversation, pepper_metrics
+from agents.crs.recommender import CRSParams, crs_turn, new_crs_state
+from agents.crs.user import UserSimParams, paraphrase, user_turn
+from catalog.movies.concepts import ConceptExtractor
+from catalog.movies.catalog import MovieCatalog, load_movie_catalog
+from agents.crs.pepper_judge import judge_conversation, pepper_metrics
 from convsim import SessionContext, emit_metrics
-from evaluation.crs_nodes import (
+from evaluation.crs.nodes import (
     DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
     turn_evaluation,
 )
-from evaluation.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
+from evaluation.crs.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 
@@ -64,7 +64,7 @@ class Params(BaseModel):
     n_sessions: int = Field(50, ge=1, description="simulated users that sessions() yields")
     catalog_path: str | None = Field(None, description="movie catalog JSON; None = project catalog")
     fuzzy_threshold: float = Field(92.0, ge=0, le=100, description="extractor's rapidfuzz cut-off")
-    # simulator (agents/crs_user.py)
+    # simulator (agents/crs/user.py)
     first_shift_turn: int = Field(12, ge=2, description="force the first shift at/after this turn")
     shift_prob: float = Field(0.18, ge=0, le=1, description="spontaneous shift probability")
     contradiction_prob: float = Field(0.15, ge=0, le=1, description="contradiction probability")
@@ -75,11 +75,11 @@ class Params(BaseModel):
     accept_title_prob: float = Field(0.3, ge=0, le=1,
                                      description="adopt a fitting recommended film as anchor")
     paraphrase_user: bool = Field(True, description="paraphrase templates when a user model is set")
-    # recommender (agents/crs_recommender.py)
+    # recommender (agents/crs/recommender.py)
     top_k: int = Field(10, ge=1, description="recommended ids logged per turn")
     n_mention: int = Field(2, ge=1, description="films named per template answer")
     n_prompt_candidates: int = Field(5, ge=1, description="candidates listed in the LLM prompt")
-    # metrics (evaluation/tas.py)
+    # metrics (evaluation/crs/tas.py)
     alpha: float = Field(1.0, description="TAS weight of CC")
     beta: float = Field(1.0, description="TAS weight of CR")
     gamma: float = Field(1.0, description="TAS weight of the copy penalty")
@@ -206,7 +206,7 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
 
 def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
     """TAS/CAS of spec 001 (``tas_cas*``, beside ``tas_grounded``), detected-vs-true shift scores,
-    PEPPER preference coverage and Recall@K (evaluation/tas_cas_eval.py)."""
+    PEPPER preference coverage and Recall@K (evaluation/crs/tas_cas_eval.py)."""
     ctx = runtime.context
     metrics = tas_cas_metrics(state, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,
                               topic_mode=_params(ctx).topic_mode, run_dir=ctx.run_dir,
@@ -215,7 +215,7 @@ def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
-    """PEPPER-style judge (agents/pepper_judge.py): judge_* scores, failures counted, never dropped."""
+    """PEPPER-style judge (agents/crs/pepper_judge.py): judge_* scores, failures counted, never dropped."""
     if not _params(runtime.context).judge:
         return {}
     verdict = judge_conversation(runtime.context.model("judge"), state.get("transcript", []))

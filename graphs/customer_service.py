@@ -23,21 +23,21 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from agents.service_action import ACTION_CLASS, decide_action
-from agents.service_judge import judge_turn
-from agents.service_memory import flat_belief, update_belief
-from agents.service_policy import check_policy, missing_for_booking, required_slots
-from agents.service_response import llm_response, template_response
-from agents.service_supervisor import ground_action, supervise
-from agents.service_triage import llm_triage, rule_triage
-from agents.service_user_simulator import (TerminationReason, new_user_state, sample_goal,
+from agents.service.action import ACTION_CLASS, decide_action
+from agents.service.judge import judge_turn
+from agents.service.memory import flat_belief, update_belief
+from agents.service.policy import check_policy, missing_for_booking, required_slots
+from agents.service.response import llm_response, template_response
+from agents.service.supervisor import ground_action, supervise
+from agents.service.triage import llm_triage, rule_triage
+from agents.service.user_simulator import (TerminationReason, new_user_state, sample_goal,
                                            simulator_complete, user_turn)
-from catalog.multiwoz_dialogues import load_dialogues
-from catalog.service import load_service_db, load_service_schema
+from catalog.service.multiwoz import load_dialogues
+from catalog.service.db import load_service_db, load_service_schema
 from convsim import ConvsimError, SessionContext, emit_metrics, stable_seed
-from evaluation import service_metrics as metrics
-from evaluation.service_scoring import score_dataset, score_dialogue, score_turn
-from evaluation.service_success import task_success
+from evaluation.service import metrics as metrics
+from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
+from evaluation.service.success import task_success
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

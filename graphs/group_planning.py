@@ -23,17 +23,17 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field, model_validator
 
-from agents.group_feedback import feedback_round, feedback_targets
-from agents.group_members import GROUP_TYPES, SLOTS, make_group, speak_preference
-from agents.group_planner import build_plan
-from agents.group_plan_writer import write_plan_with_model
-from agents.group_synthesis import (decide, llm_synthesis_text, stated_preferences as stated_rows,
+from agents.group.feedback import feedback_round, feedback_targets
+from agents.group.members import GROUP_TYPES, SLOTS, make_group, speak_preference
+from agents.group.planner import build_plan
+from agents.group.plan_writer import write_plan_with_model
+from agents.group.synthesis import (decide, llm_synthesis_text, stated_preferences as stated_rows,
                                     synthesis_text)
-from agents.group_vote import option_label
+from agents.group.vote import option_label
 from catalog.travel import TravelDB, load_travel_db
 from convsim import SessionContext, emit_metrics, rng_for, stable_seed
-from evaluation.group_evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
-from evaluation.group_figures import group_figures
+from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from evaluation.group.figures import group_figures
 
 CONDITIONS = {   # condition -> (multi_user, enable_synthesis, use_social_theory, enable_feedback)
     "C1": (False, False, False, False), "C2": (True, False, False, False),
@@ -264,7 +264,7 @@ def planner(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def members_respond(state: State, runtime: Runtime[Context]) -> dict:
-    from evaluation.group_plan_metrics import satisfaction_table, member_rates
+    from evaluation.group.plan_metrics import satisfaction_table, member_rates
     ctx = runtime.context
     speakers = state["members"] if ctx.params.flags()["multi_user"] else state["members"][:1]
     prefs = {(m["name"], s): m["preferences"][s]["text"] for m in speakers for s in SLOTS}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluation import crs_coverage as cov
+from evaluation.crs import coverage as cov
 
 
 def test_preference_coverage_is_cumulative():

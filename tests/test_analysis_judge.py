@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from agents import pepper_judge as pj
+from agents.crs import pepper_judge as pj
 from agents.judge import prompt_version, render
 from convsim import ChatModel, ConvsimError, parse_model_spec
 
@@ -110,7 +110,7 @@ def test_garbage_judge_in_the_crs_graph_is_recorded_and_the_session_goes_on():
 
 
 def test_llm_topics_validate_and_fall_back_on_garbage():
-    from evaluation.topics import KeywordTopics, LlmTopics
+    from evaluation.crs.topics import KeywordTopics, LlmTopics
     fallback = KeywordTopics(["war", "love"])
     good = LlmTopics(scripted('{"topics": ["War", " soldiers "]}'), fallback)
     assert good.topics("a war film") == {"war", "soldiers"} and good.failures == []

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluation import tas_cas as tc
+from evaluation.crs import tas_cas as tc
 
 
 def word_jaccard(a: str, b: str) -> float:

@@ -8,7 +8,7 @@ import pytest
 from analysis_runs import make_run
 from convsim import ConvsimError
 from evaluation.compare import compare_runs
-from evaluation.topics import KeywordTopics, LdaTopics, lda_for_run
+from evaluation.crs.topics import KeywordTopics, LdaTopics, lda_for_run
 from evaluation.transcripts import evaluate_transcripts, read_transcripts
 
 EXTERNAL = [

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from evaluation.retrieval_compare import cohen_kappa, compare_retrieval_runs, judge_agreement, paired_tests
+from evaluation.retrieval.compare import cohen_kappa, compare_retrieval_runs, judge_agreement, paired_tests
 
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])

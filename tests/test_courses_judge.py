@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agents.relevance_judge import (
+from agents.courses.relevance_judge import (
     JudgeCache, answer_schema, check_answer, heuristic_score, judge_courses, load_prompts, score_key,
 )
 from catalog.courses import load_courses

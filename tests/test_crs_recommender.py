@@ -1,12 +1,12 @@
-"""The catalog-grounded CRS (agents/crs_recommender.py) with the project catalog and extractor."""
+"""The catalog-grounded CRS (agents/crs/recommender.py) with the project catalog and extractor."""
 
 import pytest
 
-from agents.crs_recommender import (
+from agents.crs.recommender import (
     CRSParams, crs_turn, new_crs_state, retrieve, update_constraints,
 )
-from catalog.concepts import ConceptExtractor
-from catalog.movies import load_movie_catalog
+from catalog.movies.concepts import ConceptExtractor
+from catalog.movies.catalog import load_movie_catalog
 from doubles import ScriptedModel
 
 

@@ -1,11 +1,11 @@
-"""Grounded TAS formulas (evaluation/tas.py) against hand-computed values and scikit-learn."""
+"""Grounded TAS formulas (evaluation/crs/tas.py) against hand-computed values and scikit-learn."""
 
 import math
 
 import numpy as np
 import pytest
 
-from evaluation.tas import (
+from evaluation.crs.tas import (
     concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
     recovery, segment_scores, segments, tas_turn, tokens, weighted_cosine,
 )

@@ -1,11 +1,11 @@
-"""The rule-based user simulator (agents/crs_user.py): determinism, shifts, reaction, paraphrase."""
+"""The rule-based user simulator (agents/crs/user.py): determinism, shifts, reaction, paraphrase."""
 
 import pytest
 
-from agents.crs_user import (
+from agents.crs.user import (
     SEQUENTIAL_ORDER, UserSimParams, gold_concepts, paraphrase, user_turn,
 )
-from catalog.movies import load_movie_catalog
+from catalog.movies.catalog import load_movie_catalog
 from convsim import ConvsimError
 from doubles import ScriptedModel
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from convsim import ConvsimError
-from evaluation.group_csv import COLUMNS, evaluate_group_csv, export_group_csv, read_group_csv
+from evaluation.group.dialogue_csv import COLUMNS, evaluate_group_csv, export_group_csv, read_group_csv
 
 DATA = Path(__file__).parent / "data" / "group"
 EXTERNAL = DATA / "external_C3_dialogue.csv"

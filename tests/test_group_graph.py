@@ -3,7 +3,7 @@ conditions say; with a (fake) model the planner's answer is checked against the 
 
 import pytest
 
-from agents.group_members import SLOTS
+from agents.group.members import SLOTS
 from convsim import StructuredResult, stable_seed
 from graphs.group_planning import CONDITIONS, Context, Params, build, dataset_metrics, graph, sessions
 
@@ -124,7 +124,7 @@ def test_build_compiles():
 
 
 def test_group_figures_write_both_plots(tmp_path, family_runs):
-    from evaluation.group_figures import group_figures, welfare_summary
+    from evaluation.group.figures import group_figures, welfare_summary
     records = [{"variant": c, "status": "ok", "dialogue_metrics": s["dialogue_metrics"]} for c, s in family_runs.items()]
     assert group_figures(records, tmp_path) == ["group_welfare", "group_metrics_heatmap"]
     assert (tmp_path / "group_welfare.png").stat().st_size > 0

@@ -4,11 +4,11 @@ hand-built dialogues and plans, with a fake embedder whose similarities are fixe
 import pytest
 
 from catalog.travel import TravelDB
-from evaluation.group_metrics import (conflict_detection_rate, dialogue_efficiency, feedback_activation_rate,
+from evaluation.group.metrics import (conflict_detection_rate, dialogue_efficiency, feedback_activation_rate,
                                       gini, member_acceptance_rate, resolution_explanation_rate,
                                       theory_strategy_usage_rate, theory_text_leakage_rate, voice_coverage,
                                       welfare)
-from evaluation.group_plan_metrics import (concession_rate, fairness_gini, is_addressed, plan_coherence,
+from evaluation.group.plan_metrics import (concession_rate, fairness_gini, is_addressed, plan_coherence,
                                            plan_grounding_rate, preference_addressing_rate,
                                            satisfaction_metrics, satisfaction_table, semantic_satisfaction,
                                            serendipity, slot_satisfaction)

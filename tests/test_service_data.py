@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.multiwoz_dialogues import load_dialogues
-from catalog.service import PROJECT_DB_DIR, load_service_db, load_service_schema
-from catalog.service_normalize import normalize_slot_name, normalize_value
+from catalog.service.multiwoz import load_dialogues
+from catalog.service.db import PROJECT_DB_DIR, load_service_db, load_service_schema
+from catalog.service.normalize import normalize_slot_name, normalize_value
 from convsim import ConvsimError
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "multiwoz"

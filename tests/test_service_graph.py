@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.service_memory import update_belief
-from agents.service_policy import check_policy
-from agents.service_supervisor import supervise
-from agents.service_triage import rule_triage
-from catalog.service import load_service_db, load_service_schema
+from agents.service.memory import update_belief
+from agents.service.policy import check_policy
+from agents.service.supervisor import supervise
+from agents.service.triage import rule_triage
+from catalog.service.db import load_service_db, load_service_schema
 from convsim import stable_seed
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "multiwoz"

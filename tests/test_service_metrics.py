@@ -3,7 +3,7 @@ from math import comb
 
 import pytest
 
-from evaluation import service_metrics as m
+from evaluation.service import metrics as m
 
 
 def test_domain_routing_example():  # predicted hotel, gold find_restaurant -> 0

@@ -4,7 +4,7 @@ import pytest
 from browser import chromium_page, needs_chromium
 from convsim import ExperimentConfig, read_trace, run
 from convsim.drawing import mermaid_text, parse_mermaid, topology_svg
-from evaluation.trace_viewer import (VIEWER_HEAD, fork_comparison_html, report_fragments, topology_html,
+from evaluation.trace_html import (VIEWER_HEAD, fork_comparison_html, report_fragments, topology_html,
                                      trace_timeline_html)
 from convsim.tracing import explain_turn_metrics
 

@@ -1,0 +1,238 @@
+"""The 0-3 course relevance judge (spec 003_b735b6521cfe17c0.txt; UMBRELA-style graded labels).
+
+With a chat model, all courses of a case are judged in one schema-checked call (as the
+original evaluator did): the answer must hold exactly one integer score 0-3 per course,
+by course code. The schema is built per case (``min_length == max_length == n``) so the
+model's own retries see a count error; the answer is then checked again here. A garbage
+answer is a recorded failure with its raw text, never a crash and never a 0.
+
+Each score is cached on disk (:class:`JudgeCache`) under a hash of question, skill,
+course, prompt version, model settings and iteration, so a second identical run calls no
+model. With model ``none`` a lexical heuristic judge scores instead, labelled
+``heuristic`` in every score it writes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field, model_validator
+
+from catalog.courses import RELEVANCE_LABELS, tokenize
+from convsim import ChatModel, rng_for
+
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+SYSTEM_PROMPT_FILE = PROMPTS_DIR / "relevance_judge_system.txt"
+USER_PROMPT_FILE = PROMPTS_DIR / "relevance_judge_user.txt"
+HEURISTIC_VERSION = "heuristic-lexical-1"
+
+
+def load_prompts() -> tuple[str, str, str]:
+    """(system prompt, user template, prompt version = content hash of both files)."""
+    system = SYSTEM_PROMPT_FILE.read_text(encoding="utf-8")
+    user = USER_PROMPT_FILE.read_text(encoding="utf-8")
+    version = hashlib.sha256((system + "\0" + user).encode("utf-8")).hexdigest()[:12]
+    return system, user, version
+
+
+class CourseEvaluation(BaseModel):
+    code: str
+    score: int = Field(ge=0, le=3, description="0 irrelevant, 1 marginal, 2 fair, 3 highly relevant")
+    reason: str = ""
+
+
+def answer_schema(codes: list[str]) -> type[BaseModel]:
+    """The answer schema for one case: exactly one evaluation per course code.
+
+    Built per case (the original's zod schema had ``min == max == n``) so that the model
+    handle's own retries already see a count, range or coverage error.
+    """
+    expected = sorted(codes)
+
+    class RelevanceJudgement(BaseModel):
+        evaluations: list[CourseEvaluation] = Field(min_length=len(codes), max_length=len(codes))
+
+        @model_validator(mode="after")
+        def _one_per_course(self):
+            if sorted(e.code for e in self.evaluations) != expected:
+                raise ValueError(f"give exactly one evaluation for each course code {expected}")
+            return self
+
+    return RelevanceJudgement
+
+
+def check_answer(evaluations: list, codes: list[str]) -> tuple[dict[str, dict] | None, str | None]:
+    """Map a parsed answer to ``{code: {"score", "reason"}}``, or give the reason it is unusable.
+
+    Checked here as well as by the schema, so an answer that slipped past a lenient parse
+    (a score of 4, a missing or repeated course) is still a failure.
+    """
+    if not isinstance(evaluations, list):
+        return None, "evaluations is not a list"
+    if len(evaluations) != len(codes):
+        return None, f"expected {len(codes)} scores, got {len(evaluations)}"
+    by_code: dict[str, dict] = {}
+    for item in evaluations:
+        item = item.model_dump() if isinstance(item, BaseModel) else item
+        if not isinstance(item, dict):
+            return None, f"evaluation {item!r} is not an object"
+        code, score = item.get("code"), item.get("score")
+        if code not in codes:
+            return None, f"unknown course code {code!r}"
+        if code in by_code:
+            return None, f"course {code!r} scored twice"
+        if isinstance(score, bool) or not isinstance(score, int) or not 0 <= score <= 3:
+            return None, f"score {score!r} for {code!r} is not an integer 0-3"
+        by_code[code] = {"score": score, "reason": str(item.get("reason", ""))}
+    return by_code, None
+
+
+def heuristic_score(question: str, skill: str, course: dict) -> tuple[int, str]:
+    """Lexical overlap of the skill (and question) with the course name and outcomes, mapped to 0-3.
+
+    3: the name holds the whole skill, or two outcomes do; 2: one outcome holds it, or half
+    of it is in the name and an outcome; 1: some skill word or two question words appear
+    anywhere; 0 otherwise. It cannot tell homonyms apart: that is what a model judge is for.
+    """
+    skill_words = set(tokenize(skill)) or set(tokenize(question))
+    question_words = set(tokenize(question)) - skill_words
+    name = set(tokenize(course.get("subjectName", "")))
+    outcomes = [set(tokenize(o)) for o in course.get("cleanedLearningOutcomes", [])]
+    everything = name.union(*outcomes) if outcomes else name
+    if not skill_words:
+        return 0, "heuristic: no content words in the skill"
+
+    def cover(words: set[str]) -> float:
+        return len(skill_words & words) / len(skill_words)
+
+    name_cover = cover(name)
+    outcome_covers = [cover(o) for o in outcomes]
+    full_outcomes = sum(1 for c in outcome_covers if c == 1.0)
+    best_outcome = max(outcome_covers, default=0.0)
+    if name_cover == 1.0 or full_outcomes >= 2:
+        return 3, "heuristic: the whole skill is in the name or in two outcomes"
+    if full_outcomes == 1 or (name_cover >= 0.5 and best_outcome >= 0.5):
+        return 2, "heuristic: the skill appears in one outcome or partly in name and outcomes"
+    if skill_words & everything or len(question_words & everything) >= 2:
+        return 1, "heuristic: some skill or question words appear"
+    return 0, "heuristic: no overlap with the skill"
+
+
+class JudgeCache:
+    """Scores on disk in SQLite, one row per (question, skill, course, prompt, model, iteration) key.
+
+    A connection per operation keeps it safe across the runner's threads and processes
+    (SQLite serialises writers; WAL lets readers go on).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        with self._connect() as con:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=30)
+
+    def get(self, key: str) -> dict | None:
+        with self._lock, self._connect() as con:
+            row = con.execute("SELECT value FROM scores WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put(self, key: str, value: dict) -> None:
+        with self._lock, self._connect() as con:
+            con.execute("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+
+def score_key(*, question: str, skill: str, course: dict, prompt_version: str, model_settings: dict,
+              iteration: int) -> str:
+    """SHA-256 over everything that decides a score (the original keyed question|skill|course only;
+    prompt and model are added so a new prompt or judge never reads stale scores)."""
+    payload = json.dumps([question, skill, course.get("subjectCode"), course.get("subjectName"),
+                          course.get("cleanedLearningOutcomes", []), prompt_version,
+                          model_settings, iteration], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Judgement:
+    """A case's scores (one dict per course, in the retrieved order) and its failures."""
+
+    scores: list[dict] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)
+    model_calls: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return not self.failures and all(s.get("score") is not None for s in self.scores)
+
+
+def _course_for_prompt(course: dict) -> dict:
+    return {"code": course["subjectCode"], "name": course["subjectName"],
+            "learningOutcomes": course.get("cleanedLearningOutcomes", [])}
+
+
+def judge_courses(*, question: str, skill: str, courses: list[dict], model: ChatModel,
+                  cache: JudgeCache | None = None, iteration: int = 0, seed: int = 0,
+                  retries: int = 2) -> Judgement:
+    """Score every course 0-3 for the case; see the module docstring for the contract."""
+    if model.is_none:
+        scores = []
+        for course in courses:
+            score, reason = heuristic_score(question, skill, course)
+            scores.append({"code": course["subjectCode"], "score": score, "label": RELEVANCE_LABELS[score],
+                           "reason": reason, "judge": "heuristic", "promptVersion": HEURISTIC_VERSION,
+                           "model": {"spec": "none"}, "iteration": iteration, "cached": False})
+        return Judgement(scores=scores)
+
+    system, user_template, prompt_version = load_prompts()
+    settings = dict(model.settings)
+    keys = {c["subjectCode"]: score_key(question=question, skill=skill, course=c, prompt_version=prompt_version,
+                                        model_settings=settings, iteration=iteration) for c in courses}
+    found: dict[str, dict] = {}
+    if cache is not None:
+        for code, key in keys.items():
+            hit = cache.get(key)
+            if hit is not None:
+                found[code] = {**hit, "cached": True}
+    todo = [c for c in courses if c["subjectCode"] not in found]
+    result = Judgement()
+    if todo:
+        # Shuffled per iteration so repeated iterations expose position bias (reference §3c).
+        order = list(todo)
+        rng_for(seed, "judge-order", iteration).shuffle(order)
+        codes = [c["subjectCode"] for c in order]
+        user = user_template.format(question=question, skill=skill, n_courses=len(order),
+                                    courses=json.dumps([_course_for_prompt(c) for c in order],
+                                                       indent=1, ensure_ascii=False))
+        answer = model.structured([("system", system), ("user", user)], answer_schema(codes),
+                                  purpose="relevance_judge", retries=retries)
+        result.model_calls = answer.attempts
+        by_code, problem = (None, answer.error or "no valid answer")
+        if answer.ok:
+            by_code, problem = check_answer(answer.value.evaluations, codes)
+        if by_code is None:
+            result.failures.append({"codes": codes, "raw": answer.raw, "error": problem,
+                                    "attempts": answer.attempts, "promptVersion": prompt_version,
+                                    "model": settings, "iteration": iteration})
+        else:
+            for code, item in by_code.items():
+                score = {"code": code, "score": item["score"], "label": RELEVANCE_LABELS[item["score"]],
+                         "reason": item["reason"], "judge": "llm", "promptVersion": prompt_version,
+                         "model": settings, "iteration": iteration}
+                found[code] = {**score, "cached": False}
+                if cache is not None:
+                    cache.put(keys[code], score)
+    for course in courses:
+        code = course["subjectCode"]
+        result.scores.append(found.get(code) or {"code": code, "score": None, "label": None, "judge": "llm",
+                                                 "promptVersion": prompt_version, "model": settings,
+                                                 "iteration": iteration, "cached": False,
+                                                 "reason": "judge failed (see judge_failures)"})
+    return result

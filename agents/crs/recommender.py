@@ -1,0 +1,290 @@
+"""Catalog-grounded conversational recommender ("CRS component" of spec 001, crs.md §1.6), fixed.
+
+Per turn: (1) update the tracked constraints {field: [values]} from the user's utterance with the
+catalog concept extractor (a later mention of a field replaces its values; a negated mention
+removes the value; reset words clear everything); (2) retrieve the films satisfying the
+constraints (AND over fields, OR within a field) in a deterministic order, relaxing the least
+recently stated field one at a time while nothing matches; (3) answer from templates (model
+``none``) or from an LLM with prompts/crs_respond.txt, which lists the candidates and does not
+ask to restate the user's constraints; (4) check the titles of the answer against the catalog
+and count off-catalog titles; (5) log the top-k recommended ids.
+
+Fixed relative to the original (crs.md §1.6): word-boundary concept extraction instead of
+substrings, no "restate the constraints" instruction, a deterministic ranking instead of a random
+shuffle, recorded relaxation instead of an "Inception" fallback, and a post-check of titles.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
+from convsim import rng_for
+
+RESET_PHRASES = ("anything works", "whatever", "surprise me", "anything really", "start over")
+# A mention is negated when its clause starts with one of these before the value ...
+_NEGATION_BEFORE = re.compile(r"\b(forget|never mind|don't care about|do not care about|not|"
+                              r"no more|without|rather than|instead of|except)\b", re.IGNORECASE)
+# ... or when it is followed by "but I (really) meant" ("I said X but I meant Y").
+_NEGATION_AFTER = re.compile(r"^\s*(films?|movies?)?\s*,?\s*but\s+i\s+(really\s+)?meant\b",
+                             re.IGNORECASE)
+# Role cues that tell which field a person's name fills when the catalog knows it in several
+# (James Cameron directs, writes and acts): "written by X", "X's directing", "starring X".
+_CUE_BEFORE = {"actor": re.compile(r"\b(starring|with|actor|actress)\s+$", re.IGNORECASE),
+               "director": re.compile(r"\b(directed by|director)\s+$", re.IGNORECASE),
+               "writer": re.compile(r"\b(written by|writer|screenplay by)\s+$", re.IGNORECASE)}
+_CUE_AFTER = {"director": re.compile(r"^'s\s+(directing|direction)", re.IGNORECASE),
+              "writer": re.compile(r"^'s\s+(writing|script)", re.IGNORECASE),
+              "actor": re.compile(r"^'s\s+(acting|performance)", re.IGNORECASE)}
+_CLAUSE_BREAK = re.compile(r"[.;!?,:]|\bbut\b|\band\b|\byes\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CRSParams:
+    top_k: int = 10                # recommended ids logged per turn
+    n_mention: int = 2             # films named in a template answer
+    n_prompt_candidates: int = 5   # candidates listed in the LLM prompt
+    history_turns: int = 6         # transcript entries shown to the LLM
+
+
+def new_crs_state() -> dict:
+    return {"constraints": {}, "stated_at": {}, "shown": []}
+
+
+# --- understanding -------------------------------------------------------------------------
+
+def _mention_polarity(text: str, value: str) -> bool | None:
+    """Polarity of the *last* mention of ``value`` in ``text`` (True positive, False negated),
+    None when the value is not found literally (e.g. a fuzzy or alias match: taken as positive)."""
+    matches = list(re.finditer(r"(?<!\w)" + re.escape(value) + r"(?!\w)", text, re.IGNORECASE))
+    if not matches:
+        return None
+    m = matches[-1]
+    before = text[:m.start()]
+    clause = _CLAUSE_BREAK.split(before)[-1]
+    if _NEGATION_BEFORE.search(clause) or _NEGATION_AFTER.match(text[m.end():]):
+        return False
+    return True
+
+
+def _cued_field(text: str, value: str) -> str | None:
+    """The field a role cue next to the last mention of ``value`` names, if any."""
+    matches = list(re.finditer(r"(?<!\w)" + re.escape(value) + r"(?!\w)", text, re.IGNORECASE))
+    if not matches:
+        return None
+    m = matches[-1]
+    for field, cue in _CUE_BEFORE.items():
+        if cue.search(text[:m.start()]):
+            return field
+    for field, cue in _CUE_AFTER.items():
+        if cue.match(text[m.end():]):
+            return field
+    return None
+
+
+def disambiguate(user_text: str, concepts) -> set[tuple[str, str]]:
+    """Keep, for a value extracted under several person fields, the field its role cue names."""
+    by_value: dict[str, set[str]] = {}
+    for field, value in concepts:
+        by_value.setdefault(value, set()).add(field)
+    kept = set()
+    for value, fields in by_value.items():
+        cued = _cued_field(user_text, value) if len(fields) > 1 else None
+        kept |= {(cued, value)} if cued in fields else {(f, value) for f in fields}
+    return kept
+
+
+def update_constraints(state: dict, user_text: str, concepts, turn: int) -> dict:
+    """The CRS's tracked constraints after a user utterance whose extracted concepts are
+    ``concepts`` (set of (field, value)). Returns a new state plus ``"update"`` details."""
+    constraints = {f: list(v) for f, v in state["constraints"].items()}
+    stated_at = dict(state["stated_at"])
+    lowered = user_text.lower()
+    reset = any(p in lowered for p in RESET_PHRASES)
+    if reset:
+        constraints, stated_at = {}, {}
+    positive: dict[str, set[str]] = {}
+    negated = []
+    for field, value in sorted(disambiguate(user_text, concepts)):
+        if _mention_polarity(user_text, value) is False:
+            negated.append([field, value])
+        else:
+            positive.setdefault(field, set()).add(value)
+    for field, value in negated:
+        if value in constraints.get(field, []):
+            constraints[field] = [v for v in constraints[field] if v != value]
+            if not constraints[field]:
+                del constraints[field], stated_at[field]
+    for field, values in positive.items():
+        constraints[field] = sorted(values)
+        stated_at[field] = turn
+    new_state = dict(state, constraints=constraints, stated_at=stated_at)
+    return new_state | {"update": {"reset": reset, "negated": negated,
+                                   "stated": sorted([f, v] for f, vs in positive.items() for v in vs)}}
+
+
+# --- retrieval -----------------------------------------------------------------------------
+
+def retrieve(catalog: MovieCatalog, state: dict, history_concepts) -> tuple[list[Movie], list[str]]:
+    """Candidates for the tracked constraints and the fields relaxed to find any.
+
+    Relaxation drops the least recently stated field (ties: FIELDS order) until some film
+    matches. Ranking: films not yet shown first, then by Σ idf of the dialogue's user concepts
+    the film has (``history_concepts``), then title."""
+    active = dict(state["constraints"])
+    relaxed: list[str] = []
+    candidates = catalog.search(active)
+    while not candidates and active:
+        oldest = min(active, key=lambda f: (state["stated_at"].get(f, 0), FIELDS.index(f)))
+        relaxed.append(oldest)
+        del active[oldest]
+        candidates = catalog.search(active)
+    shown = set(state["shown"])
+    weights = {(f, v): catalog.idf(f, v) for f, v in history_concepts}
+
+    def relevance(movie: Movie) -> float:
+        return sum(w for (f, v), w in weights.items() if v in movie.values(f))
+
+    def richness(movie: Movie) -> int:
+        # a popularity proxy: well-known films have fuller catalog entries
+        return sum(len(movie.values(f)) for f in FIELDS)
+
+    ranked = sorted(candidates, key=lambda m: (m.id in shown, -relevance(m), -richness(m)))
+    return ranked, relaxed
+
+
+# --- template answers ----------------------------------------------------------------------
+
+OPENERS = (
+    "If you like {matched}, try {film}.",
+    "For {matched}, I'd suggest {film}.",
+    "{film_cap} is a great match for {matched}.",
+    "You could watch {film}; it fits {matched}.",
+)
+SECONDS = ("You might also enjoy {film}.", "Another good one is {film}.",
+           "{film_cap} is worth a look too.")
+OPEN_ENDED = ("Here is a popular pick: {film}.", "How about {film}?")
+RELAXED = "I couldn't find a film with all of that, so I set aside {values}. "
+
+
+def _constraint_phrase(constraints: dict[str, list[str]]) -> str:
+    parts = []
+    if "genre" in constraints:
+        parts.append(" or ".join(v.lower() for v in constraints["genre"]) + " films")
+    words = {"actor": "with", "director": "directed by", "writer": "written by",
+             "language": "in", "year": "from"}
+    for field in FIELDS[1:]:
+        if field in constraints:
+            parts.append(f"{words[field]} {' or '.join(constraints[field])}")
+    if not parts:
+        return "films"
+    if "genre" not in constraints:
+        parts.insert(0, "films")
+    return " ".join(parts)
+
+
+def _with_article(phrase: str) -> str:
+    return ("an " if phrase[:1].lower() in "aeiou" else "a ") + phrase
+
+
+def describe_film(movie: Movie, constraints: dict[str, list[str]], rng) -> str:
+    """"Title (year), a drama directed by X, starring Y": the film's values that match the
+    constraints always appear; one or two other facts are added for a natural answer."""
+    head = f"{movie.title} ({movie.year})" if movie.year else movie.title
+    genres = [g for g in movie.genres if g in constraints.get("genre", [])] or list(movie.genres[:1])
+    bits = [_with_article(f"{genres[0].lower()} film")] if genres else ["a film"]
+    for field, word in (("director", "directed by"), ("actor", "starring"), ("writer", "written by"),
+                        ("language", "in")):
+        matched = [v for v in movie.values(field) if v in constraints.get(field, [])]
+        if matched:
+            bits.append(f"{word} {' and '.join(matched)}")
+        elif field in ("director", "actor") and movie.values(field) and rng.random() < 0.6:
+            bits.append(f"{word} {movie.values(field)[0]}")
+    return head + ", " + ", ".join([" ".join(bits[:2])] + bits[2:])
+
+
+def template_answer(films: list[Movie], constraints: dict[str, list[str]], relaxed: list[str],
+                    relaxed_values: list[str], rng) -> str:
+    if not films:
+        return "I'm sorry, I have nothing in my catalog for that. Could you tell me more?"
+    text = RELAXED.format(values=" and ".join(relaxed_values)) if relaxed else ""
+    first = describe_film(films[0], constraints, rng)
+    if constraints:
+        opener = rng.choice(OPENERS)
+        text += opener.format(matched=_constraint_phrase(constraints), film=first,
+                              film_cap=first[:1].upper() + first[1:])
+    else:
+        text += rng.choice(OPEN_ENDED).format(film=first)
+    for movie in films[1:]:
+        desc = describe_film(movie, constraints, rng)
+        text += " " + rng.choice(SECONDS).format(film=desc, film_cap=desc[:1].upper() + desc[1:])
+    return text
+
+
+# --- LLM answers ---------------------------------------------------------------------------
+
+def candidates_block(films: list[Movie]) -> str:
+    lines = []
+    for i, m in enumerate(films, 1):
+        facts = [f"genres: {', '.join(m.genres) or 'n/a'}",
+                 f"director: {', '.join(m.directors[:2]) or 'n/a'}",
+                 f"starring: {', '.join(m.actors[:3]) or 'n/a'}"]
+        year = f" ({m.year})" if m.year else ""
+        lines.append(f"{i}. {m.title}{year}. {'; '.join(facts)}. Plot: {m.plot}")
+    return "\n".join(lines)
+
+
+def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tuple[str, str]],
+               n_history: int) -> tuple[str, dict]:
+    """Generate with the CRS model. An empty answer is kept as the system's turn (it is what the
+    system said) and flagged as a generation failure with the raw answer."""
+    recent = "\n".join(f"{s.upper()}: {t}" for s, t in history[-n_history:])
+    prompt = prompt_template.format(history=recent, candidates=candidates_block(films))
+    raw = model.invoke([("user", prompt)], purpose="respond")
+    text = (raw or "").strip()
+    return text, {"ok": bool(text), "raw": raw, "reason": None if text else "empty answer"}
+
+
+# --- one turn ------------------------------------------------------------------------------
+
+def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, turn: int, seed: int,
+             catalog: MovieCatalog, extractor, params: CRSParams, model=None,
+             prompt_template: str | None = None, history: list[tuple[str, str]] | None = None
+             ) -> tuple[str, dict, dict]:
+    """One CRS turn -> (answer, next state, crs_meta)."""
+    state = update_constraints(state, user_text, user_concepts, turn)
+    update = state.pop("update")
+    ranked, relaxed = retrieve(catalog, state, history_concepts)
+    constraints = state["constraints"]
+    active = {f: v for f, v in constraints.items() if f not in relaxed}
+    relaxed_values = [v for f in relaxed for v in constraints[f]]
+    generation = None
+    if model is None or model.is_none:
+        films = ranked[:params.n_mention]
+        text = template_answer(films, active, relaxed, relaxed_values,
+                               rng_for(seed, turn, "crs_template"))
+    else:
+        films = ranked[:params.n_prompt_candidates]
+        text, generation = llm_answer(model, prompt_template, films, history or [],
+                                      params.history_turns)
+    mentioned = [i for i in extractor.extract_titles(text) if i in catalog.by_id]
+    # a title-like span the catalog cannot resolve is a recommendation outside the catalog
+    off_catalog = [t for t in extractor.candidate_titles(text) if not _resolves(extractor, t)]
+    # the logged ranking: what the answer named first, then the remaining candidates
+    rec_ids = list(dict.fromkeys(mentioned + [m.id for m in ranked]))[:params.top_k]
+    state = dict(state, shown=list(dict.fromkeys(state["shown"] + mentioned)))
+    meta = {"constraints": constraints, "relaxed": relaxed, "update": update,
+            "n_candidates": len(ranked), "rec_ids": rec_ids, "mentioned_ids": mentioned,
+            "off_catalog_titles": off_catalog, "generation": generation}
+    return text, state, meta
+
+
+_TRAILING_YEAR = re.compile(r"\s*\(?\s*\d{4}\s*\)?\s*$")
+
+
+def _resolves(extractor, span: str) -> bool:
+    """Whether a title-like span names a catalog film, also without a trailing "(1999)"
+    that a title-case heuristic may have swallowed ("Up (2009")."""
+    return any(extractor.resolve_title(s) is not None
+               for s in {span, _TRAILING_YEAR.sub("", span)} if s)

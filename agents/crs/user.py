@@ -1,0 +1,352 @@
+"""Rule-based movie-seeker simulator with controlled preference shifts (spec 000, crs.md §1.5).
+
+The simulator holds a preference *focus* (field, value) and *constraints* {field: value} over the
+catalog's FIELDS, and an *anchor* film it talks about. Every turn it emits a template utterance and
+``user_meta`` (focus, constraints, anchor, stage, template, shift event), the ground truth that the
+grounded metrics and the segmenter use.
+
+Pairing (DESIGN.md "Running"): every random draw comes from ``rng_for(seed, turn, purpose)``, so
+no draw depends on what the CRS said, and the stage schedule (opening, details, shift, follow-up,
+contradiction) and therefore the shift turns depend only on the seed. The one explicit reaction to
+the CRS is *accepting a recommended title*: when the previous system turn named catalog films that
+satisfy the user's constraints, the user takes one as its new anchor with probability
+``accept_title_prob`` (streams "accept_title" / "accept_pick"). From the first reaction on, the
+wording and shift targets (bridges come from the anchor) may differ between paired sessions; the
+shift turns never do. Fixed relative to the original (crs.md §1.5): the original adopted a random
+system-mentioned title on every turn from the shared RNG, so pairing held only at turn 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
+from convsim import ConvsimError, rng_for
+
+# The original's sequential order (crs.md §1.5) without "name" and "plot", which are not TAS fields.
+SEQUENTIAL_ORDER = ("actor", "director", "genre", "writer", "language", "year")
+DETAIL_KINDS = ("cast", "mood", "story", "recap")
+
+
+@dataclass(frozen=True)
+class UserSimParams:
+    """Simulator policy. Defaults are the original's (crs.md §1.2/§1.5) unless marked new."""
+    first_shift_turn: int = 12        # SHIFT_AFTER_TURNS: force the first shift at/after this turn
+    shift_prob: float = 0.18          # spontaneous shift per eligible turn
+    contradiction_prob: float = 0.15  # contradiction line per eligible turn
+    wrong_genre_prob: float = 0.3     # ERROR_RATE: open with a genre other than the true one
+    drop_constraint_prob: float = 0.4  # drop one non-core constraint at a shift
+    sequential_bias: float = 0.55     # SIM_TOPIC_SHIFT: take the next field in SEQUENTIAL_ORDER
+    details_per_anchor: int = 3       # detail questions before a forced shift (original: 3 kinds)
+    accept_title_prob: float = 0.3    # new: explicit reaction (original: always, from shared RNG)
+    min_genre_titles: int = 3         # a genre needs this many films to be drawn
+
+    def __post_init__(self):
+        for name in ("shift_prob", "contradiction_prob", "wrong_genre_prob",
+                     "drop_constraint_prob", "sequential_bias", "accept_title_prob"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConvsimError(f"{name} must be a probability in [0, 1], got {value!r}", field=name)
+        if self.first_shift_turn < 2:
+            raise ConvsimError("first_shift_turn must be >= 2", field="first_shift_turn")
+        if not 1 <= self.details_per_anchor <= len(DETAIL_KINDS):
+            raise ConvsimError(f"details_per_anchor must be in 1..{len(DETAIL_KINDS)}",
+                               field="details_per_anchor")
+
+
+@dataclass
+class UserTurn:
+    template: str   # the rule-based utterance (what the LLM paraphrases, if any)
+    state: dict     # the simulator's next state (JSON-serialisable)
+    meta: dict      # user_meta of this turn
+
+
+# --- wording -------------------------------------------------------------------------------
+
+def value_phrase(field: str, value: str) -> str:
+    """How a constraint is said inside a sentence, e.g. ("director", "X") -> "directed by X"."""
+    return {"genre": f"{value.lower()} films", "actor": f"films starring {value}",
+            "director": f"films directed by {value}", "writer": f"films written by {value}",
+            "language": f"films in {value}", "year": f"films from {value}"}[field]
+
+
+def constraints_phrase(constraints: dict[str, str]) -> str:
+    """All constraints in one noun phrase: "drama films starring A, directed by B, from 1999"."""
+    head = f"{constraints['genre'].lower()} films" if "genre" in constraints else "films"
+    tails = [value_phrase(f, constraints[f]).removeprefix("films ")
+             for f in FIELDS if f != "genre" and f in constraints]
+    return head + (" " + ", ".join(tails) if tails else "")
+
+
+OPENINGS = (
+    "I'm in the mood for {genre_article} movie. Could you recommend a few?",
+    "Can you suggest a good {genre} film for tonight?",
+    "I feel like watching something {genre}. Any ideas?",
+)
+DETAILS = {
+    "cast": ("I liked the cast of {anchor}. Who else is good in {focus}?",
+             "The actors in {anchor} were great. Any other {focus} with a cast like that?"),
+    "mood": ("I want the same mood as {anchor}, but still {focus}.",
+             "Something with the feel of {anchor} would be perfect, as long as it's {focus}."),
+    "story": ("What other {focus} have a story like {anchor}?",
+              "I enjoyed the plot of {anchor}. Are there more {focus} like it?"),
+    "recap": ("To be clear, I'm after {constraints}. What fits?",
+              "So far I'd like {constraints}. What would you pick?"),
+}
+SHIFTS = (
+    "Speaking of {bridge}, I'd now rather see {target}.",
+    "{bridge_cap} reminds me: what about {target}?",
+    "Let's change direction. Since I like {bridge}, show me {target}.",
+)
+FOLLOW_UPS = (
+    "Just checking, do you have more {focus} like that?",
+    "Any more {focus} you could suggest?",
+)
+CONTRADICTIONS = {
+    "correct_genre": ("Actually, scratch that: I said {wrong} but I really meant {right} films.",),
+    "drop": ("Hmm, forget what I said about {value}; that doesn't matter to me anymore.",),
+    "waver": ("Wait, do I really want {focus}? Yes, I do: {focus} it is.",
+              "Hmm, maybe not {focus}... no, actually {focus} are exactly what I want."),
+}
+
+
+def _bridge_mention(field: str, value: str) -> str:
+    return {"genre": f"{value.lower()} films", "director": f"{value}'s directing",
+            "writer": f"{value}'s writing", "language": f"films in {value}",
+            "year": f"films from {value}"}.get(field, value)
+
+
+# --- state ---------------------------------------------------------------------------------
+
+def _focus_phrase(state: dict) -> str:
+    return value_phrase(*state["focus"])
+
+
+def _satisfiable(catalog: MovieCatalog, constraints: dict[str, str]) -> bool:
+    return bool(catalog.search(constraints, limit=1))
+
+
+def _pick_anchor(catalog: MovieCatalog, constraints: dict, rng, avoid: str | None) -> str:
+    matching = [m.id for m in catalog.search(constraints)]
+    pool = [i for i in matching if i != avoid] or matching
+    if not pool:
+        raise ConvsimError(f"no catalog film satisfies the simulator's constraints {constraints}",
+                           file=catalog.source, field="constraints")
+    return rng.choice(pool)
+
+
+def start_state(catalog: MovieCatalog, seed: int, params: UserSimParams) -> dict:
+    """The latent profile of one simulated user (true genre, opening genre, anchor)."""
+    genres = [g for g in catalog.values("genre")
+              if len(g) > 2 and catalog.doc_freq("genre", g) >= params.min_genre_titles]
+    if len(genres) < 2:
+        raise ConvsimError("the catalog needs at least two genres with "
+                           f"{params.min_genre_titles}+ films for the user simulator",
+                           file=catalog.source, field="genre")
+    rng = rng_for(seed, 0, "profile")
+    true_genre = rng.choice(genres)
+    wrong_start = rng_for(seed, 0, "wrong_start").random() < params.wrong_genre_prob
+    opening = rng_for(seed, 0, "wrong_genre").choice([g for g in genres if g != true_genre]) \
+        if wrong_start else true_genre
+    constraints = {"genre": opening}
+    return {"true_genre": true_genre, "opening_genre": opening, "wrong_start_pending": wrong_start,
+            "focus": ["genre", opening], "constraints": constraints,
+            "anchor": _pick_anchor(catalog, constraints, rng_for(seed, 0, "anchor"), None),
+            "details_left": [], "shifted": False, "last_stage": None}
+
+
+def _accept_title(state: dict, turn: int, seed: int, catalog: MovieCatalog, params: UserSimParams,
+                  system_titles: list[str]) -> dict | None:
+    """The explicit reaction: adopt a recommended film that fits the constraints as new anchor."""
+    draw = rng_for(seed, turn, "accept_title").random()
+    fitting = sorted({i for i in system_titles if i in catalog.by_id and i != state["anchor"]
+                      and _fits(catalog.by_id[i], state["constraints"])})
+    if not fitting or draw >= params.accept_title_prob:
+        return None
+    return {"accepted": rng_for(seed, turn, "accept_pick").choice(fitting),
+            "from_anchor": state["anchor"]}
+
+
+def _fits(movie: Movie, constraints: dict[str, str]) -> bool:
+    return all(value in movie.values(field) for field, value in constraints.items())
+
+
+def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
+           params: UserSimParams) -> tuple[dict, dict]:
+    """Build a shift event: bridge from the anchor's values (or the focus), a new focus field
+    (sequential bias), a target value reachable from the bridge, kept/dropped constraints."""
+    anchor = catalog.by_id[state["anchor"]]
+    focus_field, focus_value = state["focus"]
+    bridges = {(focus_field, focus_value)}
+    for field in FIELDS:
+        values = anchor.values(field)
+        bridges.update((field, v) for v in (values[:3] if field == "actor" else values))
+    bridge_field, bridge_value = rng_for(seed, turn, "shift_bridge").choice(sorted(bridges))
+
+    rng_field = rng_for(seed, turn, "shift_field")
+    if rng_field.random() < params.sequential_bias:
+        pos = SEQUENTIAL_ORDER.index(focus_field)
+        target_field = SEQUENTIAL_ORDER[(pos + 1) % len(SEQUENTIAL_ORDER)]
+    else:
+        target_field = rng_field.choice([f for f in SEQUENTIAL_ORDER if f != focus_field])
+
+    target_value = bridge_value if target_field == bridge_field else None
+    if target_value is None:
+        # a value of the target field among the bridge's films, so the new focus is reachable
+        # from the bridge; when those films lack the field, the next field in order that has one
+        reachable = catalog.search({bridge_field: bridge_value})
+        pos = SEQUENTIAL_ORDER.index(target_field)
+        for field in SEQUENTIAL_ORDER[pos:] + SEQUENTIAL_ORDER[:pos]:
+            pool = sorted({v for m in reachable for v in m.values(field)} - {focus_value})
+            if field != focus_field and pool:
+                target_field = field
+                target_value = rng_for(seed, turn, "shift_value").choice(pool)
+                break
+        else:  # pathological catalog: the bridge itself becomes the focus
+            target_field, target_value = bridge_field, bridge_value
+
+    constraints = dict(state["constraints"])
+    constraints[bridge_field] = bridge_value
+    constraints[target_field] = target_value
+    core = {bridge_field, target_field}
+    dropped = []
+    rng_drop = rng_for(seed, turn, "drop_constraint")
+    non_core = sorted(k for k in constraints if k not in core)
+    if non_core and rng_drop.random() < params.drop_constraint_prob:
+        field = rng_drop.choice(non_core)
+        dropped.append([field, constraints.pop(field)])
+    for field in [f for f in FIELDS if f in constraints and f not in core]:
+        if _satisfiable(catalog, constraints):
+            break  # drop older constraints (FIELDS order) until some film satisfies them all
+        dropped.append([field, constraints.pop(field)])
+    new_anchor = _pick_anchor(catalog, constraints, rng_for(seed, turn, "shift_anchor"),
+                              state["anchor"])
+    event = {"turn": turn, "from_focus": [focus_field, focus_value],
+             "to_focus": [target_field, target_value], "bridge_field": bridge_field,
+             "bridge_value": bridge_value, "from_anchor": state["anchor"], "to_anchor": new_anchor,
+             "dropped": dropped}
+    # once the user has moved on, a correction of the opening genre would no longer make sense
+    new_state = dict(state, focus=[target_field, target_value], constraints=constraints,
+                     anchor=new_anchor, shifted=True, wrong_start_pending=False)
+    return new_state, event
+
+
+def _shift_text(event: dict, rng) -> str:
+    bridge = _bridge_mention(event["bridge_field"], event["bridge_value"])
+    target = value_phrase(*event["to_focus"])
+    text = rng.choice(SHIFTS).format(bridge=bridge, bridge_cap=bridge[:1].upper() + bridge[1:],
+                                     target=target)
+    if (event["bridge_field"], event["bridge_value"]) == tuple(event["to_focus"]):
+        text = f"I'd now like to focus on {target}."
+    if event["dropped"]:
+        text += " I don't care about " + " or ".join(v for _, v in event["dropped"]) + " anymore."
+    return text
+
+
+def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog) -> tuple[dict, str, str]:
+    rng = rng_for(seed, turn, "contradiction_kind")
+    if state["wrong_start_pending"]:
+        wrong, right = state["opening_genre"], state["true_genre"]
+        constraints = dict(state["constraints"], genre=right)
+        focus = ["genre", right] if state["focus"][0] == "genre" else state["focus"]
+        text = rng.choice(CONTRADICTIONS["correct_genre"]).format(wrong=wrong.lower(),
+                                                                  right=right.lower())
+        return dict(state, constraints=constraints, focus=focus, wrong_start_pending=False,
+                    anchor=_pick_anchor(catalog, constraints, rng_for(seed, turn, "anchor"),
+                                        state["anchor"])), "correct_genre", text
+    droppable = sorted(f for f in state["constraints"] if f != state["focus"][0])
+    if droppable and rng.random() < 0.5:
+        field = rng.choice(droppable)
+        constraints = {k: v for k, v in state["constraints"].items() if k != field}
+        text = rng.choice(CONTRADICTIONS["drop"]).format(value=state["constraints"][field])
+        return dict(state, constraints=constraints), "drop", text
+    return state, "waver", rng.choice(CONTRADICTIONS["waver"]).format(focus=_focus_phrase(state))
+
+
+def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog,
+              params: UserSimParams, system_titles: list[str] | None = None) -> UserTurn:
+    """One user turn. ``state`` is None at turn 1; ``system_titles`` are the catalog ids the
+    previous system turn named (only used by the accept-title reaction)."""
+    if turn == 1 or state is None:
+        state = start_state(catalog, seed, params)
+    reaction = None
+    if turn > 1 and system_titles:
+        reaction = _accept_title(state, turn, seed, catalog, params, system_titles)
+        if reaction:
+            state = dict(state, anchor=reaction["accepted"])
+    template_rng = rng_for(seed, turn, "template")
+    shift, contradiction = None, None
+    if turn == 1:
+        stage = "initial"
+        genre = state["opening_genre"].lower()
+        article = "an" if genre[:1] in "aeiou" else "a"
+        text = template_rng.choice(OPENINGS).format(genre=genre, genre_article=f"{article} {genre}")
+    elif state["last_stage"] == "shift":
+        stage = "follow_up"
+        text = template_rng.choice(FOLLOW_UPS).format(focus=_focus_phrase(state))
+    elif ((not state["shifted"] and turn >= params.first_shift_turn) or not state["details_left"]
+          or rng_for(seed, turn, "shift").random() < params.shift_prob):
+        stage = "shift"
+        state, shift = _shift(state, turn, seed, catalog, params)
+        text = _shift_text(shift, template_rng)
+    elif rng_for(seed, turn, "contradiction").random() < params.contradiction_prob:
+        stage = "contradiction"
+        state, contradiction, text = _contradiction(state, turn, seed, catalog)
+    else:
+        stage = "details"
+        kind = state["details_left"][0]
+        anchor = catalog.by_id[state["anchor"]]
+        text = template_rng.choice(DETAILS[kind]).format(
+            anchor=anchor.title, focus=_focus_phrase(state),
+            constraints=constraints_phrase(state["constraints"]))
+        state = dict(state, details_left=state["details_left"][1:])
+    if stage in ("initial", "shift"):
+        # a fresh detail agenda per focus; the order is drawn from this turn's own stream
+        order = rng_for(seed, turn, "details_order").sample(DETAIL_KINDS, params.details_per_anchor)
+        state = dict(state, details_left=order)
+    if reaction:
+        text = f"{catalog.by_id[reaction['accepted']].title} sounds good. {text}"
+    state = dict(state, last_stage=stage)
+    anchor = catalog.by_id[state["anchor"]]
+    meta = {"turn": turn, "stage": stage, "focus_field": state["focus"][0],
+            "focus_value": state["focus"][1], "shift_event": shift is not None, "shift": shift,
+            "constraints": dict(state["constraints"]), "anchor": anchor.id,
+            "anchor_title": anchor.title, "template": text, "contradiction": contradiction,
+            "reaction": reaction, "true_genre": state["true_genre"]}
+    return UserTurn(template=text, state=state, meta=meta)
+
+
+def gold_concepts(meta: dict) -> set[tuple[str, str]]:
+    """The simulator's gold constraints of a turn as a concept set {(field, value)}."""
+    return {(f, str(v)) for f, v in meta["constraints"].items()}
+
+
+# --- optional LLM paraphrase ---------------------------------------------------------------
+
+def paraphrase(model, prompt_template: str, template: str, history: list[tuple[str, str]],
+               must_mention: list[str]) -> tuple[str, dict]:
+    """Rephrase ``template`` with the user model. A garbage answer (empty, multi-turn, far too
+    long, or dropping a value the template states) falls back to the template and is recorded
+    with the raw answer. Returns (utterance, record)."""
+    recent = "\n".join(f"{speaker.upper()}: {text}" for speaker, text in history[-4:]) or "(none)"
+    prompt = prompt_template.format(template=template, history=recent)
+    raw = model.invoke([("user", prompt)], purpose="paraphrase")
+    text = (raw or "").strip().strip('"').strip()
+    reason = _paraphrase_defect(text, template, must_mention)
+    record = {"ok": reason is None, "raw": raw, "reason": reason}
+    return (template if reason else text), record
+
+
+def _paraphrase_defect(text: str, template: str, must_mention: list[str]) -> str | None:
+    if not text:
+        return "empty answer"
+    if len(text) > 3 * len(template) + 200:
+        return "answer far longer than the template"
+    lowered = text.lower()
+    if "user:" in lowered or "system:" in lowered or "\n\n" in text:
+        return "answer holds more than one utterance"
+    missing = [v for v in must_mention if v.lower() not in lowered]
+    if missing:
+        return f"answer drops the stated values {missing}"
+    return None
+

@@ -1,0 +1,1 @@
+"""Group travel planning: members, preference synthesis, social-choice strategies, vote, feedback, planner and plan writer."""

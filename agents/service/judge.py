@@ -1,0 +1,61 @@
+"""Response-quality judge (spec 004 §11): an agent, not a metric.
+
+With a model, the model scores each system response 1-5 against the rubric in
+``prompts/service_judge.txt`` (JSON schema ``JudgeVerdict``); an invalid answer is recorded as
+a failure with its raw text and no score. With model ``none`` a heuristic judge scores the
+same rubric from structured checks and is labelled ``heuristic`` (model ``none``). Every
+verdict carries the judge's model, kind and prompt version (first 12 hex digits of the
+SHA-256 of the prompt file), so the dataset figure can report them with the failure rate.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_judge.txt"
+
+
+class JudgeVerdict(BaseModel):
+    score: int = Field(ge=1, le=5, description="1 (useless) to 5 (correct, complete, clear)")
+    rationale: str = ""
+
+
+@functools.lru_cache(maxsize=1)
+def prompt_version() -> str:
+    return hashlib.sha256(PROMPT_FILE.read_bytes()).hexdigest()[:12]
+
+
+def heuristic_judge(*, response: str, requested: list[str], informed: dict, grounded: bool,
+                    compliant: bool, action_ok: bool) -> dict:
+    """Rubric as checks: start at 5; -2 ungrounded, -1 policy breach, -1 wrong action, -1 a
+    requested fact left unanswered, -1 empty or over 60 words; floor 1."""
+    score = 5
+    if not grounded:
+        score -= 2
+    if not compliant:
+        score -= 1
+    if not action_ok:
+        score -= 1
+    if any(r not in informed for r in requested):
+        score -= 1
+    words = len(response.split())
+    if words == 0 or words > 60:
+        score -= 1
+    return {"score": max(score, 1), "ok": True, "raw": None, "error": None}
+
+
+def judge_turn(model, *, user: str, response: str, checks: dict) -> dict:
+    """One verdict ``{score, ok, raw, error, judge, model, prompt_version}``."""
+    version = prompt_version()
+    if model.is_none:
+        verdict = heuristic_judge(response=response, **checks)
+        return dict(verdict, judge="heuristic", model="none", prompt_version=version)
+    messages = [("system", PROMPT_FILE.read_text(encoding="utf-8")),
+                ("user", f"User: {user}\nSystem: {response}")]
+    answer = model.structured(messages, JudgeVerdict, purpose="judge", retries=2)
+    return {"score": answer.value.score if answer.ok else None, "ok": answer.ok,
+            "raw": None if answer.ok else answer.raw, "error": answer.error,
+            "judge": "llm", "model": model.spec, "prompt_version": version}

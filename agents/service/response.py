@@ -1,0 +1,78 @@
+"""Response agent: the system's utterance from the approved action (template or LLM).
+
+With model ``none`` a template renders the action; with a model, the model phrases the same
+facts (prompt ``prompts/service_response.txt``) and the template is used when the call fails.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_response.txt"
+SLOT_WORDS = {"area": "area", "pricerange": "price range", "food": "type of food",
+              "bookday": "day", "bookpeople": "number of people", "bookstay": "number of nights",
+              "booktime": "time", "departure": "departure station", "destination": "destination",
+              "day": "day of travel", "leaveat": "departure time", "arriveby": "arrival time",
+              "type": "type", "name": "name", "stars": "star rating"}
+
+
+def _list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _facts(informed: dict[str, str]) -> str:
+    parts = [f"the {k.replace('entrancefee', 'entrance fee')} is {v}" for k, v in informed.items()
+             if k != "ref"]
+    return _list(parts) if parts else ""
+
+
+def template_response(action: dict) -> str:
+    kind, domain = action["kind"], action.get("domain") or ""
+    entity, asked = action.get("entity"), [SLOT_WORDS.get(s, s) for s in action.get("requested", [])]
+    if kind == "bye":
+        return "Thank you for contacting us. Goodbye!"
+    if kind == "welcome":
+        return "You're welcome. Is there anything else I can help you with?"
+    if kind == "unsupported":
+        return "I'm sorry, I can only help with restaurants, hotels, attractions and trains."
+    if kind == "nooffer":
+        return f"I'm sorry, there is no {domain} matching your request. Could you change a constraint?"
+    if kind == "book":
+        booked = f"Your booking at {entity} is confirmed" if domain != "train" \
+            else f"I have booked train {entity} for you"
+        extra = f"; the price is {action['informed']['price']}" if "price" in action["informed"] else ""
+        return f"{booked}. Your reference number is {action['reference']}{extra}. Anything else?"
+    if kind == "nobook":
+        return (f"I'm sorry, {entity} cannot be booked for those details. "
+                f"Would you like another {_list(asked) if asked else 'option'}?")
+    if kind == "request":
+        offer = f"I can offer {entity}. " if entity else ""
+        return f"{offer}Could you tell me the {_list(asked)}?"
+    if kind == "inform":
+        facts = _facts(action["informed"])
+        return f"For {entity}, {facts}." if facts else f"{entity} is a good match."
+    if kind == "search":
+        if not entity:
+            return f"I found {action['count']} {domain} options. What {_list(asked)} would you like?"
+        facts = _facts(action["informed"])
+        offer = (f"I recommend {entity}" if domain != "train"
+                 else f"Train {entity} matches your request")
+        tail = " Would you like me to book it?" if domain in ("restaurant", "hotel", "train") else ""
+        return f"{offer}{' (' + facts + ')' if facts else ''}.{tail}"
+    return "How can I help you?"
+
+
+def llm_response(model, action: dict, history: list[str]) -> dict:
+    """``{"text", "source", "failure"}``: the model's wording, or the template when it fails."""
+    prompt = PROMPT_FILE.read_text(encoding="utf-8")
+    messages = [("system", prompt),
+                ("user", "Conversation so far:\n{}\n\nAction to express (JSON): {}".format(
+                    "\n".join(history[-6:]), action))]
+    try:
+        text = model.invoke(messages, purpose="respond").strip()
+    except Exception as err:  # noqa: BLE001 - a failed call is recorded, the template answers
+        return {"text": template_response(action), "source": "template",
+                "failure": {"error": repr(err), "raw": None}}
+    if not text:
+        return {"text": template_response(action), "source": "template",
+                "failure": {"error": "empty answer", "raw": text}}
+    return {"text": text, "source": "llm", "failure": None}

@@ -1,0 +1,372 @@
+"""The concept extractor E(x) of spec 000: grounded (field, value) pairs found in an utterance.
+
+The original extractor tested ``value in text.lower()`` for every catalog value, so "next" gave
+genre=ex, "every" gave actor=eve and "longer" gave language=ger (crs.md §1.3, §1.10). Here:
+
+- text is split into word tokens (Unicode ``\\w+``, accents and case folded), so a value can only
+  match whole words; punctuation between words is ignored ("sci-fi" = "sci fi", "J.K." = "J K");
+- every value and title of the catalog sits in one token trie; at each position the longest
+  phrase wins and its tokens are consumed ("Science Fiction" never also yields "Fiction";
+  "The Sound of Music" is a title, not genre=Music). Lookup cost is O(tokens x longest phrase),
+  independent of catalog size;
+- values made only of common words ("Flea", "You"), person names of <= 3 characters ("RZA",
+  "McG") and single-word titles ("Up", "Heat") match only with the catalog's own capitalisation;
+- genre aliases ("sci-fi", "romcom", "animated"), 4-digit years 1900-2029 that the catalog has,
+  optional decades ("90s"), and a rapidfuzz fallback for near-miss person names on unmatched
+  capitalised multi-word spans.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+from rapidfuzz import fuzz, process
+
+from catalog.movies.catalog import FIELDS, MovieCatalog
+
+PERSON_FIELDS = ("actor", "director", "writer")
+
+# Common English and film-talk words. A value or title made only of these must match with the
+# catalog's capitalisation, because in lower case they are ordinary words ("flea market").
+COMMON_WORDS = frozenset("""
+a about above after again against all almost also am an and another any anything are around as
+at away back be because been before being below best better between big both but by can cannot
+could day did do does doing done down during each either else enough even ever every few film
+films find first for from get give go going good got great had has have having he her here hers
+him his how i if in into is it its just keep kind know last least less like little long look lot
+love made make many may maybe me might more most movie movies much must my myself need never new
+next no not nothing now of off old on once one only or other our out over own please pretty
+quite rather really recommend right said same say see seen should show so some something still
+such suggest sure take than that the their them then there these they thing things think this
+those though through to too try two under until up us very want was watch we well were what
+when where which while who why will with without would yes yet you your yours ex eve ger fre spa
+flea open get stand inside go home alone speed drive fire ice man men woman women boy girl
+mother father son king queen star world time life night light dark big up her heat rush moon
+common pink sting slash tricky vanity unknown
+""".split())
+
+# Set phrases that contain a trap value: as the longer match they consume "Eve" in
+# "Christmas Eve" (an actor in OpenDialKG) and ground nothing.
+BLOCKED_PHRASES = ("christmas eve", "new year s eve", "new years eve", "all hallows eve")
+
+# Spoken forms of genres, mapped to the canonical genres they ground (only those in the catalog).
+GENRE_ALIASES: dict[str, tuple[str, ...]] = {
+    "sci fi": ("Science Fiction",), "scifi": ("Science Fiction",),
+    "science fiction": ("Science Fiction",),
+    "romcom": ("Romance", "Comedy"), "rom com": ("Romance", "Comedy"),
+    "romcoms": ("Romance", "Comedy"), "rom coms": ("Romance", "Comedy"),
+    "romantic comedy": ("Romance", "Comedy"), "romantic comedies": ("Romance", "Comedy"),
+    "romantic": ("Romance",), "romances": ("Romance",),
+    "animated": ("Animation",), "cartoon": ("Animation",), "cartoons": ("Animation",),
+    "anime": ("Animation",), "comedies": ("Comedy",), "dramas": ("Drama",),
+    "thrillers": ("Thriller",), "westerns": ("Western",), "musicals": ("Musical",),
+    "documentaries": ("Documentary",), "biopic": ("Biography",),
+    "biopics": ("Biography",), "biographical": ("Biography",), "historical": ("History",),
+    "mysteries": ("Mystery",), "whodunit": ("Mystery",), "sports": ("Sport",),
+    "horror": ("Horror",), "horrors": ("Horror",), "scary": ("Horror",),
+    "family friendly": ("Family",), "independent film": ("Indie",), "indie": ("Indie",),
+}
+
+_TOKEN = re.compile(r"\w+")
+_YEAR = re.compile(r"(19\d\d|20[0-2]\d)")
+_DECADE = re.compile(r"(?:(19|20)?(\d)0)s")
+_QUOTES = "\"'“”‘’«»`"
+_CONNECTORS = frozenset("of the a an and in on at to for with from by de la le du des del".split())
+_END = None  # trie key under which a node keeps the phrases ending there
+
+
+@functools.lru_cache(maxsize=65536)
+def strip_accents(token: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", token)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@functools.lru_cache(maxsize=65536)
+def fold(token: str) -> str:
+    """Case- and accent-insensitive form of a token ("Amélie" -> "amelie")."""
+    return strip_accents(token.casefold())
+
+
+def _tokens(text: str) -> list[tuple[int, int, str]]:
+    return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
+
+
+class _Entry:
+    """One phrase in the trie: a field value (kind "value") or a catalog title (kind "title")."""
+    __slots__ = ("kind", "field", "value", "exact", "case_exact", "not_initial", "quoted", "free")
+
+    def __init__(self, kind, field, value, exact, case_exact, not_initial=False, quoted=False):
+        self.kind, self.field, self.value, self.exact = kind, field, value, exact
+        self.case_exact, self.not_initial, self.quoted = case_exact, not_initial, quoted
+        self.free = not (case_exact or not_initial or quoted)  # matches wherever its words occur
+
+
+class ConceptExtractor:
+    """E(x): grounded (field, canonical value) pairs of a catalog found in a text."""
+
+    def __init__(self, catalog: MovieCatalog, *, fields=FIELDS,
+                 fuzzy_threshold: float | None = 92.0, min_value_len: int = 3,
+                 consume_titles: bool = True, expand_decades: bool = False):
+        unknown = [f for f in fields if f not in FIELDS]
+        if unknown:
+            raise ValueError(f"unknown fields {unknown}; expected a subset of {FIELDS}")
+        self.catalog = catalog
+        self.fields = tuple(fields)
+        self.fuzzy_threshold = fuzzy_threshold
+        self.min_value_len = min_value_len
+        self.consume_titles = consume_titles
+        self.expand_decades = expand_decades
+        self._years = frozenset(catalog.values("year")) if "year" in self.fields else frozenset()
+        self._trie: dict = {}
+        for field in self.fields:
+            if field != "year":
+                for value in catalog.values(field):
+                    self._add_value(field, value)
+        if "genre" in self.fields:
+            genres = set(catalog.values("genre"))
+            for alias, targets in GENRE_ALIASES.items():
+                for target in targets:
+                    if target in genres:
+                        self._insert(alias.split(), _Entry("value", "genre", target, None, False))
+        for movie in catalog.movies:
+            self._add_title(movie.id, movie.title)
+        for phrase in BLOCKED_PHRASES:
+            self._insert(phrase.split(), _Entry("blocked", "", "", None, False))
+        # Fuzzy candidates grouped by token count so a 2-word span only meets 2-word names.
+        # Blocking: a span is only compared with names of the same length that share one exact
+        # word with it ("Cristopher Nolan" meets the "nolan" block), so spans of ordinary
+        # capitalised words cost a dict lookup; a typo in every word of a name is missed.
+        self._names_by_len: dict[int, list[str]] = {}
+        self._blocks: dict[tuple, list[str]] = {}
+        self._name_fields: dict[str, list[tuple[str, str]]] = {}
+        for field in PERSON_FIELDS:
+            if field in self.fields:
+                for value in catalog.values(field):
+                    key = " ".join(fold(t) for _, _, t in _tokens(value))
+                    if len(key.split()) >= 2:
+                        self._name_fields.setdefault(key, []).append((field, value))
+        for key in sorted(self._name_fields):
+            words = key.split()
+            self._names_by_len.setdefault(len(words), []).append(key)
+            for word in set(words):
+                self._blocks.setdefault((len(words), word), []).append(key)
+
+    # ----- building -------------------------------------------------------------------------
+    def _insert(self, folded: list[str], entry: _Entry) -> None:
+        node = self._trie
+        for token in folded:
+            node = node.setdefault(token, {})
+        node.setdefault(_END, []).append(entry)
+
+    def _add_value(self, field: str, value: str) -> None:
+        exact = [strip_accents(t) for _, _, t in _tokens(value)]
+        folded = [fold(t) for t in exact]
+        length = sum(len(t) for t in folded)
+        if not folded or length < self.min_value_len:
+            return  # too short to be told apart from noise
+        all_common = all(t in COMMON_WORDS for t in folded)
+        if all_common and value == value.lower():
+            return  # a lower-case common word ("ex", "film") is a Freebase subject, not a name
+        short_person = field in PERSON_FIELDS and length <= 3
+        # A one-word name that is also a word ("Common", "Eve") must not start a sentence either.
+        self._insert(folded, _Entry("value", field, value, tuple(exact), all_common or short_person,
+                                    not_initial=all_common and len(folded) == 1))
+
+    def _add_title(self, movie_id: str, title: str) -> None:
+        exact = [strip_accents(t) for _, _, t in _tokens(title)]
+        folded = [fold(t) for t in exact]
+        if not folded:
+            return
+        if len(folded) == 1:
+            word = folded[0]
+            # "Up", "Heat", "1917", "M": only as written, and not as a sentence's first word.
+            entry = _Entry("title", "title", movie_id, tuple(exact), True,
+                           not_initial=word in COMMON_WORDS,
+                           quoted=word.isdigit() or len(word) <= 2)
+        else:
+            entry = _Entry("title", "title", movie_id, tuple(exact),
+                           all(t in COMMON_WORDS for t in folded))
+        self._insert(folded, entry)
+
+    # ----- scanning -------------------------------------------------------------------------
+    @staticmethod
+    def _initial(text: str, start: int) -> bool:
+        before = text[:start].rstrip(" \t" + _QUOTES)
+        return not before or before[-1] in ".!?\n:;"
+
+    def _accept(self, entry: _Entry, text: str, toks, i: int, j: int) -> bool:
+        if entry.case_exact and tuple(strip_accents(t) for _, _, t in toks[i:j]) != entry.exact:
+            return False
+        quoted = toks[i][0] > 0 and text[toks[i][0] - 1] in _QUOTES
+        if entry.quoted and not quoted:
+            return False
+        if entry.not_initial and not quoted and self._initial(text, toks[i][0]):
+            return False
+        return True
+
+    def _scan(self, text: str, *, titles: bool = True):
+        """Longest-first matches: (start_token, end_token, [accepted entries]); plus tokens.
+        With ``titles=False`` catalog titles are ignored (they neither match nor consume)."""
+        toks = _tokens(text)
+        folded = [fold(t) for _, _, t in toks]
+        matches, i, n = [], 0, len(toks)
+        while i < n:
+            node, best = self._trie, None
+            for j in range(i, n):
+                node = node.get(folded[j])
+                if node is None:
+                    break
+                ends = node.get(_END)
+                if ends:
+                    ok = [e for e in ends if (titles or e.kind != "title")
+                          and (e.free or self._accept(e, text, toks, i, j + 1))]
+                    if ok:
+                        best = (i, j + 1, ok)
+            if best is not None:
+                matches.append(best)
+                i = best[1]
+            else:
+                i += 1
+        return toks, folded, matches
+
+    def extract(self, text: str) -> frozenset[tuple[str, str]]:
+        """Grounded (field, canonical value) pairs mentioned in ``text``."""
+        toks, folded, matches = self._scan(text, titles=self.consume_titles)
+        concepts: set[tuple[str, str]] = set()
+        consumed = [False] * len(toks)
+        for i, j, entries in matches:
+            consumed[i:j] = [True] * (j - i)
+            concepts.update((e.field, e.value) for e in entries if e.kind == "value")
+        if self._years:
+            concepts.update(self._years_in(toks, folded, consumed))
+        if self.fuzzy_threshold is not None and self._names_by_len:
+            concepts.update(self._fuzzy_names(toks, folded, consumed))
+        return frozenset(concepts)
+
+    def _years_in(self, toks, folded, consumed):
+        for k, word in enumerate(folded):
+            if consumed[k] or not word[0].isdigit():
+                continue
+            if len(word) == 4 and word in self._years and _YEAR.fullmatch(word):
+                yield ("year", word)
+            elif self.expand_decades and (m := _DECADE.fullmatch(word)):
+                century = m.group(1) or ("20" if m.group(2) in "012" else "19")
+                prefix = century + m.group(2)
+                yield from (("year", y) for y in self._years if y.startswith(prefix))
+
+    def _fuzzy_names(self, toks, folded, consumed):
+        """Near-miss person names ("Cristopher Nolan") in unmatched capitalised runs."""
+        k, n = 0, len(toks)
+        while k < n:
+            if consumed[k] or not toks[k][2][:1].isupper():
+                k += 1
+                continue
+            end = k
+            while end < n and not consumed[end] and toks[end][2][:1].isupper():
+                end += 1
+            k = yield from self._fuzzy_run(folded, k, end)
+        return
+
+    def _fuzzy_run(self, folded, start: int, end: int):
+        k = start
+        while k < end - 1:
+            hit = None
+            for size in range(min(4, end - k), 1, -1):
+                found = self._closest_name(folded[k:k + size])
+                if found is not None:
+                    hit = (size, found)
+                    break
+            if hit is None:
+                k += 1
+                continue
+            yield from self._name_fields[hit[1]]
+            k += hit[0]
+        return end
+
+    def _closest_name(self, words: list[str]) -> str | None:
+        query, best = " ".join(words), None
+        for block in sorted({(len(words), w) for w in words}):
+            choices = self._blocks.get(block)
+            if choices:
+                found = process.extractOne(query, choices, scorer=fuzz.ratio,
+                                           score_cutoff=self.fuzzy_threshold)
+                if found is not None and (best is None or found[1] > best[1]):
+                    best = found
+        return None if best is None else best[0]
+
+    # ----- titles -----------------------------------------------------------------------------
+    def extract_titles(self, text: str) -> list[str]:
+        """Catalog movie ids whose titles appear in ``text``, in order of appearance."""
+        _, _, matches = self._scan(text)
+        out: list[str] = []
+        for _, _, entries in matches:
+            for e in entries:
+                if e.kind == "title" and e.value not in out:
+                    out.append(e.value)
+        return out
+
+    def resolve_title(self, span: str) -> str | None:
+        """The catalog id of a title written exactly as ``span`` (case/accent-insensitive)."""
+        node = self._trie
+        for _, _, token in _tokens(span):
+            node = node.get(fold(token))
+            if node is None:
+                return None
+        titles = [e.value for e in node.get(_END, ()) if e.kind == "title"] if node else []
+        return titles[0] if titles else None
+
+    def candidate_titles(self, text: str) -> list[str]:
+        """Title-like spans: quoted text, catalog titles, and Title Case runs of >= 2 words
+        (connectors such as "of the" allowed inside) that are not field values or near-miss
+        person names. A heuristic for counting recommended titles that are not in the catalog:
+        a candidate that ``resolve_title`` cannot resolve is off-catalog."""
+        spans: list[str] = []
+        for m in re.finditer(r"[\"“«]([^\"”»\n]{1,80})[\"”»]", text):
+            spans.append(m.group(1).strip())
+        toks, _, matches = self._scan(text)
+        blocked = [False] * len(toks)
+        for i, j, entries in matches:
+            blocked[i:j] = [True] * (j - i)  # a known value or title is never part of a run
+            if any(e.kind == "title" for e in entries):
+                spans.append(text[toks[i][0]:toks[j - 1][1]])
+        k, n = 0, len(toks)
+        while k < n:
+            if blocked[k] or not toks[k][2][:1].isupper():
+                k += 1
+                continue
+            end, last_cap = k + 1, k
+            while end < n and not blocked[end] and (
+                    toks[end][2][:1].isupper() or toks[end][2].isdigit()
+                    or fold(toks[end][2]) in _CONNECTORS):
+                if toks[end][2][:1].isupper() or toks[end][2].isdigit():
+                    last_cap = end
+                end += 1
+            first = k
+            word = fold(toks[k][2])
+            if self._initial(text, toks[k][0]) and word in COMMON_WORDS and word not in ("the", "a", "an"):
+                first += 1  # "Try Heat Wave" -> "Heat Wave"
+            if last_cap - first >= 1:
+                spans.append(text[toks[first][0]:toks[last_cap][1]])
+            k = end
+        out: list[str] = []
+        for span in spans:
+            if span and span not in out and not self._is_field_value(span) \
+                    and not self._near_name(span):
+                out.append(span)
+        return out
+
+    def _near_name(self, span: str) -> bool:
+        if self.fuzzy_threshold is None:
+            return False
+        words = [fold(t) for _, _, t in _tokens(span)]
+        return len(words) >= 2 and self._closest_name(words) is not None
+
+    def _is_field_value(self, span: str) -> bool:
+        node = self._trie
+        for _, _, token in _tokens(span):
+            node = node.get(fold(token))
+            if node is None:
+                return False
+        return any(e.kind == "value" for e in node.get(_END, ()))

@@ -1,0 +1,1 @@
+"""Customer-service data: the MultiWOZ-style databases and schema, MultiWOZ dialogues, value normalisation."""

@@ -1,0 +1,182 @@
+"""Turn and dialogue evaluation of the CRS preference-shift scenario (graphs/crs_shift.py).
+
+The metric formulas are the pure functions of ``evaluation.crs.tas``; this module turns a session's
+transcript into their inputs (grounded concept sets, gold constraints, shift turns) and their
+outputs into turn metrics, dialogue metrics and dataset figures. See docs/crs_shift.md.
+
+A *dialogue-metric contributor* is ``fn(state, settings) -> (metrics, details)``: ``metrics`` are
+merged into ``dialogue_metrics`` (numbers, summarised by the engine with bootstrap CIs),
+``details`` into ``dialogue_details`` (per-segment and per-shift rows). ``DIALOGUE_CONTRIBUTORS``
+is the default list; a graph may append its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evaluation.crs.tas import (
+    concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
+    mean_or_none, recovery, segment_scores, segments, tas_turn,
+)
+
+
+@dataclass(frozen=True)
+class TASSettings:
+    """The metric parameters of one session (from the graph's Params)."""
+    alpha: float = 1.0
+    beta: float = 1.0
+    gamma: float = 1.0
+    window: int = 3
+    tau: float = 0.65
+    rule: str = "cc"
+    cc_floor: float = 0.35
+
+
+def grounded_concepts(extractor, text: str) -> list[list[str]]:
+    """E(x) as a sorted JSON-friendly list of [field, value] pairs."""
+    return sorted([f, str(v)] for f, v in extractor.extract(text))
+
+
+def _pairs(items) -> set[tuple[str, str]]:
+    return {(f, v) for f, v in items}
+
+
+def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSettings
+                    ) -> tuple[dict, dict]:
+    """Metrics and details of one turn from its user and system transcript entries.
+
+    Returns (metrics, details): metrics are the turn's numbers (cc, cr, copy_penalty, tas, DST
+    scores against the simulator's gold constraints, gap counts, off-catalog titles); details
+    hold the concept sets the dialogue metrics need.
+    """
+    u = grounded_concepts(extractor, user["text"])
+    s = grounded_concepts(extractor, system["text"])
+    u_set, s_set = _pairs(u), _pairs(s)
+    gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
+    cc = cross_coherence(u_set, s_set)
+    cr = context_retention(u_set, s_set, idf)
+    pen = copy_penalty(user["text"], system["text"])
+    gaps = concept_gaps(u_set, s_set)
+    dst = dst_scores(s_set, _pairs(gold))
+    crs_meta = system.get("meta", {})
+    metrics = {
+        "turn": user["turn"], "cc": cc, "cr": cr, "copy_penalty": pen,
+        "tas": tas_turn(cc, cr, pen, alpha=settings.alpha, beta=settings.beta, gamma=settings.gamma),
+        "shift_event": bool(user["meta"].get("shift_event")),
+        "n_user_concepts": len(u_set), "n_system_concepts": len(s_set),
+        "n_missing": len(gaps["missing"]), "n_hallucinated": len(gaps["hallucinated"]),
+        "dst_precision": dst["precision"], "dst_recall": dst["recall"], "dst_f1": dst["f1"],
+        "dst_joint": dst["joint"],
+        "n_recommended": len(crs_meta.get("mentioned_ids", [])),
+        "off_catalog_titles": len(crs_meta.get("off_catalog_titles", [])),
+    }
+    details = {"turn": user["turn"], "user_concepts": u, "system_concepts": s, "gold": gold,
+               "missing": [list(c) for c in gaps["missing"]],
+               "hallucinated": [list(c) for c in gaps["hallucinated"]]}
+    return metrics, details
+
+
+def shift_turns(transcript: list[dict]) -> list[int]:
+    """The simulator's shift turns (user_meta.shift_event), the segmentation ground truth."""
+    return sorted(e["turn"] for e in transcript
+                  if e["speaker"] == "user" and e.get("meta", {}).get("shift_event"))
+
+
+def _column(rows: list[dict], key: str) -> list:
+    return [r.get(key) for r in sorted(rows, key=lambda r: r["turn"])]
+
+
+# --- dialogue-metric contributors -----------------------------------------------------------
+
+def grounded_tas(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
+    rows = state["turn_metrics"]
+    tas = _column(rows, "tas")
+    return ({"tas_grounded": dialogue_tas(tas), "cc_mean": mean_or_none(_column(rows, "cc")),
+             "cr_mean": mean_or_none(_column(rows, "cr")),
+             "copy_penalty_mean": mean_or_none(_column(rows, "copy_penalty")),
+             "n_turns": len(rows), "n_turns_not_applicable": sum(t is None for t in tas)}, {})
+
+
+def segment_alignment(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
+    details = sorted(state["turn_details"], key=lambda r: r["turn"])
+    n = len(details)
+    if n == 0:
+        return {"segment_cc_mean": None, "segment_cr_mean": None, "segment_tas_mean": None,
+                "n_segments": 0}, {"segments": []}
+    bounds = segments([t for t in shift_turns(state["transcript"]) if t <= n], n)
+    rows = segment_scores(bounds, [_pairs(d["user_concepts"]) for d in details],
+                          [_pairs(d["system_concepts"]) for d in details], idf,
+                          penalties_by_turn=_column(state["turn_metrics"], "copy_penalty"),
+                          alpha=settings.alpha, beta=settings.beta, gamma=settings.gamma)
+    return ({"segment_cc_mean": mean_or_none(r["cc"] for r in rows),
+             "segment_cr_mean": mean_or_none(r["cr"] for r in rows),
+             "segment_tas_mean": mean_or_none(r["tas"] for r in rows), "n_segments": len(rows)},
+            {"segments": rows})
+
+
+def shift_recovery(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
+    rows = state["turn_metrics"]
+    n = len(rows)
+    out = recovery([t for t in shift_turns(state["transcript"]) if t <= n], _column(rows, "cc"),
+                   _column(rows, "cr"), window=settings.window, tau=settings.tau,
+                   rule=settings.rule, cc_floor=settings.cc_floor)
+    return ({"recovery_rate": out["recovery_rate"], "avg_recovery_delay": out["avg_delay"],
+             "n_shifts": out["n_shifts"], "n_recovered": out["n_recovered"]},
+            {"recovery": {"rule": settings.rule, "window": settings.window, "tau": settings.tau,
+                          "shifts": out["shifts"]}})
+
+
+def concept_accounting(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
+    rows = state["turn_metrics"]
+    recommended = sum(r["n_recommended"] for r in rows)
+    off = sum(r["off_catalog_titles"] for r in rows)
+    crs_failures = sum(1 for e in state["transcript"] if e["speaker"] == "system"
+                       and (e["meta"].get("generation") or {}).get("ok") is False)
+    user_fallbacks = sum(1 for e in state["transcript"] if e["speaker"] == "user"
+                         and (e["meta"].get("paraphrase") or {}).get("ok") is False)
+    return ({"missing_concepts_total": sum(r["n_missing"] for r in rows),
+             "hallucinated_concepts_total": sum(r["n_hallucinated"] for r in rows),
+             "dst_precision_mean": mean_or_none(_column(rows, "dst_precision")),
+             "dst_recall_mean": mean_or_none(_column(rows, "dst_recall")),
+             "dst_f1_mean": mean_or_none(_column(rows, "dst_f1")),
+             "dst_joint_mean": mean_or_none(_column(rows, "dst_joint")),
+             "recommended_titles_total": recommended, "off_catalog_titles_total": off,
+             "off_catalog_rate": off / (off + recommended) if off + recommended else None,
+             "crs_generation_failures": crs_failures, "user_paraphrase_fallbacks": user_fallbacks},
+            {})
+
+
+Contributor = Callable[[dict, TASSettings, object], tuple[dict, dict]]
+DIALOGUE_CONTRIBUTORS: list[Contributor] = [grounded_tas, segment_alignment, shift_recovery,
+                                            concept_accounting]
+
+
+def dialogue_evaluation(state: dict, settings: TASSettings, idf,
+                        contributors: list[Contributor] | None = None) -> tuple[dict, dict]:
+    metrics, details = {}, {}
+    for contribute in contributors if contributors is not None else DIALOGUE_CONTRIBUTORS:
+        m, d = contribute(state, settings, idf)
+        metrics.update(m)
+        details.update(d)
+    return metrics, details
+
+
+def pooled_dataset_metrics(records: list[dict]) -> dict:
+    """Figures that are not means of dialogue metrics: recovery pooled over all shifts of all
+    sessions (not a mean of per-session rates, which would weight sessions with few shifts
+    up), total off-catalog titles, and counts of LLM failures."""
+    ok = [r for r in records if r.get("status", "ok") == "ok"]
+    shifts = [s for r in ok for s in (r.get("dialogue_details") or {}).get("recovery", {})
+              .get("shifts", [])]
+    delays = [s["delay"] for s in shifts if s["recovered"]]
+    dm = [r.get("dialogue_metrics") or {} for r in ok]
+    off = sum(d.get("off_catalog_titles_total", 0) for d in dm)
+    rec = sum(d.get("recommended_titles_total", 0) for d in dm)
+    return {"sessions": len(ok), "shifts_total": len(shifts),
+            "recovery_rate_pooled": len(delays) / len(shifts) if shifts else None,
+            "avg_recovery_delay_pooled": sum(delays) / len(delays) if delays else None,
+            "off_catalog_titles_total": off, "recommended_titles_total": rec,
+            "off_catalog_rate_pooled": off / (off + rec) if off + rec else None,
+            "crs_generation_failures_total": sum(d.get("crs_generation_failures", 0) for d in dm),
+            "user_paraphrase_fallbacks_total": sum(d.get("user_paraphrase_fallbacks", 0) for d in dm)}

@@ -1,0 +1,161 @@
+"""TAS/CAS and anchor metrics of one CRS transcript, and the graph nodes that add them.
+
+``tas_cas_for_transcript`` turns a transcript (``{"turn", "speaker", "text", "meta"}`` items,
+user turns carrying the simulator's ``shift_event``) into the inputs of evaluation.crs.tas_cas:
+texts, topic sets, embedding similarities (computed once per dialogue, batched), true shifts.
+``tas_cas_node`` and ``pepper_judge_node`` are the dialogue-stage nodes graphs/crs_shift.py
+runs after the last turn; each merges its metrics into ``dialogue_metrics``.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from convsim import make_embedder
+from evaluation.crs.coverage import coverage_metrics
+from evaluation.crs.tas_cas import CAS_WEIGHTS, tas_cas_dialogue
+from evaluation.crs.topics import make_topic_extractor
+
+
+def _user_meta(turn: Mapping) -> dict:
+    meta = turn.get("meta") or {}
+    inner = meta.get("user_meta")
+    return inner if isinstance(inner, dict) else meta
+
+
+def turn_pairs(transcript: Sequence[Mapping]) -> list[tuple[Mapping, Mapping]]:
+    """(user, system) pairs in order: each user turn with the first system turn after it."""
+    pairs, pending = [], None
+    for t in transcript:
+        if str(t.get("speaker", "")).lower() == "user":
+            pending = t
+        elif pending is not None:
+            pairs.append((pending, t))
+            pending = None
+    return pairs
+
+
+_MISSES: dict[tuple[int, str], np.ndarray] = {}  # encodings of texts outside the dialogue (topic joins)
+_MISSES_MAX = 100_000
+
+
+class VectorSim:
+    """Cosine similarity over vectors encoded once (rows L2-normalised by the embedder). Texts that were
+    not pre-encoded (joined topic words) are encoded on first use and memoised per embedder."""
+
+    def __init__(self, embedder, texts: Sequence[str], vectors: np.ndarray | None = None):
+        if vectors is None:
+            uniq = list(dict.fromkeys(texts))
+            self.index = {t: i for i, t in enumerate(uniq)}
+            self.vectors = embedder.encode(uniq) if uniq else np.zeros((0, 1))
+        else:
+            self.index = {t: i for i, t in enumerate(texts)}
+            self.vectors = vectors
+        self.embedder = embedder
+
+    def vector(self, text: str) -> np.ndarray:
+        i = self.index.get(text)
+        if i is not None:
+            return self.vectors[i]
+        key = (id(self.embedder), text)
+        vec = _MISSES.get(key)
+        if vec is None:
+            if len(_MISSES) >= _MISSES_MAX:
+                _MISSES.clear()
+            vec = _MISSES[key] = self.embedder.encode([text])[0]
+        return vec
+
+    def __call__(self, a: str, b: str) -> float:
+        return float(np.dot(self.vector(a), self.vector(b)))
+
+    def segment(self, texts: Sequence[str]):
+        """``segment_sim(seg, i)``: cosine of u_i to the centroid of the segment's turns."""
+        def segment_sim(seg: Sequence[int], i: int) -> float:
+            c = np.sum([self.vector(texts[j]) for j in seg], axis=0)
+            norm = float(np.linalg.norm(c))
+            return float(np.dot(c, self.vector(texts[i])) / norm) if norm else 0.0
+        return segment_sim
+
+
+def _texts(pairs) -> list[str]:
+    return [str(p[0].get("text", "")) for p in pairs] + [str(p[1].get("text", "")) for p in pairs]
+
+
+def _tas_cas(pairs, topic_sets, sim: VectorSim, topic_name: str, weights, rule) -> dict:
+    if not pairs:
+        return {"tas_cas": None}
+    n = len(pairs)
+    texts = _texts(pairs)
+    has_meta = any("shift_event" in _user_meta(p[0]) for p in pairs)
+    true = [i for i, p in enumerate(pairs) if _user_meta(p[0]).get("shift_event")] if has_meta else None
+    out = tas_cas_dialogue(texts[:n], texts[n:], topic_sets[:n], topic_sets[n:], sim=sim, true_shifts=true,
+                           weights=weights, rule=rule, segment_sim=sim.segment(texts[:n]))
+    out["tas_cas_topic_mode"] = topic_name
+    return out
+
+
+def tas_cas_for_transcript(transcript: Sequence[Mapping], *, topics, embedder,
+                           weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and") -> dict:
+    """The ``tas_cas*`` and ``shift_detect*`` metrics of one transcript (evaluation.crs.tas_cas)."""
+    return tas_cas_many([transcript], topics=topics, embedder=embedder, weights=weights, rule=rule)[0]
+
+
+def tas_cas_many(transcripts: Sequence[Sequence[Mapping]], *, topics, embedder,
+                 weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and", batch: int = 64) -> list[dict]:
+    """``tas_cas_for_transcript`` over many transcripts, topics and embeddings computed per batch
+    (one vectoriser / LDA call per batch instead of per dialogue)."""
+    out: list[dict] = []
+    for start in range(0, len(transcripts), batch):
+        chunk = [turn_pairs(t) for t in transcripts[start:start + batch]]
+        texts = [x for pairs in chunk for x in _texts(pairs)]
+        topic_sets = topics.topics_many(texts) if texts else []
+        uniq = list(dict.fromkeys(texts))
+        row = {t: i for i, t in enumerate(uniq)}
+        vectors = embedder.encode(uniq)[[row[t] for t in texts]] if texts else None
+        pos = 0
+        for pairs in chunk:
+            k = 2 * len(pairs)
+            sim = VectorSim(embedder, texts[pos:pos + k], vectors[pos:pos + k] if k else None)
+            out.append(_tas_cas(pairs, topic_sets[pos:pos + k], sim, topics.name, weights, rule))
+            pos += k
+    return out
+
+
+# --------------------------------------------------------------------------- graph nodes
+
+@functools.lru_cache(maxsize=4)
+def _embedder(spec: str, catalog) -> object:
+    corpus = [f"{m.title} {m.plot}" for m in catalog.movies]
+    return make_embedder(spec, corpus=corpus)
+
+
+_TOPICS: dict[tuple, object] = {}
+_TOPICS_LOCK = threading.Lock()  # sessions in threads wait for one LDA training, not train it each
+
+
+def topic_extractor(mode: str, catalog, run_dir, model=None):
+    key = (mode, id(catalog), str(run_dir))
+    if mode == "llm":  # LLM topics are per model handle; not shared across sessions
+        return make_topic_extractor(mode, catalog.movies, run_dir=run_dir, model=model)
+    with _TOPICS_LOCK:
+        if key not in _TOPICS:
+            _TOPICS[key] = make_topic_extractor(mode, catalog.movies, run_dir=run_dir)
+        return _TOPICS[key]
+
+
+def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", topic_mode: str = "lda",
+                    run_dir=None, model=None) -> dict:
+    """TAS/CAS + PEPPER coverage / Recall@K of a finished session's state."""
+    transcript = state.get("transcript") or []
+    topics = topic_extractor(topic_mode, catalog, run_dir, model)
+    out = tas_cas_for_transcript(transcript, topics=topics, embedder=_embedder(embedder_spec, catalog))
+    out.update(coverage_metrics(transcript))
+    return out
+
+
+def merge_dialogue_metrics(state: Mapping, new: Mapping) -> dict:
+    return {"dialogue_metrics": {**(state.get("dialogue_metrics") or {}), **new}}

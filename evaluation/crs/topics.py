@@ -1,0 +1,222 @@
+"""Topic extraction for TAS/CAS (spec 001): LDA (default), a keyword heuristic (fallback), an LLM mode.
+
+Every extractor has ``name`` and ``topics(text) -> frozenset[str]``; an empty set means the text
+carries no topic information (the shift detector then ignores it).
+
+* :class:`LdaTopics`: scikit-learn ``LatentDirichletAllocation`` trained on the catalog's plots and
+  genres (one document per movie). A text's topics are the top words of every LDA topic whose
+  weight in the text is at least ``min_prob`` (the original: top-5 words of the dominant topic,
+  p >= 0.1); a text with no in-vocabulary word has none. Saved with the run
+  (``<run_dir>/topics_lda.joblib``) and reloaded from there, so a run's topics can be reproduced.
+* :class:`KeywordTopics`: the catalog's genre names and frequent plot words found in the text
+  (word boundaries), used when LDA cannot be trained or loaded.
+* :class:`LlmTopics`: a chat model lists the topics as JSON; a failed answer falls back to the
+  keyword heuristic and the failure is counted (``failures``) with its raw answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import joblib
+import numpy as np
+from pydantic import BaseModel, Field
+
+log = logging.getLogger(__name__)
+
+LDA_FILE = "topics_lda.joblib"
+_WORD = re.compile(r"[a-z][a-z'-]{2,}")
+_STOP = frozenset("""the a an and or of to in on for with that this what who how about like some any more movie
+movies film films me you it is are be do does something have has was were his her their they them he she
+its from into after when while where which him she but not all one two can will would could should there
+just really want looking mood recommend recommendation please also other than then only very much""".split())
+
+
+def catalog_documents(movies: Sequence) -> list[str]:
+    """One LDA document per movie: its plot and its genres (``catalog.movies.catalog.Movie`` or dicts)."""
+    docs = []
+    for m in movies:
+        plot = getattr(m, "plot", None) if not isinstance(m, dict) else m.get("plot")
+        genres = getattr(m, "genres", None) if not isinstance(m, dict) else m.get("genre")
+        docs.append(" ".join([plot or "", *(genres or [])]))
+    return docs
+
+
+class LdaTopics:
+    name = "lda"
+
+    def __init__(self, vectorizer, lda, *, top_words: int = 5, min_prob: float = 0.2):
+        self.vectorizer, self.lda = vectorizer, lda
+        self.top_words, self.min_prob = top_words, min_prob
+        vocab = np.array(vectorizer.get_feature_names_out())
+        # A topic that learned nothing has a flat word distribution; its "top words" would be
+        # arbitrary, so it contributes no words.
+        self.topic_words = [frozenset(vocab[np.argsort(row)[::-1][:top_words]])
+                            if row.max() > 2 * np.median(row) else frozenset() for row in lda.components_]
+
+    @classmethod
+    def train(cls, documents: Sequence[str], *, n_topics: int = 20, seed: int = 0, **kw) -> "LdaTopics":
+        from sklearn.decomposition import LatentDirichletAllocation
+        from sklearn.feature_extraction.text import CountVectorizer
+        vec = CountVectorizer(stop_words=sorted(_STOP | _sklearn_stop()), token_pattern=r"(?u)\b[a-zA-Z]{3,}\b",
+                              min_df=2, max_df=0.3, max_features=4000)
+        counts = vec.fit_transform(documents)
+        lda = LatentDirichletAllocation(n_components=n_topics, random_state=seed, learning_method="batch",
+                                        max_iter=15).fit(counts)
+        return cls(vec, lda, **kw)
+
+    def save(self, path: Path) -> Path:
+        joblib.dump({"vectorizer": self.vectorizer, "lda": self.lda, "top_words": self.top_words,
+                     "min_prob": self.min_prob}, path)
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> "LdaTopics":
+        blob = joblib.load(path)
+        return cls(blob["vectorizer"], blob["lda"], top_words=blob["top_words"], min_prob=blob["min_prob"])
+
+    def topics_many(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        # Template utterances repeat; the LDA E-step is the cost, so each distinct text runs once.
+        uniq = list(dict.fromkeys(t or "" for t in texts))
+        found = dict(zip(uniq, self._topics_distinct(uniq)))
+        return [found[t or ""] for t in texts]
+
+    def _topics_distinct(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        counts = self.vectorizer.transform(list(texts))
+        theta = self.lda.transform(counts)
+        empty = np.asarray(counts.sum(axis=1)).ravel() == 0
+        out = []
+        for row, is_empty in zip(theta, empty):
+            if is_empty:
+                out.append(frozenset())
+                continue
+            chosen = np.flatnonzero(row >= self.min_prob)
+            out.append(frozenset().union(*(self.topic_words[k] for k in chosen)) if len(chosen) else frozenset())
+        return out
+
+    def topics(self, text: str) -> frozenset[str]:
+        return self.topics_many([text])[0]
+
+
+def _sklearn_stop() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+class KeywordTopics:
+    """Topics = catalog keywords in the text: genre names plus the ``n_plot_words`` most frequent
+    plot words (document frequency, stop words removed)."""
+
+    name = "keyword"
+
+    def __init__(self, keywords: Sequence[str]):
+        self.keywords = frozenset(k.lower() for k in keywords if k)
+        multi = sorted((k for k in self.keywords if " " in k), key=len, reverse=True)
+        self._multi = [(k, re.compile(rf"(?<!\w){re.escape(k)}(?!\w)")) for k in multi]
+
+    @classmethod
+    def from_catalog(cls, movies: Sequence, *, n_plot_words: int = 300) -> "KeywordTopics":
+        df: Counter = Counter()
+        genres: set[str] = set()
+        for doc, m in zip(catalog_documents(movies), movies):
+            genres.update(g.lower() for g in ((m.get("genre") if isinstance(m, dict) else m.genres) or []))
+            plot = doc.lower()
+            df.update({w for w in _WORD.findall(plot) if w not in _STOP and w not in _sklearn_stop()})
+        return cls([*genres, *(w for w, _ in df.most_common(n_plot_words))])
+
+    def topics(self, text: str) -> frozenset[str]:
+        low = (text or "").lower()
+        found = {w for w in _WORD.findall(low) if w in self.keywords}
+        found |= {k for k, rx in self._multi if rx.search(low)}
+        return frozenset(found)
+
+    def topics_many(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        return [self.topics(t) for t in texts]
+
+
+class TopicList(BaseModel):
+    topics: list[str] = Field(max_length=8, description="up to 5 short topic words or phrases")
+
+
+class LlmTopics:
+    """Topics from a chat model (``ChatModel.structured``); failures fall back to ``fallback``."""
+
+    name = "llm"
+
+    def __init__(self, model, fallback: KeywordTopics):
+        self.model, self.fallback = model, fallback
+        self.failures: list[dict] = []
+
+    def topics(self, text: str) -> frozenset[str]:
+        prompt = ("List the main topics (genres, themes, people, moods) of this message about movies as "
+                  f"at most 5 short lowercase words or phrases.\nMessage: {text}")
+        res = self.model.structured([("user", prompt)], TopicList, purpose="topics")
+        if not res.ok:
+            self.failures.append({"text": text, "raw": res.raw, "error": res.error})
+            return self.fallback.topics(text)
+        return frozenset(t.strip().lower() for t in res.value.topics if t.strip())
+
+    def topics_many(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        return [self.topics(t) for t in texts]
+
+
+def corpus_fingerprint(documents: Sequence[str]) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for d in documents:
+        h.update(d.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=4)
+def _trained(fingerprint: str, documents: tuple[str, ...], n_topics: int, seed: int) -> LdaTopics:
+    return LdaTopics.train(list(documents), n_topics=n_topics, seed=seed)
+
+
+def lda_for_run(documents: Sequence[str], run_dir: str | Path | None, *, n_topics: int = 20,
+                seed: int = 0) -> LdaTopics:
+    """The run's LDA model: loaded from ``<run_dir>/topics_lda.joblib`` when it was trained on the same
+    corpus, else trained (once per process) and saved there."""
+    fp = corpus_fingerprint(documents)
+    path = Path(run_dir) / LDA_FILE if run_dir else None
+    if path is not None and path.exists():
+        try:
+            model = LdaTopics.load(path)
+            if getattr(model.lda, "convsim_corpus", None) == fp:
+                return model
+        except Exception as exc:  # noqa: BLE001 - a damaged file is retrained, not fatal
+            log.warning("cannot reload %s (%s); retraining", path, exc)
+    model = _trained(fp, tuple(documents), n_topics, seed)
+    model.lda.convsim_corpus = fp
+    if path is not None:
+        # write then rename, so a concurrent session (or worker process) never reads half a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        model.save(tmp)
+        os.replace(tmp, path)
+    return model
+
+
+def make_topic_extractor(mode: str, movies: Sequence, *, run_dir: str | Path | None = None, model=None):
+    """``lda`` (falls back to ``keyword`` when training fails), ``keyword``, or ``llm`` (needs a model
+    that is not ``none``; else keyword)."""
+    keyword = KeywordTopics.from_catalog(movies)
+    if mode == "keyword":
+        return keyword
+    if mode == "llm":
+        return LlmTopics(model, keyword) if model is not None and not model.is_none else keyword
+    if mode != "lda":
+        raise ValueError(f"topic mode must be lda, keyword or llm, got {mode!r}")
+    try:
+        return lda_for_run(catalog_documents(movies), run_dir)
+    except (ValueError, OSError) as exc:
+        log.warning("LDA topics unavailable (%s); using the keyword heuristic", exc)
+        return keyword

@@ -1,0 +1,160 @@
+"""Dialogue CSV of group travel planning (spec 002's columns): export, and evaluation of CSVs
+produced elsewhere.
+
+Columns: ``turn, speaker, intent, slot, utterance, meta, constraint_state, plan,
+ref_info_accommodations, ref_info_restaurants, ref_info_attractions, ref_info_events``.
+Only ``speaker``, ``intent`` and ``utterance`` are required when reading. JSON cells: ``meta``
+(turn metadata: ``has_conflict``, ``resolution_explanation``, ``resolution_strategy``; on the first
+row also the condition flags and ``member_count``), ``constraint_state`` (slot -> decided options),
+``plan`` (the itinerary; the last non-empty cell is the plan) and ``ref_info_*`` (the reference
+catalog rows in the TripCraft schema; all rows of a column are pooled).
+Condition flags missing from the first row's meta are taken from a ``C1``–``C5`` in the file
+name, else inferred from the dialogue. A malformed file raises ``ConvsimError`` with the line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+from catalog.travel import KINDS, TravelDB, load_travel_db, travel_db_from_ref_info
+from convsim import ConvsimError
+from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from evaluation.group.plan_parse import intent_slot
+
+COLUMNS = ("turn", "speaker", "intent", "slot", "utterance", "meta", "constraint_state", "plan",
+           *(f"ref_info_{k}" for k in KINDS))
+REQUIRED = ("speaker", "intent", "utterance")
+_CONDITIONS = {"C1": (False, False, False, False), "C2": (True, False, False, False),
+               "C3": (True, True, False, False), "C4": (True, True, True, False),
+               "C5": (True, True, True, True)}
+_FLAGS = ("multi_user", "enable_synthesis", "use_social_theory", "enable_feedback")
+
+
+def export_group_csv(record: dict, path: str | Path, *, db: TravelDB | None = None) -> Path:
+    """Write one finished session (a result record or final State) as a dialogue CSV."""
+    db = db or load_travel_db()
+    transcript, decisions = record["transcript"], record.get("decisions") or {}
+    last_row = {}
+    for i, t in enumerate(transcript):
+        slot = (t.get("meta") or {}).get("slot")
+        if slot:
+            last_row[slot] = i
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        w.writeheader()
+        for i, t in enumerate(transcript):
+            meta = {k: v for k, v in (t.get("meta") or {}).items() if k not in ("plan", "intent", "slot")}
+            state = {s: {sub: d["selected"] for sub, d in decisions[s].items()}
+                     for s, last in last_row.items() if last <= i and s in decisions}
+            row = {"turn": t.get("turn", i + 1), "speaker": t["speaker"], "intent": t["meta"].get("intent", ""),
+                   "slot": t["meta"].get("slot", ""), "utterance": t["text"], "meta": json.dumps(meta),
+                   "constraint_state": json.dumps(state),
+                   "plan": json.dumps(t["meta"]["plan"]) if t["meta"].get("plan") else ""}
+            if i == 0:
+                city = record.get("city")
+                for kind, rows in db.ref_info(city).items():
+                    row[f"ref_info_{kind}"] = json.dumps(rows)
+            w.writerow(row)
+    return path
+
+
+def _json_cell(value: str, *, file: str, line: int, column: str):
+    if not value.strip():
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ConvsimError(f"invalid JSON in column {column!r}: {exc.msg}", file=file,
+                           record=f"line {line}", field=column) from None
+
+
+def read_group_csv(path: str | Path) -> dict:
+    """``{"turns", "plan", "ref_info", "flags"}`` from a dialogue CSV (validated)."""
+    file = str(path)
+    try:
+        fh = Path(path).open(newline="", encoding="utf-8")
+    except FileNotFoundError:
+        raise ConvsimError("dialogue CSV not found", file=file) from None
+    with fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ConvsimError(f"missing column(s) {missing}", file=file, record="line 1", field=missing[0])
+        turns, plan, ref, first_meta = [], None, {k: [] for k in KINDS}, None
+        try:
+            for row in reader:
+                line = reader.line_num
+                for col in REQUIRED:
+                    if row.get(col) is None:
+                        raise ConvsimError(f"row has too few cells (no {col!r})", file=file,
+                                           record=f"line {line}", field=col)
+                meta = _json_cell(row.get("meta") or "", file=file, line=line, column="meta") or {}
+                if not isinstance(meta, dict):
+                    raise ConvsimError("meta is not a JSON object", file=file, record=f"line {line}", field="meta")
+                if first_meta is None:
+                    first_meta = meta
+                state = _json_cell(row.get("constraint_state") or "", file=file, line=line,
+                                   column="constraint_state")
+                if state is not None and not isinstance(state, dict):
+                    raise ConvsimError("constraint_state is not a JSON object", file=file,
+                                       record=f"line {line}", field="constraint_state")
+                p = _json_cell(row.get("plan") or "", file=file, line=line, column="plan")
+                if p is not None:
+                    if not isinstance(p, dict):
+                        raise ConvsimError("plan is not a JSON object", file=file, record=f"line {line}", field="plan")
+                    plan = p
+                for kind in KINDS:
+                    col = f"ref_info_{kind}"
+                    rows = _json_cell(row.get(col) or "", file=file, line=line, column=col)
+                    if rows is not None:
+                        if not isinstance(rows, list):
+                            raise ConvsimError(f"{col} is not a JSON list", file=file, record=f"line {line}", field=col)
+                        ref[kind] += rows
+                turns.append({"speaker": row["speaker"], "intent": row["intent"].strip(),
+                              "utterance": row["utterance"], "meta": meta, "line": line})
+        except csv.Error as exc:
+            raise ConvsimError(f"malformed CSV: {exc}", file=file, record=f"line {reader.line_num}") from None
+    if not turns:
+        raise ConvsimError("dialogue CSV has no rows", file=file)
+    return {"turns": turns, "plan": plan, "ref_info": ref, "flags": _flags(file, first_meta or {}, turns)}
+
+
+def _flags(file: str, meta: dict, turns: list[dict]) -> dict:
+    speakers = {t["speaker"] for t in turns if t["intent"].startswith("user_provide_")}
+    m = re.search(r"(?<![A-Za-z0-9])(C[1-5])(?![0-9])", Path(file).name)
+    inferred = dict(zip(_FLAGS, _CONDITIONS[m.group(1)])) if m else {
+        "multi_user": len(speakers) > 1,
+        "enable_synthesis": any(t["intent"].startswith("sys_synthesize_") for t in turns),
+        "use_social_theory": any(str(t["meta"].get("resolution_strategy") or "N/A").upper() not in ("N/A", "")
+                                 for t in turns if t["intent"].startswith("sys_synthesize_")),
+        "enable_feedback": any(intent_slot(t["intent"]) and "feedback" in t["intent"] for t in turns)}
+    flags = {k: bool(meta.get(k, inferred[k])) for k in _FLAGS}
+    flags["member_count"] = int(meta.get("member_count") or max(len(speakers), 1))
+    return flags
+
+
+def evaluate_group_csv(path: str | Path, *, embedder_spec: str = "tfidf") -> dict:
+    """Every group-planning metric (M1–M16, W1–W3) of one dialogue CSV.
+
+    Returns ``{"file", "n_turns", "flags", "metrics", "settings"}``; the catalog is the CSV's
+    ``ref_info_*`` rows, or the project database when the CSV has none (noted in settings).
+    """
+    data = read_group_csv(path)
+    if any(data["ref_info"].values()):
+        db, source = travel_db_from_ref_info(data["ref_info"], source=f"{path} (ref_info_* columns)"), "csv"
+    else:
+        db, source = load_travel_db(), "project database (the CSV has no ref_info_* rows)"
+    embedder = dialogue_embedder(embedder_spec, db, data["turns"])
+    metrics, settings = evaluate_group_dialogue(data["turns"], data["plan"], db, flags=data["flags"],
+                                                embedder=embedder)
+    settings["catalog"] = source
+    return {"file": str(path), "n_turns": len(data["turns"]), "flags": data["flags"],
+            "metrics": metrics, "settings": settings}
+
+
+__all__ = ["COLUMNS", "export_group_csv", "read_group_csv", "evaluate_group_csv", "transcript_to_turns"]

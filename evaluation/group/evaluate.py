@@ -1,0 +1,90 @@
+"""All group-planning metrics of one dialogue (M1–M16, W1–W3) from plain data.
+
+Used by the graph's ``evaluate_dialogue`` node and by ``evaluation.group.dialogue_csv.evaluate_group_csv``.
+Thresholds are recorded with the embedder's name in the returned settings.
+"""
+
+from __future__ import annotations
+
+from catalog.travel import KINDS, TravelDB
+from convsim import make_embedder
+from evaluation.group.metrics import dialogue_only_metrics
+from evaluation.group.plan_metrics import (M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD, concession_rate,
+                                           fairness_gini, plan_coherence, plan_grounding_rate,
+                                           preference_addressing_rate, satisfaction_metrics,
+                                           satisfaction_table, semantic_satisfaction, serendipity)
+from evaluation.group.plan_parse import intent_slot, stated_preferences
+
+
+def embedder_corpus(db: TravelDB) -> list[str]:
+    """Every record's description: with the dialogue's utterances, the TF-IDF fitting corpus."""
+    return [TravelDB.record_text(k, r) for k in KINDS for r in getattr(db, k)]
+
+
+class CachedSimilarity:
+    """An embedder whose texts are encoded once each (the metrics compare the same few dozen
+    texts hundreds of times); same ``name`` and cosine as the wrapped embedder."""
+
+    def __init__(self, embedder):
+        self.inner, self.name, self._vecs = embedder, embedder.name, {}
+
+    def _vec(self, text: str):
+        if text not in self._vecs:
+            self._vecs[text] = self.inner.encode([text])[0]
+        return self._vecs[text]
+
+    def encode(self, texts: list[str]):
+        return self.inner.encode(texts)
+
+    def similarity(self, a: str, b: str) -> float:
+        return float(self._vec(a) @ self._vec(b))
+
+
+def dialogue_embedder(spec: str, db: TravelDB, turns: list[dict]):
+    """The semantic metrics' embedder for one dialogue: fitted (TF-IDF) on the dialogue's catalog
+    records and utterances, so a live session and its exported CSV score the same."""
+    return CachedSimilarity(make_embedder(spec, corpus=embedder_corpus(db) + [t["utterance"] for t in turns]))
+
+
+def transcript_to_turns(transcript: list[dict]) -> list[dict]:
+    """Engine transcript items -> metric turns ``{"speaker", "intent", "utterance", "meta"}``."""
+    return [{"speaker": t["speaker"], "intent": (t.get("meta") or {}).get("intent", ""),
+             "utterance": t["text"], "meta": t.get("meta") or {}} for t in transcript]
+
+
+def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, *, flags: dict,
+                            embedder, members: list[dict] | None = None) -> tuple[dict, dict]:
+    """``(metrics, settings)``; ``members`` (simulation only) adds welfare over every member's
+    private preferences (``W*_all_members``), which C1 cannot show in its dialogue."""
+    plan = plan or {}
+    out = dialogue_only_metrics(turns, flags)
+    prefs = stated_preferences(turns)
+    synth = " ".join(t["utterance"] for t in turns if t["intent"].startswith("sys_synthesize_"))
+    plan_text = " ".join([t["utterance"] for t in turns if t["intent"] == "sys_present_plan"]
+                         + [str(plan.get("raw_output", ""))]).strip()
+    out["M8"] = preference_addressing_rate(prefs, f"{synth} {plan_text}", embedder=embedder)
+    out["M8a"] = preference_addressing_rate(prefs, synth, embedder=embedder)
+    out["M8b"] = preference_addressing_rate(prefs, plan_text, embedder=embedder)
+    out["M9"] = plan_grounding_rate(plan, db)
+    table = satisfaction_table(prefs, plan=plan, db=db, embedder=embedder)
+    out.update(satisfaction_metrics(table))
+    out["M10_pairs"] = len(table)
+    out["M10_satisfied_pairs"] = sum(ch["satisfied"] for ch in table.values())
+    out["M12"], member_means = semantic_satisfaction(prefs, plan=plan, embedder=embedder)
+    out["M13"] = fairness_gini(member_means)
+    explanations: dict[str, str] = {}
+    for t in turns:
+        if t["intent"].startswith("sys_synthesize_") and (t.get("meta") or {}).get("resolution_explanation"):
+            slot = intent_slot(t["intent"])
+            explanations[slot] = f"{explanations.get(slot, '')} {t['meta']['resolution_explanation']}".strip()
+    out["M14"] = concession_rate(prefs, explanations, embedder=embedder)
+    out["M15"] = serendipity(plan, db, list(prefs.values()), embedder=embedder)
+    out["M16"] = plan_coherence(plan)
+    if members:
+        private = {(m["name"], s): p["text"] for m in members for s, p in m["preferences"].items()}
+        all_w = satisfaction_metrics(satisfaction_table(private, plan=plan, db=db, embedder=embedder))
+        out.update({f"{k}_all_members": all_w[k] for k in ("W1", "W2", "W3", "W3_zero_members", "M11")})
+    settings = {"embedder": getattr(embedder, "name", str(embedder)),
+                "thresholds": {"M8": M8_THRESHOLD, "M10": M10_THRESHOLD, "M15": M15_THRESHOLD},
+                "spec": "002_fa62fccfc16e3dd9.txt"}
+    return out, settings

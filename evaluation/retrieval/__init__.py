@@ -1,0 +1,1 @@
+"""Course retrieval metrics (NDCG@K, P@K, MRR) and run comparison."""

@@ -1,0 +1,120 @@
+"""A run's statistics (stats.json) and figures (figures/*.png|svg), computed from its records.
+
+``write_statistics(run)`` works for any graph's records: metrics are discovered from
+``dialogue_metrics``; judge metrics are ``judge_*``; a graph module may add scenario figures by
+defining ``figures(records, out_dir) -> list[str]`` (stems written), which is called when present.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from convsim import ConvsimError, load_graph_module
+from evaluation import plots, stats
+from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_judge_metric, is_paired, load_run,
+                                metric_by_variant, metric_names)
+
+log = logging.getLogger(__name__)
+
+# Bookkeeping counters are summarised but not tested: a test on "judge_failed" would be noise.
+NOT_TESTED = JUDGE_FLAGS
+
+
+def judge_failures(records: Sequence[Mapping]) -> dict[str, dict]:
+    """Per variant: sessions judged, judge failures and heuristic verdicts (counted, never hidden)."""
+    out: dict[str, dict] = {}
+    for r in records:
+        dm = flat_numeric(r.get("dialogue_metrics"))
+        if "judge_failed" not in dm:
+            continue
+        row = out.setdefault(str(r.get("variant")), {"judged": 0, "failed": 0, "heuristic": 0})
+        row["judged"] += 1
+        row["failed"] += int(dm.get("judge_failed") or 0)
+        row["heuristic"] += int(dm.get("judge_heuristic") or 0)
+    return out
+
+
+def correlations(records: Sequence[Mapping], metrics: Sequence[str], *, seed: int = 0) -> list[dict]:
+    """Spearman (bootstrap CI) of every automatic metric against every judge metric, all sessions."""
+    judge = [m for m in metrics if is_judge_metric(m)]
+    auto = [m for m in metrics if not m.startswith("judge_") and m not in JUDGE_FLAGS]
+    flat = [flat_numeric(r.get("dialogue_metrics")) for r in records]
+    out = []
+    for a in auto:
+        for j in judge:
+            res = stats.spearman_bootstrap([f.get(a) for f in flat], [f.get(j) for f in flat], seed=seed, n_boot=500)
+            out.append({"automatic": a, "judge": j, **res})
+    return out
+
+
+def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
+    """Everything that goes into stats.json for a list of ok records."""
+    metrics = metric_names(records)
+    paired = is_paired(records)
+    per_metric = {}
+    warnings = []
+    for m in metrics:
+        if m in NOT_TESTED:
+            continue
+        res = stats.compare_variants(metric_by_variant(records, m), paired=paired, alpha=alpha, seed=seed)
+        per_metric[m] = res
+        for test in ("anova", "tukey", "friedman"):
+            if res.get(test, {}).get("warning"):
+                warnings.append(f"{m}: {res[test]['warning']}")
+        for row in res.get("wilcoxon", {}).get("pairs", []):
+            if row.get("warning"):
+                warnings.append(f"{m}: {row['group1']} vs {row['group2']}: {row['warning']}")
+    corr = correlations(records, metrics, seed=seed)
+    warnings += [f"{c['automatic']} ~ {c['judge']}: {c['warning']}" for c in corr if c.get("warning")]
+    return {"alpha": alpha, "design": "paired" if paired else "independent", "n_records": len(records),
+            "metrics": per_metric, "correlations": corr, "judge_failures": judge_failures(records),
+            "warnings": sorted(set(warnings))}
+
+
+def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
+    """All figures of a run. Per-metric figures (bars, distributions) cover the graph's
+    ``SUMMARY_METRICS`` and the judge metrics when the graph names headline metrics, every metric
+    otherwise; the correlation heatmap always covers every metric."""
+    records = run.ok_records
+    module = _graph_module(run)
+    metrics = list(statistics.get("metrics", {}))
+    judge = [m for m in metrics if is_judge_metric(m)]
+    headline = [m for m in getattr(module, "SUMMARY_METRICS", []) if m in metrics]
+    per_metric = list(dict.fromkeys(headline + judge)) if headline else metrics
+    describe = {m: statistics["metrics"][m]["variants"] for m in metrics}
+    stems = plots.bar_charts({m: describe[m] for m in per_metric}, out_dir)
+    stems += plots.judge_radar({v: {m: describe[m].get(v, {}).get("mean") for m in judge}
+                                for v in run.variants}, out_dir)
+    stems += plots.correlation_heatmap(records, metrics, out_dir)
+    stems += plots.distributions({m: {v: list(vals.values()) for v, vals in metric_by_variant(records, m).items()}
+                                  for m in per_metric}, out_dir)
+    tas = [m for m in metrics if m.startswith("tas")][:3]
+    stems += plots.scatter_against(records, tas, judge, out_dir)
+    stems += plots.tas_timelines(records, out_dir)
+    hook = getattr(module, "figures", None)
+    stems += list(hook(records, out_dir) or []) if callable(hook) else []
+    return stems
+
+
+def _graph_module(run: RunData):
+    """The run's graph module (for its SUMMARY_METRICS and figures hook), or None."""
+    graph = run.config.get("graph")
+    if not graph:
+        return None
+    try:
+        return load_graph_module(graph)
+    except ConvsimError as exc:
+        log.warning("graph %s not loadable for its figures hook: %s", graph, exc)
+        return None
+
+
+def write_statistics(run: RunData) -> dict:
+    """Compute stats.json and the figures of a loaded run, write both, and return the statistics."""
+    statistics = run_statistics(run.ok_records)
+    figure_dir = run.run_dir / "figures"
+    statistics["figures"] = make_figures(run, statistics, figure_dir)
+    (run.run_dir / "stats.json").write_text(json.dumps(statistics, indent=1, default=str), encoding="utf-8")
+    return statistics

@@ -1,0 +1,1 @@
+"""The customer-service metrics at turn, dialogue and dataset level."""

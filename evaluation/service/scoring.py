@@ -1,0 +1,122 @@
+"""Assembles the pure service metrics into turn, dialogue and dataset figures.
+
+Turn: ``score_turn`` (called by the graph's evaluation node). Dialogue: ``score_dialogue``
+(the node before END). Dataset: ``score_dataset`` (the graph's ``dataset_metrics``), which
+adds the pooled (micro) figures, pass^k and the error split; the engine adds mean/CI of every
+dialogue metric. Conventions: ``evaluation.service.metrics.AGGREGATION``.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from evaluation.service import metrics as m
+
+
+def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: dict,
+               mentions: list[dict], missing_required: list[str], expected: str | None,
+               actual: str, judge: dict | None) -> dict:
+    gold_state = user.get("gold_state") or {}
+    gold_domain = user.get("gold_domain")
+    acts = set_pr = None
+    if user.get("gold_act_types") is not None:
+        acts = m.act_type_accuracy_turn(action.get("acts", []), user["gold_act_types"])
+        set_pr = m.set_precision_recall(action.get("acts", []), user["gold_act_types"])
+    precision = m.slot_precision_turn(pred_state, gold_state, gold_domain
+                                      if gold_domain not in (None, "general") else None)
+    grounding = m.db_grounding_turn(mentions)
+    compliant = m.policy_compliance_turn(booked=action.get("kind") == "book",
+                                         missing_required=missing_required)
+    correct = m.system_correct_turn(expected=expected, actual=actual,
+                                    grounded=grounding in (None, 1.0), compliant=bool(compliant))
+    scored_gold = gold_domain is not None
+    return {
+        "domain_routing": m.domain_routing_turn(triage.get("domain"), gold_domain),
+        "intent_accuracy": m.intent_accuracy_turn(triage.get("intent"), user.get("gold_intent")),
+        "act_type_accuracy": acts,
+        "act_type_precision": set_pr["precision"] if set_pr else None,
+        "act_type_recall": set_pr["recall"] if set_pr else None,
+        "slot_accuracy": m.slot_accuracy_turn(pred_state, gold_state) if scored_gold else None,
+        "joint_goal_accuracy": m.joint_goal_turn(pred_state, gold_state) if scored_gold else None,
+        "slot_precision": precision,
+        "slot_false_discovery": None if precision is None else 1 - precision,
+        "db_grounding": grounding, "db_mentions": len(mentions),
+        "db_grounded_mentions": sum(bool(x["grounded"]) for x in mentions),
+        "policy_compliance": compliant, "expected_action": expected, "actual_action": actual,
+        "system_correct": correct,
+        "response_quality": judge["score"] if judge else None,
+        "judge_failed": None if judge is None else int(not judge["ok"]),
+    }
+
+
+TURN_MEANS = ("domain_routing", "intent_accuracy", "act_type_accuracy", "slot_accuracy",
+              "joint_goal_accuracy", "slot_precision", "system_correct", "response_quality")
+
+
+def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion: int | None,
+                   extra: dict) -> dict:
+    out = {name: m.mean_or_none(t.get(name) for t in turns) for name in TURN_MEANS}
+    out["system_correctness"] = out.pop("system_correct")
+    mentions = sum(t.get("db_mentions", 0) for t in turns)
+    out["db_grounding"] = (sum(t.get("db_grounded_mentions", 0) for t in turns) / mentions
+                           if mentions else None)
+    out["db_mentions"] = mentions
+    memory = m.memory_transfer_dialogue(transfer_events)
+    out["memory_transfer"], out["memory_transfer_opportunities"] = memory["score"], memory["opportunities"]
+    out["policy_violations"] = sum(1 - t["policy_compliance"] for t in turns)
+    out["n_turns"] = len(turns)
+    out["task_completion"] = completion
+    out["task_completion_gated"] = None if completion is None else int(
+        completion == 1 and out["policy_violations"] == 0)
+    judged = [t for t in turns if t.get("judge_failed") is not None]
+    out["judge_failures"] = sum(t["judge_failed"] for t in judged)
+    out["judge_calls"] = len(judged)
+    out.update(extra)
+    return out
+
+
+def _pooled(records: list[dict], name: str) -> dict:
+    values = [t[name] for r in records for t in r.get("turn_metrics", []) if t.get(name) is not None]
+    return {"value": sum(values) / len(values) if values else None, "n_turns": len(values)}
+
+
+def score_dataset(records: list[dict]) -> dict:
+    dms = [r.get("dialogue_metrics") or {} for r in records]
+    out: dict = {}
+    for name in ("slot_accuracy", "joint_goal_accuracy", "slot_precision"):
+        pooled = _pooled(records, name)
+        out[f"{name}_micro"], out[f"{name}_micro_n_turns"] = pooled["value"], pooled["n_turns"]
+    mentions = sum(d.get("db_mentions", 0) for d in dms)
+    grounded = sum(t.get("db_grounded_mentions", 0) for r in records for t in r.get("turn_metrics", []))
+    out["db_grounding_micro"] = grounded / mentions if mentions else None
+    out["db_mentions"] = mentions
+    with_opp = [d for d in dms if d.get("memory_transfer_opportunities")]
+    out["memory_transfer_macro"] = m.mean_or_none(d["memory_transfer"] for d in with_opp)
+    out["memory_transfer_dialogues"] = len(with_opp)
+    out["memory_transfer_opportunities"] = sum(d["memory_transfer_opportunities"] for d in with_opp)
+    turns = sum(d.get("n_turns", 0) for d in dms)
+    out["policy_violation_rate"] = sum(d.get("policy_violations", 0) for d in dms) / turns if turns else None
+    for name in ("task_completion", "task_completion_gated", "task_success", "sim_complete"):
+        vals = [d.get(name) for d in dms if d.get(name) is not None]
+        out[f"{name}_rate"] = sum(vals) / len(vals) if vals else None
+    both = [d for d in dms if d.get("task_success") is not None and d.get("sim_complete") is not None]
+    out["success_complete_agreement"] = (sum(d["task_success"] == d["sim_complete"] for d in both) / len(both)
+                                         if both else None)
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for r, d in zip(records, dms):
+        if d.get("task_success") is not None:
+            by_task[r.get("session_id", "")].append(bool(d["task_success"]))
+    max_trials = max((len(v) for v in by_task.values()), default=0)
+    for k in range(1, max_trials + 1):
+        out[f"pass^{k}"] = m.pass_hat_k(by_task, k)
+    out["agent_errors"] = sum(d.get("agent_errors", 0) for d in dms)
+    out["simulator_errors"] = sum(d.get("simulator_errors", 0) for d in dms)
+    out["supervisor_blocks"] = sum(d.get("supervisor_blocks", 0) for d in dms)
+    judged = sum(d.get("judge_calls", 0) for d in dms)
+    out["judge_failure_rate"] = sum(d.get("judge_failures", 0) for d in dms) / judged if judged else None
+    judges = Counter((t.get("judge"), t.get("judge_model"), t.get("judge_prompt_version"))
+                     for r in records for t in r.get("turn_metrics", []) if t.get("judge"))
+    out["judge"] = [{"kind": k, "model": mo, "prompt_version": v, "turns": n}
+                    for (k, mo, v), n in judges.items()]
+    out["terminations"] = dict(Counter(d.get("termination") for d in dms))
+    out["aggregation"] = m.AGGREGATION
+    return out
