@@ -27,3 +27,18 @@ class ConvsimError(Exception):
             where.append(f"field {self.field!s}")
         prefix = ": ".join([", ".join(where)]) if where else ""
         return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class AgentError(Exception):
+    """The system under test failed in a way the experiment scores (session status ``agent_failure``).
+
+    Raise it from an agent node when the failure is the agent's: the session is kept, its record is
+    scored as the metric defines, and it is not re-run on resume.
+    """
+
+
+class SimulatorError(Exception):
+    """The user simulator or a judge failed, not the agent (session status ``simulator_failure``).
+
+    The session is kept and counted, excluded from agent scores, and not re-run on resume.
+    """

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import ConvsimError
+from .errors import AgentError, ConvsimError, SimulatorError
 from .models import ChatModel, ModelUnavailable
+from .status import Status
 from .tracing import TraceRecorder
 
 
@@ -97,19 +98,38 @@ class _Session:
             return Outcome(unit.key, infra_error={
                 "variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
                 "kind": "infrastructure", "error": str(exc)})
-        status, error = "ok", None
-        if exc is not None:  # an agent crash is a result, recorded as such
-            status = "error"
+        status, error = Status.OK, None
+        if exc is not None:
+            # AgentError: the system under test failed (scored); SimulatorError: the simulator or a
+            # judge failed (counted, not scored); anything else is a bug in graph code (re-run on resume)
+            status = (Status.AGENT_FAILURE if isinstance(exc, AgentError) else
+                      Status.SIMULATOR_FAILURE if isinstance(exc, SimulatorError) else Status.CODE_ERROR)
             error = f"{type(exc).__name__}: {exc}\n" + "".join(
                 traceback.format_exception(type(exc), exc, exc.__traceback__, limit=6))
+        flags = simulator_flags(self.plan.module, self.final) if status == Status.OK else []
+        if flags:
+            status = Status.SIMULATOR_FAILURE
         record = {**self.final, "run_id": cfg.run_id, "variant": unit.variant,
                   "session_id": unit.session_id, "trial": unit.trial, "seed": unit.seed,
-                  "status": status, "error": error, "models": {r: s.settings for r, s in vp.models.items()},
+                  "status": status.value, "error": error, "simulator_flags": flags, "models": {r: s.settings for r, s in vp.models.items()},
                   "params": vp.params.model_dump(mode="json"), "llm_calls": self.calls,
                   "elapsed_s": round(time.perf_counter() - self.started, 4)}
         if unit.resume:
             record["forked_from"] = unit.resume["fork"]
         return Outcome(unit.key, record=record, trace=self.recorder)
+
+
+def simulator_flags(module: Any, state: dict) -> list[dict]:
+    """The graph's simulator checks over a finished session's state (``[]`` when it declares none).
+
+    A graph file may define ``simulator_checks(state) -> list[dict]``: each flag is
+    ``{"check": name, "detail": text}`` and marks the session ``simulator_failure`` (the simulated
+    user broke persona, ended early, leaked its goal...), which keeps it out of agent scores.
+    """
+    checks = getattr(module, "simulator_checks", None)
+    if not callable(checks):
+        return []
+    return [dict(f) for f in (checks(state) or [])]
 
 
 def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome:
