@@ -1,4 +1,4 @@
-"""The course catalog and versioned course-retrieval test sets (spec 003_b735b6521cfe17c0.txt).
+"""The course catalog and versioned course-retrieval test sets.
 
 A course is ``{"subjectCode", "subjectName", "description", "cleanedLearningOutcomes", ...}``
 (the original evaluator's field names). A test set is versioned JSON::
@@ -6,7 +6,8 @@ A course is ``{"subjectCode", "subjectName", "description", "cleanedLearningOutc
     {"version": 1, "name": "test-set-v1", "description": "...",
      "cases": [{"id": "v1-001", "question": "...", "skill": "...",
                 "retrievedCourses": [course, ...],          # optional: judged as it is
-                "goldRelevance": {"CS104": 3, "BIO127": 0}}]} # optional: graded labels 0-3
+                "goldRelevance": {"CS104": 3, "BIO127": 0},  # optional: graded labels 0-3
+                "expectedMetrics": {"recall@10": {"min": 0.5}, "mrr": 1.0}}]}  # optional checks
 
 Bad files raise :class:`convsim.ConvsimError` naming the file, the case id and the field.
 """
@@ -123,11 +124,13 @@ class TestCase:
     skill: str
     retrieved_courses: list[dict] | None = None
     gold_relevance: dict[str, int] | None = None
+    expected_metrics: dict[str, float | dict] | None = None
 
     def as_state(self) -> dict:
         """The JSON-ready form used in a session's initial state."""
         return {"case_id": self.id, "question": self.question, "skill": self.skill,
-                "given_courses": self.retrieved_courses, "gold_relevance": self.gold_relevance}
+                "given_courses": self.retrieved_courses, "gold_relevance": self.gold_relevance,
+                "expected_metrics": self.expected_metrics}
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,31 @@ def _parse_gold(raw: object, *, file, record) -> dict[str, int]:
                                field=f"goldRelevance.{code}")
         gold[str(code)] = label
     return gold
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _parse_expected(raw: object, *, file, record) -> dict[str, float | dict]:
+    """``expectedMetrics``: metric name -> a number, or ``{"min": a, "max": b}`` (either optional)."""
+    if not isinstance(raw, dict) or not raw:
+        raise ConvsimError("expectedMetrics must map metric names to a number or {min, max}", file=file,
+                           record=record, field="expectedMetrics")
+    out: dict[str, float | dict] = {}
+    for name, want in raw.items():
+        where = f"expectedMetrics.{name}"
+        if _is_number(want):
+            out[str(name)] = float(want)
+            continue
+        if not isinstance(want, dict) or not want or set(want) - {"min", "max"} or not all(
+                _is_number(v) for v in want.values()):
+            raise ConvsimError(f"expected a number or {{\"min\": x, \"max\": y}}, got {want!r}", file=file,
+                               record=record, field=where)
+        if "min" in want and "max" in want and want["min"] > want["max"]:
+            raise ConvsimError("min is above max", file=file, record=record, field=where)
+        out[str(name)] = {k: float(v) for k, v in want.items()}
+    return out
 
 
 def parse_test_set(data: object, *, file: str | Path | None = None) -> TestSet:
@@ -192,11 +220,18 @@ def parse_test_set(data: object, *, file: str | Path | None = None) -> TestSet:
         gold = raw.get("goldRelevance")
         if gold is not None:
             gold = _parse_gold(gold, file=file, record=case_id)
-        cases.append(TestCase(case_id, question, skill, retrieved, gold))
+        expected = raw.get("expectedMetrics")
+        if expected is not None:
+            expected = _parse_expected(expected, file=file, record=case_id)
+        cases.append(TestCase(case_id, question, skill, retrieved, gold, expected))
     return TestSet(version, name, description, cases, None if file is None else str(file))
 
 
 def load_test_set(path: str | Path | None = None) -> TestSet:
-    """Read and validate a versioned test set (the shipped test-set-v1 by default)."""
+    """Read and validate a versioned test set: a path, or the name of a shipped one
+    (``test-set-v1``, the default, or ``test-set-v2``)."""
     file = Path(path or DEFAULT_TEST_SET)
+    shipped = DEFAULT_TEST_SET.parent / f"{file.name}.json"
+    if not file.suffix and not file.exists() and shipped.exists():
+        file = shipped
     return parse_test_set(_read_json(file, "test set"), file=file)

@@ -1,10 +1,13 @@
-"""Course retrieval judged by an LLM (spec 003_b735b6521cfe17c0.txt).
+"""Course retrieval judged by an LLM on a 0-3 scale, scored by NDCG@K and P@K.
 
 One session is one test case: a retriever node ranks the catalog for the case's question
-and skill (or the case's own ``retrievedCourses`` are taken as they are), the relevance
-judge scores every retrieved course 0-3, and the evaluation node computes the spec's
-metrics (averageRelevance, NDCG@K, P@K, ...) plus gold-label metrics where the case has
-gold labels. Trials are the spec's repeated iterations (the trial index is the iteration).
+and skill, the relevance judge scores every retrieved course 0-3, and the evaluation node
+computes the metrics (averageRelevance, NDCG@K, P@K, ...) plus gold-label metrics where the
+case has gold labels. Cases that bring their own fixed ``retrievedCourses`` list are a
+separate variant (``cases: given``): they say nothing about a retriever, so they are never
+mixed into a retriever's mean. Trials are repeated iterations (the trial index is the
+iteration). With model ``none`` the judge is a lexical heuristic and every judged metric is
+named ``heuristic_<metric>``, so nobody reads it as an LLM judge's figure.
 
     START -> {given_courses | tfidf | bm25 | embedding | hybrid} -> judge -> evaluate -> END
 """
@@ -39,7 +42,7 @@ class State(TypedDict, total=False):
     given_courses: list[dict] | None
     gold_relevance: dict[str, int] | None
     retriever: str
-    retrieval_skipped: str | None
+    expected_metrics: dict | None
     component_rankings: dict[str, list[dict]]
     retrieved: list[dict]
     judgements: list[dict]
@@ -69,6 +72,13 @@ class Params(BaseModel):
     judge_cache: str = Field("auto", description="judge score cache: 'auto' (runs/.cache), 'off', or a path")
     judge_retries: int = Field(2, ge=0, le=5, description="retries of an invalid judge answer")
     max_cases: int | None = Field(None, ge=1, description="use only the first N cases")
+    cases: Literal["retrieval", "given"] = Field(
+        "retrieval", description="which cases: 'retrieval' (ranked by the retriever) or 'given' (the "
+        "cases' fixed retrievedCourses lists, judged as they are; a variant of their own)")
+    expected_tolerance: float = Field(
+        0.05, ge=0, description="tolerance of a case's expectedMetrics given as a plain number")
+
+    model_config = {"extra": "forbid"}
 
 
 @dataclass
@@ -88,8 +98,8 @@ def _with_course_fields(ranking: list[dict], catalog: str | None) -> list[dict]:
 
 
 def route_case(state: State, runtime: Runtime[Context]) -> str:
-    """A case that brings its own retrieved list is judged as it is."""
-    return "given_courses" if state.get("given_courses") else _params(runtime).retriever
+    """The ``given`` variant judges each case's own retrieved list as it is."""
+    return "given_courses" if _params(runtime).cases == "given" else _params(runtime).retriever
 
 
 def given_courses(state: State) -> dict:
@@ -105,12 +115,7 @@ def _search(kind: str, state: State, params: Params, depth: int) -> list[dict]:
 def _retrieve(kind: str):
     def node(state: State, runtime: Runtime[Context]) -> dict:
         params = _params(runtime)
-        try:
-            ranking = _search(kind, state, params, params.k)
-        except ConvsimError as exc:
-            if kind != "embedding":
-                raise
-            return {"retriever": kind, "retrieved": [], "retrieval_skipped": str(exc)}
+        ranking = _search(kind, state, params, params.k)  # a retriever that cannot run stops the run
         return {"retriever": kind, "retrieved": _with_course_fields(ranking, params.catalog)}
     node.__name__ = f"retrieve_{kind}"
     return node
@@ -119,10 +124,7 @@ def _retrieve(kind: str):
 def hybrid(state: State, runtime: Runtime[Context]) -> dict:
     params = _params(runtime)
     depth = max(params.k, params.fusion_depth)
-    try:
-        rankings = {kind: _search(kind, state, params, depth) for kind in params.hybrid_of}
-    except ConvsimError as exc:
-        return {"retriever": "hybrid", "retrieved": [], "retrieval_skipped": str(exc)}
+    rankings = {kind: _search(kind, state, params, depth) for kind in params.hybrid_of}
     fused = reciprocal_rank_fusion(list(rankings.values()), params.k, c=params.rrf_c)
     return {"retriever": "hybrid(" + "+".join(params.hybrid_of) + ")",
             "component_rankings": {k: v[:params.k] for k, v in rankings.items()},
@@ -145,7 +147,7 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
     retrieved = state.get("retrieved") or []
     user_turn = {"turn": 1, "speaker": "user", "text": state["question"], "meta": {"skill": state["skill"]}}
     if not retrieved:
-        text = state.get("retrieval_skipped") or "no course retrieved"
+        text = "no course retrieved"
         return {"judgements": [], "judge_failures": [],
                 "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": text, "meta": {}}]}
     model = ctx.model("judge")
@@ -159,23 +161,63 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
                                        "meta": {"retriever": state.get("retriever")}}]}
 
 
+# Metrics computed from the judge's scores: named heuristic_<metric> when the judge is the
+# lexical heuristic (model none), so no output reads them as an LLM judge's figures.
+JUDGED_PREFIXES = ("averageRelevance", "highlyRelevantRate", "irrelevantRate", "ndcg@", "precision@",
+                   "precisionOverReturned@")
+HEURISTIC_PREFIX = "heuristic_"
+
+
+def label_judged(metrics: dict, heuristic: bool) -> dict:
+    """Rename the judged metrics ``heuristic_<name>`` when the heuristic judge produced them."""
+    if not heuristic:
+        return metrics
+    return {(HEURISTIC_PREFIX + k if k.startswith(JUDGED_PREFIXES) else k): v for k, v in metrics.items()}
+
+
+def expected_checks(metrics: dict, expected: dict | None, tolerance: float) -> dict:
+    """Per-case regression checks against the test set's ``expectedMetrics``.
+
+    An expectation is a number (``|actual - expected| <= tolerance``) or ``{"min": a, "max": b}``
+    (either bound optional). The metric is looked up under its own name, then under its
+    ``heuristic_`` name. A metric that is missing or ``None`` fails its check (it was expected).
+    Returns ``expectedChecks``, ``expectedFailed`` and ``expectedFailures`` (the names), or ``{}``.
+    """
+    if not expected:
+        return {}
+    failed = []
+    for name, want in sorted(expected.items()):
+        got = metrics.get(name, metrics.get(HEURISTIC_PREFIX + name))
+        if not isinstance(got, (int, float)) or isinstance(got, bool):
+            failed.append(name)
+            continue
+        if isinstance(want, dict):
+            ok = (want.get("min") is None or got >= want["min"]) and (want.get("max") is None or got <= want["max"])
+        else:
+            ok = abs(got - want) <= tolerance
+        if not ok:
+            failed.append(name)
+    return {"expectedChecks": len(expected), "expectedFailed": len(failed), "expectedFailures": failed}
+
+
 def evaluate(state: State, runtime: Runtime[Context]) -> dict:
     params = _params(runtime)
-    if state.get("retrieval_skipped"):
-        return {"dialogue_metrics": {"retrievalSkipped": True}}
     judgements = state.get("judgements") or []
+    heuristic = any(j.get("judge") == "heuristic" for j in judgements)
     metrics: dict = {"judgeFailed": bool(state.get("judge_failures")),
                      "judgeCachedScores": sum(1 for j in judgements if j.get("cached"))}
     if judgements and all(j.get("score") is not None for j in judgements):
         gold = state.get("gold_relevance")
         codes = [c["subjectCode"] for c in state["retrieved"]]
-        metrics.update(case_metrics(
+        metrics.update(label_judged(case_metrics(
             [j["score"] for j in judgements],
             gold_ranked=None if gold is None else [gold.get(code, 0) for code in codes],
             gold_all=None if gold is None else list(gold.values()),
             cutoffs=params.cutoffs, threshold=params.relevance_threshold, gain=params.gain,
-            precision_over_returned=params.precision_over_returned))
-    emit_metrics(runtime, turn=None, metrics={k: v for k, v in metrics.items() if isinstance(v, (int, float))},
+            precision_over_returned=params.precision_over_returned), heuristic))
+    metrics.update(expected_checks(metrics, state.get("expected_metrics"), params.expected_tolerance))
+    emit_metrics(runtime, turn=None, metrics={k: v for k, v in metrics.items()
+                                              if isinstance(v, (int, float)) and not isinstance(v, bool)},
                  kind="dialogue")
     return {"dialogue_metrics": metrics}
 
@@ -197,11 +239,37 @@ def build(params: Params) -> StateGraph:
     return g
 
 
-def sessions(params: Params, ctx: Context):
+def _cases(params: Params):
     test_set = load_test_set(params.test_set)
-    cases = test_set.cases[: params.max_cases] if params.max_cases else test_set.cases
+    given = params.cases == "given"
+    cases = [c for c in test_set.cases if bool(c.retrieved_courses) == given]
+    if not cases:
+        raise ConvsimError(f"no {params.cases!r} cases in the test set (cases: given needs cases with "
+                           "retrievedCourses; cases: retrieval needs cases without)",
+                           file=test_set.path or "test set", field="cases")
+    return test_set, cases[: params.max_cases] if params.max_cases else cases
+
+
+def preflight(params: Params, ctx: Context) -> None:
+    """Load what a run needs before its first session: the test set, the catalog, the retriever."""
+    _cases(params)
+    load_courses(params.catalog)
+    if params.cases == "retrieval":
+        kinds = params.hybrid_of if params.retriever == "hybrid" else [params.retriever]
+        for kind in kinds:
+            get_retriever(kind, params.catalog, params.embedder)  # raises with the install hint
+
+
+def sessions(params: Params, ctx: Context):
+    test_set, cases = _cases(params)
     for case in cases:
         yield {"session_id": case.id, "test_set": f"{test_set.name}@v{test_set.version}", **case.as_state()}
+
+
+def confusion_text(judged: list[int], gold: list[int]) -> str:
+    """The judge-vs-gold confusion matrix as one readable line: rows judge 0-3, columns gold 0-3."""
+    rows = [[sum(1 for a, b in zip(judged, gold) if a == j and b == g) for g in range(4)] for j in range(4)]
+    return "judge\\gold 0-3: " + " | ".join(f"j{j}: " + " ".join(str(n) for n in row) for j, row in enumerate(rows))
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -211,9 +279,6 @@ def _mean(values: list[float | None]) -> float | None:
 
 def dataset_metrics(records: list[dict]) -> dict:
     """Pooled figures, judge failures, iteration stability and the spec's interpretation bands."""
-    skipped = [r for r in records if (r.get("dialogue_metrics") or {}).get("retrievalSkipped")]
-    if skipped:
-        return {"skipped": len(skipped), "skipReason": skipped[0].get("retrieval_skipped")}
     scores = [j["score"] for r in records for j in r.get("judgements") or [] if j.get("score") is not None]
     out: dict = {
         "cases": len({r["session_id"] for r in records}),
@@ -225,10 +290,16 @@ def dataset_metrics(records: list[dict]) -> dict:
     for label in (0, 1, 2, 3):
         out[f"pooledScoreCount.{label}"] = scores.count(label)
     metrics = [r.get("dialogue_metrics") or {} for r in records]
-    ndcg10, p10 = _mean([m.get("ndcg@10") for m in metrics]), _mean([m.get("precision@10") for m in metrics])
-    out["ndcg@10Band"] = " / ".join(interpretation_band(ndcg10) or ("n/a",))
-    out["precision@10Band"] = " / ".join(interpretation_band(p10, PRECISION_BANDS) or ("n/a",))
-    out["ndcgUndefinedCases"] = sum(1 for m in metrics if "ndcg@10" in m and m["ndcg@10"] is None)
+    pre = HEURISTIC_PREFIX if "heuristic" in out["judgeKind"] else ""
+    ndcg10 = _mean([m.get(pre + "ndcg@10") for m in metrics])
+    p10 = _mean([m.get(pre + "precision@10") for m in metrics])
+    out[f"{pre}ndcg@10Band"] = " / ".join(interpretation_band(ndcg10) or ("n/a",))
+    out[f"{pre}precision@10Band"] = " / ".join(interpretation_band(p10, PRECISION_BANDS) or ("n/a",))
+    out["ndcgUndefinedCases"] = sum(1 for m in metrics if pre + "ndcg@10" in m and m[pre + "ndcg@10"] is None)
+    checked = [m for m in metrics if m.get("expectedChecks")]
+    if checked:
+        out["expectedCasesChecked"] = len(checked)
+        out["expectedCasesPassed"] = sum(1 for m in checked if not m.get("expectedFailed"))
     # How well does the judge (heuristic or model) agree with the gold labels it could see?
     pairs = [(j["score"], r["gold_relevance"][j["code"]]) for r in records for j in r.get("judgements") or []
              if j.get("score") is not None and j["code"] in (r.get("gold_relevance") or {})]
@@ -238,6 +309,7 @@ def dataset_metrics(records: list[dict]) -> dict:
         out["judgeGoldKappa"] = cohen_kappa(judged, gold)
         out["judgeGoldKappaQuadratic"] = cohen_kappa(judged, gold, weights="quadratic")
         out["judgeGoldRelevantAgreement"] = sum((a >= 2) == (b >= 2) for a, b in pairs) / len(pairs)
+        out["judgeGoldConfusion"] = confusion_text(judged, gold)
     # Repeated iterations (trials): how stable are the judge's labels and the case NDCG?
     by_case: dict[str, list[dict]] = {}
     for r in records:
@@ -264,5 +336,6 @@ def dataset_metrics(records: list[dict]) -> dict:
 graph = build(Params()).compile()
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
-SUMMARY_METRICS = ["ndcg@10", "precision@10", "ndcgGold@10", "recall@10", "mrr", "averageRelevance",
-                   "highlyRelevantRate", "irrelevantRate", "judgeFailed"]
+SUMMARY_METRICS = ["ndcg@10", "precision@10", "heuristic_ndcg@10", "heuristic_precision@10", "ndcgGold@10",
+                   "recall@10", "mrr", "averageRelevance", "heuristic_averageRelevance", "judgeFailed",
+                   "expectedFailed"]
