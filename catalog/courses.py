@@ -1,4 +1,4 @@
-"""The course catalog and versioned course-retrieval test sets (spec 003_b735b6521cfe17c0.txt).
+"""The course catalog and versioned course-retrieval test sets.
 
 A course is ``{"subjectCode", "subjectName", "description", "cleanedLearningOutcomes", ...}``
 (the original evaluator's field names). A test set is versioned JSON::

@@ -88,8 +88,8 @@ def list_cmd() -> None:
     configs = api.list_configs()
     if configs:
         table = Table(title="configs (convsim run <path>)")
-        table.add_column("path")
-        table.add_column("graph")
+        table.add_column("path", no_wrap=True)
+        table.add_column("graph", no_wrap=True)
         table.add_column("what it runs")
         for path, info in configs.items():
             table.add_row(path, str(info["graph"] or ""), info["description"])

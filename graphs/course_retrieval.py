@@ -1,4 +1,4 @@
-"""Course retrieval judged by an LLM (spec 003_b735b6521cfe17c0.txt).
+"""Course retrieval judged by an LLM.
 
 One session is one test case: a retriever node ranks the catalog for the case's question
 and skill (or the case's own ``retrievedCourses`` are taken as they are), the relevance

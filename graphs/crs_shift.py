@@ -1,4 +1,4 @@
-"""Movie recommender under controlled preference shifts (spec 000, issue 2; docs/crs_shift.md).
+"""Movie recommender under controlled preference shifts, scored turn by turn with TAS (docs/crs_shift.md).
 
 Topology: START -> user -> crs -> evaluate_turn -> (user ... until n_turns) -> [dialogue-stage
 nodes] -> evaluate_dialogue -> END.
@@ -88,7 +88,7 @@ class Params(BaseModel):
     recovery_rule: Literal["cc", "original"] = Field(
         "cc", description="cc: CC >= tau (spec); original: CC >= cc_floor or CR >= tau (code)")
     cc_floor: float = Field(0.35, ge=0, le=1, description="CC threshold of the original rule")
-    # TAS/CAS of spec 001 and the PEPPER-style judge (docs/analysis.md)
+    # TAS/CAS of the multi-model CRS experiment and the PEPPER-style judge (docs/analysis.md)
     topic_mode: Literal["lda", "keyword", "llm"] = Field(
         "lda", description="TAS/CAS topics: LDA on the catalog, keyword heuristic, or the 'topics' model")
     judge: bool = Field(True, description="run the PEPPER-style judge (heuristic with model none)")
@@ -205,7 +205,7 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
-    """TAS/CAS of spec 001 (``tas_cas*``, beside ``tas_grounded``), detected-vs-true shift scores,
+    """TAS/CAS of the multi-model CRS experiment (``tas_cas*``, beside ``tas_grounded``), detected-vs-true shift scores,
     PEPPER preference coverage and Recall@K (evaluation/crs/tas_cas_eval.py)."""
     ctx = runtime.context
     metrics = tas_cas_metrics(state, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,

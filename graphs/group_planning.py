@@ -1,4 +1,4 @@
-"""Group travel planning (spec 002): members state preferences slot by slot, the system
+"""Group travel planning: members state preferences slot by slot, the system
 synthesises them (or not, by condition), a planner writes a multi-day itinerary grounded in the
 travel database, and M1–M16 / W1–W3 are computed before END.
 
