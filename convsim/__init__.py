@@ -13,6 +13,7 @@ _EXPORTS = {
     "bootstrap_ci": "aggregate",
     "ExperimentConfig": "config", "Variant": "config", "load_config": "config",
     "SessionContext": "context", "emit_metrics": "context",
+    "compile_with_default_context": "default_context",
     "Embedder": "embedders", "embeddings_available": "embedders", "make_embedder": "embedders",
     "ConvsimError": "errors",
     "load_graph_module": "graphfile",
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # for type checkers and editors
     from .aggregate import bootstrap_ci  # noqa: F401
     from .config import ExperimentConfig, Variant, load_config  # noqa: F401
     from .context import SessionContext, emit_metrics  # noqa: F401
+    from .default_context import compile_with_default_context  # noqa: F401
     from .embedders import Embedder, embeddings_available, make_embedder  # noqa: F401
     from .errors import ConvsimError  # noqa: F401
     from .api import (compare, draw, evaluate, fork, list_configs, list_graphs, report,  # noqa: F401

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, TypedDict
 
@@ -33,6 +33,7 @@ from agents.crs.user import UserSimParams, paraphrase, user_turn
 from catalog.movies.concepts import ConceptExtractor
 from catalog.movies.catalog import MovieCatalog, load_movie_catalog
 from agents.crs.pepper_judge import judge_conversation, pepper_metrics
+from convsim import compile_with_default_context
 from convsim import SessionContext, emit_metrics
 from evaluation.crs.nodes import (
     DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
@@ -112,6 +113,7 @@ class Params(BaseModel):
 
 @dataclass
 class Context(SessionContext):
+    params: Params = field(default_factory=Params)  # defaults: runs with no context (langgraph dev)
     catalog: MovieCatalog | None = None          # None: load params.catalog_path (cached)
     extractor: ConceptExtractor | None = None    # None: built from the catalog (cached)
 
@@ -298,4 +300,4 @@ def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:
             if k in state}
 
 
-graph = build(Params()).compile()
+graph = compile_with_default_context(build(Params()))
