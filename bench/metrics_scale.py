@@ -1,4 +1,4 @@
-"""Metric throughput at the scale of spec 001: 6 models x 1000 sessions x 20 turns = 120,000 turns.
+"""Metric throughput at the scale of the multi-model CRS experiment: 6 models x 1000 sessions x 20 turns = 120,000 turns.
 
 Prints figures, never passes or fails on time (aims: evaluation under 60 s and 2 GB with the TF-IDF
 path; extraction at least 5,000 utterances/s on the OpenDialKG catalog and on a synthetic catalog of

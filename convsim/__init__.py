@@ -13,16 +13,19 @@ _EXPORTS = {
     "bootstrap_ci": "aggregate",
     "ExperimentConfig": "config", "Variant": "config", "load_config": "config",
     "SessionContext": "context", "emit_metrics": "context",
+    "compile_with_default_context": "default_context",
     "Embedder": "embedders", "embeddings_available": "embedders", "make_embedder": "embedders",
     "ConvsimError": "errors",
-    "list_graphs": "graphfile", "load_graph_module": "graphfile",
+    "load_graph_module": "graphfile",
     "ChatModel": "models", "ModelSpec": "models", "ModelUnavailable": "models",
     "StructuredResult": "models", "extract_json": "models", "parse_model_spec": "models",
-    "run": "runner",
+    # every command of the command line, as a function returning data (convsim/api.py)
+    "run": "api", "report": "api", "compare": "api", "evaluate": "api", "trace": "api",
+    "fork": "api", "draw": "api", "list_graphs": "api", "list_configs": "api",
     "np_rng_for": "seeding", "rng_for": "seeding", "session_seed": "seeding", "stable_seed": "seeding",
     "read_jsonl": "store",
     "summarise_run": "summary", "flatten_metrics": "summary",
-    "explain_turn_metrics": "tracing", "fork_run": "fork",
+    "explain_turn_metrics": "tracing", "fork_run": "time_travel",
     "read_trace": "tracing", "state_at": "tracing",
 }
 __all__ = sorted(_EXPORTS)
@@ -35,14 +38,16 @@ if TYPE_CHECKING:  # for type checkers and editors
     from .aggregate import bootstrap_ci  # noqa: F401
     from .config import ExperimentConfig, Variant, load_config  # noqa: F401
     from .context import SessionContext, emit_metrics  # noqa: F401
+    from .default_context import compile_with_default_context  # noqa: F401
     from .embedders import Embedder, embeddings_available, make_embedder  # noqa: F401
     from .errors import ConvsimError  # noqa: F401
-    from .graphfile import list_graphs, load_graph_module  # noqa: F401
+    from .api import (compare, draw, evaluate, fork, list_configs, list_graphs, report,  # noqa: F401
+                      run, trace)
+    from .graphfile import load_graph_module  # noqa: F401
     from .models import (ChatModel, ModelSpec, ModelUnavailable, StructuredResult,  # noqa: F401
                          extract_json, parse_model_spec)
-    from .runner import run  # noqa: F401
     from .seeding import np_rng_for, rng_for, session_seed, stable_seed  # noqa: F401
-    from .fork import fork_run  # noqa: F401
+    from .time_travel import fork_run  # noqa: F401
     from .store import read_jsonl  # noqa: F401
     from .summary import flatten_metrics, summarise_run  # noqa: F401
     from .tracing import explain_turn_metrics, read_trace, state_at  # noqa: F401

@@ -1,11 +1,12 @@
-"""The ``convsim`` command line (typer + rich). Every command is also a Python function.
+"""The ``convsim`` command line (typer + rich): a thin layer over convsim/api.py.
 
-Bad input ends with one line on stderr and exit code 2, never a traceback.
+Every command parses its options, calls the function of the same name in ``convsim.api``
+(which returns data and prints nothing) and renders the result. Bad input ends with one
+line on stderr and exit code 2, never a traceback.
 """
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -15,9 +16,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .config import apply_overrides, config_from_dict, load_config
+from . import api
+from .config import load_config
 from .errors import ConvsimError
-from .graphfile import list_graphs, load_graph_module
+from .graphfile import load_graph_module
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Simulate conversations as LangGraph graphs and evaluate them.")
@@ -35,15 +37,6 @@ def cli_errors(fn):
             err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
     return wrapper
-
-
-def _plugin(ref: str):
-    """A function of the analysis layer, found by name (convsim itself never imports it)."""
-    mod_name, _, fn_name = ref.partition(":")
-    try:
-        return getattr(importlib.import_module(mod_name), fn_name)
-    except (ImportError, AttributeError) as exc:
-        raise ConvsimError(f"{ref} is not available: {exc}") from None
 
 
 def _fmt(ci: dict) -> str:
@@ -85,22 +78,22 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
 @app.command("list")
 @cli_errors
 def list_cmd() -> None:
-    """List the graph files found in graphs/ and the configs in configs/."""
-    table = Table(title="graphs")
+    """List the graph files found in graphs/ and the configs in configs/, one sentence each."""
+    table = Table(title="graphs (convsim run <name>)")
     table.add_column("name")
-    table.add_column("path")
-    table.add_column("doc")
-    for name, path in list_graphs().items():
-        doc = ""
-        try:
-            doc = (load_graph_module(name, check=False).__doc__ or "").strip().splitlines()[0]
-        except (ConvsimError, IndexError):
-            pass
-        table.add_row(name, str(path), doc)
+    table.add_column("what it is")
+    for name, info in api.list_graphs().items():
+        table.add_row(name, info["description"])
     console.print(table)
-    configs = sorted(Path("configs").glob("*.yaml")) if Path("configs").is_dir() else []
+    configs = api.list_configs()
     if configs:
-        console.print("configs: " + ", ".join(str(c) for c in configs))
+        table = Table(title="configs (convsim run <path>)")
+        table.add_column("path", no_wrap=True)
+        table.add_column("graph", no_wrap=True)
+        table.add_column("what it runs")
+        for path, info in configs.items():
+            table.add_row(path, str(info["graph"] or ""), info["description"])
+        console.print(table)
 
 
 @app.command()
@@ -121,17 +114,11 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
         quiet: bool = typer.Option(False, "--quiet", "-q")) -> None:
     """Run an experiment config, or a graph with its default params."""
-    from .runner import run as run_experiment
-    if target.endswith((".yaml", ".yml")):
-        cfg = load_config(target)
-    else:
-        load_graph_module(target)
-        cfg = config_from_dict({"name": Path(target).stem, "graph": target}, file=target)
-    cfg = apply_overrides(cfg, sessions=sessions, seed=seed, models=model, set_params=set_,
-                          run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
-                          checkpoint=checkpoint or None, trace=False if no_trace else None,
-                          executor=executor, workers=workers)
-    run_dir = run_experiment(cfg, show_progress=not quiet, analyze=not no_analysis)
+    run_dir = api.run(target, sessions=sessions, seed=seed, models=model, set_params=set_,
+                      run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
+                      checkpoint=checkpoint or None, trace=False if no_trace else None,
+                      executor=executor, workers=workers, show_progress=not quiet,
+                      analyze=not no_analysis)
     if not quiet:
         print_summary(run_dir)
         console.print(f"results in {run_dir}")
@@ -142,31 +129,19 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
 def draw(graph: str, ascii_: bool = typer.Option(False, "--ascii", help="ASCII art instead of Mermaid"),
          png: Optional[Path] = typer.Option(None, help="also write a PNG (needs an offline renderer)")) -> None:
     """Print a graph's topology as Mermaid text (offline) or ASCII."""
-    module = load_graph_module(graph)
-    g = module.build(module.Params()).compile().get_graph()
-    if ascii_:
-        try:
-            console.print(g.draw_ascii(), highlight=False)
-        except ImportError as exc:
-            raise ConvsimError(f"ASCII drawing needs grandalf: {exc}") from None
+    text = api.draw(graph, ascii=ascii_, png=png)
+    if ascii_ and not text.startswith(api.MERMAID_FALLBACK_NOTE):
+        console.print(text, highlight=False)
     else:
-        typer.echo(g.draw_mermaid())
-    if png is not None:
-        _plugin("convsim.drawing:write_png")(g, png)
+        typer.echo(text)
 
 
 @app.command()
 @cli_errors
 def report(run_dir: Path) -> None:
     """Rebuild stats, figures and report.html of a run."""
-    if not (run_dir / "results.jsonl").exists():
-        raise ConvsimError("not a run directory (no results.jsonl)", file=run_dir)
-    cfg = load_config(run_dir / "config.yaml")
-    from .runner import run_hooks
-    from .summary import summarise_run
-    summarise_run(run_dir, load_graph_module(cfg.graph), seed=cfg.seed)
-    run_hooks(run_dir, cfg.analysis, warn=lambda m: err_console.print(f"warning: {m}"))
-    console.print(f"report: {run_dir / 'report.html'}")
+    html = api.report(run_dir, warn=lambda m: err_console.print(f"warning: {m}"))
+    console.print(f"report: {html}")
 
 
 @app.command()
@@ -181,12 +156,10 @@ def trace(run: str = typer.Argument(..., help="run directory or run id under run
           at: Optional[int] = typer.Option(None, "--at", help="print the full state after step AT (-1: initial)"),
           as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Show a session's node steps and state diffs as a timeline."""
-    from .fork import locate_trace, resolve_run_dir
-    from .trace_timeline import show_trace
-    from .tracing import read_trace
-    path = locate_trace(resolve_run_dir(run), session, variant=variant, trial=trial)
-    show_trace(read_trace(path), node=node, key=key, turn=turn, at=at, as_json=as_json, console=console,
-               title=f"{path.parent.name}/{session} (trial {trial})")
+    from .trace_timeline import print_trace
+    found = api.trace(run, session, variant=variant, trial=trial, node=node, key=key, turn=turn, at=at)
+    print_trace(found["trace"], found, as_json=as_json, console=console,
+                title=f"{found['file'].parent.name}/{session} (trial {trial})")
 
 
 @app.command()
@@ -201,10 +174,10 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
          run_id: Optional[str] = typer.Option(None, help="id of the new run"),
          no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report")) -> None:
     """Run a session again from a checkpoint (time travel) and compare it with the original."""
-    from .fork import COMPARISON, fork_run
-    run_dir = fork_run(run, session, step=step, variant=variant, trial=trial, models=model,
-                       set_params=set_, run_id=run_id, analyze=not no_analysis)
-    comp = json.loads((run_dir / COMPARISON).read_text())
+    from .time_travel import COMPARISON
+    comp = api.fork(run, session, step=step, variant=variant, trial=trial, models=model,
+                    set_params=set_, run_id=run_id, analyze=not no_analysis)
+    run_dir = comp["run_dir"]
     if comp["identical"]:
         console.print(f"the fork reproduces the original from step {comp['fork']['step']} on")
     else:
@@ -223,10 +196,7 @@ def compare(run_a: Path, run_b: Path,
             alpha: float = typer.Option(0.05, help="significance level (Holm-adjusted)"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Per-metric differences B - A, with paired tests where session ids match."""
-    for r in (run_a, run_b):
-        if not (r / "results.jsonl").exists():
-            raise ConvsimError("not a run directory (no results.jsonl)", file=r)
-    result = _plugin("evaluation.compare:compare_runs")(run_a, run_b, alpha=alpha)
+    result = api.compare(run_a, run_b, alpha=alpha)
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
         return
@@ -255,16 +225,11 @@ def eval_cmd(path: Path,
              no_analysis: bool = typer.Option(False, "--no-analysis")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
     group-planning dialogue CSV) without simulating."""
-    from .config import parse_assignment
-    if not path.exists():
-        raise ConvsimError("file not found", file=path)
-    if path.suffix.lower() == ".csv":
-        result = _plugin("evaluation.group.dialogue_csv:evaluate_group_csv")(path)
+    result = api.evaluate(path, graph=graph, out=out, models=model, analyze=not no_analysis)
+    if isinstance(result, dict):  # a group-planning dialogue CSV: its metrics
         typer.echo(json.dumps(result, indent=2, default=str))
         return
-    models = dict(parse_assignment(m, what="--model") for m in model)
-    run_dir = _plugin("evaluation.transcripts:evaluate_transcripts")(
-        path, graph=graph, out=out, models={k: str(v) for k, v in models.items()}, analyze=not no_analysis)
+    run_dir = result
     print_summary(run_dir)
     console.print(f"results in {run_dir}")
 

@@ -27,6 +27,7 @@ class ExperimentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = "experiment"
+    description: str | None = None  # one plain sentence for `convsim list`
     graph: str
     params: dict[str, Any] = Field(default_factory=dict)
     sessions: int | None = Field(default=None, ge=1)
@@ -119,6 +120,13 @@ def parse_assignment(text: str, *, what: str) -> tuple[str, Any]:
     return key.strip(), parsed
 
 
+def _assignments(items: list[str] | dict | None, *, what: str) -> list[tuple[str, Any]]:
+    """``KEY=VALUE`` strings (values read as YAML) or a dict (values as given), as pairs."""
+    if isinstance(items, dict):
+        return [(str(k), v) for k, v in items.items()]
+    return [parse_assignment(item, what=what) for item in items or []]
+
+
 def set_dotted(target: dict, dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     for p in parts[:-1]:
@@ -129,25 +137,28 @@ def set_dotted(target: dict, dotted: str, value: Any) -> None:
 
 
 def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed: int | None = None,
-                    models: list[str] | None = None, set_params: list[str] | None = None,
+                    models: list[str] | dict | None = None, set_params: list[str] | dict | None = None,
                     run_id: str | None = None, out_dir: str | None = None,
                     concurrency: int | None = None, trials: int | None = None,
                     checkpoint: bool | None = None, trace: bool | None = None,
                     executor: str | None = None, workers: int | None = None) -> ExperimentConfig:
-    """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant."""
+    """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
+
+    ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
+    command line (values read as YAML), or dicts ``{"crs": "none"}`` / ``{"n_turns": 5}`` whose
+    values are taken as they are (a model value may be ``{spec, temperature, ...}``).
+    """
     data = cfg.model_dump()
     for key, val in (("sessions", sessions), ("seed", seed), ("run_id", run_id), ("out_dir", out_dir),
                      ("concurrency", concurrency), ("trials", trials), ("checkpoint", checkpoint),
                      ("trace", trace), ("executor", executor), ("workers", workers)):
         if val is not None:
             data[key] = val
-    for item in models or []:
-        role, spec = parse_assignment(item, what="--model")
-        data["models"][role] = str(spec)
+    for role, spec in _assignments(models, what="--model"):
+        data["models"][role] = spec if isinstance(spec, dict) else str(spec)
         for var in data["variants"]:
             var["models"].pop(role, None)
-    for item in set_params or []:
-        key, val = parse_assignment(item, what="--set")
+    for key, val in _assignments(set_params, what="--set"):
         set_dotted(data["params"], key, val)
         for var in data["variants"]:  # the command line wins over every variant
             if key.split(".")[0] in var["params"]:

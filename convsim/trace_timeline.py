@@ -138,11 +138,11 @@ def state_at_step(trace: dict, step: int) -> dict:
     return state_at(trace["initial"], trace["steps"], step)
 
 
-def show_trace(trace: dict, *, node: str | None = None, key: str | None = None, turn: int | None = None,
-               at: int | None = None, as_json: bool = False, console: Console | None = None,
-               title: str = "") -> list[dict] | dict:
-    """What ``convsim trace`` prints; returns the selected steps (or the state with ``at``)."""
-    console = console or Console()
+def select_trace(trace: dict, *, node: str | None = None, key: str | None = None, turn: int | None = None,
+                 at: int | None = None) -> dict:
+    """What ``convsim trace`` shows, as data: ``{"fork", "steps", "n_steps"}`` (the steps that pass
+    the filters), or with ``at`` ``{"fork", "state"}`` (the state after step ``at``; only the
+    dotted ``key`` of it when given)."""
     if node is not None and node not in {s["node"] for s in trace["steps"]}:
         known = ", ".join(sorted({s["node"] for s in trace["steps"]}))
         raise ConvsimError(f"no step of node {node!r} (nodes: {known})", field="node")
@@ -153,19 +153,29 @@ def show_trace(trace: dict, *, node: str | None = None, key: str | None = None, 
             if value is _MISSING:
                 raise ConvsimError(f"no key {key!r} in the state at step {at}", field="key")
             state = {key: value}
+        return {"fork": trace.get("fork"), "state": state}
+    return {"fork": trace.get("fork"), "steps": select_steps(trace, node=node, key=key, turn=turn),
+            "n_steps": len(trace["steps"])}
+
+
+def print_trace(trace: dict, selection: dict, *, as_json: bool = False, console: Console | None = None,
+                title: str = "") -> None:
+    """Print a :func:`select_trace` result: JSON, or a timeline table."""
+    console = console or Console()
+    if "state" in selection:
         if as_json:
-            print(json.dumps(state, ensure_ascii=False, indent=2, default=str))
+            print(json.dumps(selection["state"], ensure_ascii=False, indent=2, default=str))
         else:
-            console.print_json(json.dumps(state, ensure_ascii=False, default=str))
-        return state
-    steps = select_steps(trace, node=node, key=key, turn=turn)
+            console.print_json(json.dumps(selection["state"], ensure_ascii=False, default=str))
+        return
+    steps = selection["steps"]
     if as_json:
-        print(json.dumps({"fork": trace.get("fork"), "steps": steps}, ensure_ascii=False, default=str))
-    else:
-        if trace.get("fork"):
-            f = trace["fork"]
-            console.print(f"forked from {f['run_id']} at step {f['step']} "
-                          f"(models {f.get('models') or 'same'}, set {f.get('set') or 'nothing'})")
-        render_timeline(trace, steps, console=console, title=title)
-        console.print(f"{len(steps)} of {len(trace['steps'])} steps")
-    return steps
+        print(json.dumps({"fork": selection["fork"], "steps": steps}, ensure_ascii=False, default=str))
+        return
+    if selection["fork"]:
+        f = selection["fork"]
+        console.print(f"forked from {f['run_id']} at step {f['step']} "
+                      f"(models {f.get('models') or 'same'}, set {f.get('set') or 'nothing'})")
+    render_timeline(trace, steps, console=console, title=title)
+    console.print(f"{len(steps)} of {selection['n_steps']} steps")
+

@@ -16,18 +16,18 @@ _EXPORTS = {
     "anova_oneway": "stats", "tukey_hsd": "stats", "friedman": "stats", "paired_wilcoxon_holm": "stats",
     "holm": "stats", "spearman_bootstrap": "stats", "cohens_d": "stats", "cohens_dz": "stats",
     "compare_variants": "stats",
-    # grounded TAS (spec 000) and TAS/CAS (spec 001)
+    # grounded TAS and TAS/CAS
     "cross_coherence": "crs.tas", "context_retention": "crs.tas", "copy_penalty": "crs.tas", "tas_turn": "crs.tas",
     "dialogue_tas": "crs.tas", "segments": "crs.tas", "segment_scores": "crs.tas", "recovery": "crs.tas",
     "dst_scores": "crs.tas", "tas_cas_dialogue": "crs.tas_cas", "detect_shifts": "crs.tas_cas",
     "shift_detection_scores": "crs.tas_cas", "preference_coverage": "crs.coverage",
     "recall_at_k": "crs.coverage",
-    # customer service (spec 004)
+    # customer service
     "pass_hat_k": "service.metrics",
-    # group planning (spec 002)
+    # group planning
     "welfare": "group.metrics", "gini": "group.metrics", "evaluate_group_csv": "group.dialogue_csv",
     "export_group_csv": "group.dialogue_csv",
-    # course retrieval (spec 003)
+    # course retrieval
     "ndcg_at_k": "retrieval.metrics", "precision_at_k": "retrieval.metrics",
     "reciprocal_rank": "retrieval.metrics", "case_metrics": "retrieval.metrics",
     "compare_retrieval_runs": "retrieval.compare",

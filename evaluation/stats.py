@@ -1,4 +1,4 @@
-"""Statistics over any metric and any set of variants (spec 001: "ANOVA with Tukey HSD"; crs.md §1.8, §4.6).
+"""Statistics over any metric and any set of variants (the multi-model CRS experiment: "ANOVA with Tukey HSD"; crs.md §1.8, §4.6).
 
 Generic: the input is a mapping ``variant -> values`` (independent design) or
 ``variant -> {pair_key: value}`` (paired design: the same session seeds across variants).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, TypedDict
 
@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from agents.courses.retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
 from agents.courses.relevance_judge import JudgeCache, judge_courses
 from catalog.courses import load_courses, load_test_set
+from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics
 from evaluation.retrieval.compare import cohen_kappa
 from evaluation.retrieval.metrics import PRECISION_BANDS, case_metrics, interpretation_band
@@ -83,7 +84,7 @@ class Params(BaseModel):
 
 @dataclass
 class Context(SessionContext):
-    pass
+    params: Params = field(default_factory=Params)  # defaults: runs with no context (langgraph dev)
 
 
 def _params(runtime: Runtime[Context]) -> Params:
@@ -333,7 +334,7 @@ def dataset_metrics(records: list[dict]) -> dict:
     return out
 
 
-graph = build(Params()).compile()
+graph = compile_with_default_context(build(Params()))
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["ndcg@10", "precision@10", "heuristic_ndcg@10", "heuristic_precision@10", "ndcgGold@10",

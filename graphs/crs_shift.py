@@ -1,4 +1,4 @@
-"""Movie recommender under controlled preference shifts (spec 000, issue 2; docs/crs_shift.md).
+"""Movie recommender under controlled preference shifts, scored turn by turn with TAS (docs/crs_shift.md).
 
 Topology: START -> user -> crs -> evaluate_turn -> (user ... until n_turns) -> [dialogue-stage
 nodes] -> evaluate_dialogue -> END.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, TypedDict
 
@@ -33,6 +33,7 @@ from agents.crs.user import UserSimParams, paraphrase, user_turn
 from catalog.movies.concepts import ConceptExtractor
 from catalog.movies.catalog import MovieCatalog, load_movie_catalog
 from agents.crs.pepper_judge import judge_conversation, pepper_metrics
+from convsim import compile_with_default_context
 from convsim import SessionContext, emit_metrics
 from evaluation.crs.nodes import (
     DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
@@ -88,7 +89,7 @@ class Params(BaseModel):
     recovery_rule: Literal["cc", "original"] = Field(
         "cc", description="cc: CC >= tau (spec); original: CC >= cc_floor or CR >= tau (code)")
     cc_floor: float = Field(0.35, ge=0, le=1, description="CC threshold of the original rule")
-    # TAS/CAS of spec 001 and the PEPPER-style judge (docs/analysis.md)
+    # TAS/CAS of the multi-model CRS experiment and the PEPPER-style judge (docs/analysis.md)
     topic_mode: Literal["lda", "keyword", "llm"] = Field(
         "lda", description="TAS/CAS topics: LDA on the catalog, keyword heuristic, or the 'topics' model")
     judge: bool = Field(True, description="run the PEPPER-style judge (heuristic with model none)")
@@ -112,6 +113,7 @@ class Params(BaseModel):
 
 @dataclass
 class Context(SessionContext):
+    params: Params = field(default_factory=Params)  # defaults: runs with no context (langgraph dev)
     catalog: MovieCatalog | None = None          # None: load params.catalog_path (cached)
     extractor: ConceptExtractor | None = None    # None: built from the catalog (cached)
 
@@ -205,7 +207,7 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
-    """TAS/CAS of spec 001 (``tas_cas*``, beside ``tas_grounded``), detected-vs-true shift scores,
+    """TAS/CAS of the multi-model CRS experiment (``tas_cas*``, beside ``tas_grounded``), detected-vs-true shift scores,
     PEPPER preference coverage and Recall@K (evaluation/crs/tas_cas_eval.py)."""
     ctx = runtime.context
     metrics = tas_cas_metrics(state, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,
@@ -298,4 +300,4 @@ def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:
             if k in state}
 
 
-graph = build(Params()).compile()
+graph = compile_with_default_context(build(Params()))

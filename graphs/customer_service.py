@@ -1,4 +1,4 @@
-"""Multi-agent customer service on MultiWOZ domains (spec 004), in replay and in simulation.
+"""Multi-agent customer service on MultiWOZ domains, in replay and in simulation.
 
 Flat topology (no subgraphs, so LangGraph time travel works at every node):
 
@@ -14,7 +14,7 @@ resolved against the project root (the folder that holds ``graphs/``), so
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, TypedDict
 
@@ -34,6 +34,7 @@ from agents.service.user_simulator import (TerminationReason, new_user_state, sa
                                            simulator_complete, user_turn)
 from catalog.service.multiwoz import load_dialogues
 from catalog.service.db import load_service_db, load_service_schema
+from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics, stable_seed
 from evaluation.service import metrics as metrics
 from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
@@ -85,7 +86,7 @@ class Params(BaseModel):
 
 @dataclass
 class Context(SessionContext):
-    pass
+    params: Params = field(default_factory=Params)  # defaults: runs with no context (langgraph dev)
 
 
 def _path(p: str | None) -> str | None:
@@ -361,7 +362,7 @@ def dataset_metrics(records: list[dict]) -> dict:
     return score_dataset(records)
 
 
-graph = build(Params()).compile()
+graph = compile_with_default_context(build(Params()))
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",

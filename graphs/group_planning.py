@@ -1,4 +1,4 @@
-"""Group travel planning (spec 002): members state preferences slot by slot, the system
+"""Group travel planning: members state preferences slot by slot, the system
 synthesises them (or not, by condition), a planner writes a multi-day itinerary grounded in the
 travel database, and M1–M16 / W1–W3 are computed before END.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -31,6 +31,7 @@ from agents.group.synthesis import (decide, llm_synthesis_text, stated_preferenc
                                     synthesis_text)
 from agents.group.vote import option_label
 from catalog.travel import TravelDB, load_travel_db
+from convsim import compile_with_default_context
 from convsim import SessionContext, emit_metrics, rng_for, stable_seed
 from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
 from evaluation.group.figures import group_figures
@@ -92,7 +93,7 @@ class Params(BaseModel):
 
 @dataclass
 class Context(SessionContext):
-    pass
+    params: Params = field(default_factory=Params)  # defaults: runs with no context (langgraph dev)
 
 
 def _db(params: Params):
@@ -346,7 +347,7 @@ def figures(records: list[dict], out_dir) -> list[str]:
     return group_figures(records, out_dir)
 
 
-graph = build(Params()).compile()
+graph = compile_with_default_context(build(Params()))
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "M1", "M2", "M4", "M5", "M9", "M10", "M11", "M16"]

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from convsim import SessionContext, emit_metrics, rng_for
+from convsim import SessionContext, compile_with_default_context, emit_metrics, rng_for
 
 FACTS = {
     "capital of france": "Paris", "boiling point of water": "100 degrees Celsius",
@@ -41,7 +41,7 @@ class Params(BaseModel):
 
 @dataclass
 class Context(SessionContext):
-    pass
+    params: Params = field(default_factory=Params)  # defaults: runs with no context (langgraph dev)
 
 
 def user(state: State, runtime: Runtime[Context]) -> dict:
@@ -121,4 +121,4 @@ def dataset_metrics(records: list[dict]) -> dict:
     return {"pooled_turn_accuracy": sum(m["correct"] for m in turns) / len(turns) if turns else None}
 
 
-graph = build(Params()).compile()
+graph = compile_with_default_context(build(Params()))

@@ -1,4 +1,4 @@
-"""The 0-3 course relevance judge (spec 003_b735b6521cfe17c0.txt; UMBRELA-style graded labels).
+"""The 0-3 course relevance judge (UMBRELA-style graded labels).
 
 With a chat model, all courses of a case are judged in one schema-checked call (as the
 original evaluator did): the answer must hold exactly one integer score 0-3 per course,

@@ -1,4 +1,4 @@
-"""PEPPER-style judge: proactiveness, coherence and personalization on 1–5 (spec 001, crs.md §1.7, §4.5).
+"""PEPPER-style judge: proactiveness, coherence and personalization on 1–5 (crs.md §1.7, §4.5).
 
 Fixed relative to the original: the Personalization text describes fit to the user's preferences
 (PEPPER's definition described fluency while its anchors described preference fulfilment); the

@@ -1,4 +1,4 @@
-"""Catalog-grounded conversational recommender ("CRS component" of spec 001, crs.md §1.6), fixed.
+"""Catalog-grounded conversational recommender ("CRS component" of the multi-model CRS experiment, crs.md §1.6), fixed.
 
 Per turn: (1) update the tracked constraints {field: [values]} from the user's utterance with the
 catalog concept extractor (a later mention of a field replaces its values; a negated mention

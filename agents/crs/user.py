@@ -1,4 +1,4 @@
-"""Rule-based movie-seeker simulator with controlled preference shifts (spec 000, crs.md §1.5).
+"""Rule-based movie-seeker simulator with controlled preference shifts (crs.md §1.5).
 
 The simulator holds a preference *focus* (field, value) and *constraints* {field: value} over the
 catalog's FIELDS, and an *anchor* film it talks about. Every turn it emits a template utterance and

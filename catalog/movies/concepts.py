@@ -1,4 +1,4 @@
-"""The concept extractor E(x) of spec 000: grounded (field, value) pairs found in an utterance.
+"""The concept extractor E(x) of the CRS-shift scenario: grounded (field, value) pairs found in an utterance.
 
 The original extractor tested ``value in text.lower()`` for every catalog value, so "next" gave
 genre=ex, "every" gave actor=eve and "longer" gave language=ger (crs.md §1.3, §1.10). Here:

@@ -1,6 +1,6 @@
-"""TAS/CAS, the five-component Topic/Context Adaptation Score of spec 001_7a143b81fde40554.txt.
+"""TAS/CAS, the five-component Topic/Context Adaptation Score of the multi-model CRS experiment.
 
-Reported as ``tas_cas`` (and ``tas_cas_<component>``), beside the grounded TAS of spec 000
+Reported as ``tas_cas`` (and ``tas_cas_<component>``), beside the grounded TAS of the CRS-shift scenario
 (``tas_grounded``). Exact legacy definitions: reference crs.md §1.4. What is fixed here:
 
 * Jaccard(∅, ∅) is undefined (None), not 0: two topic-less turns are no evidence of a shift.
@@ -33,7 +33,7 @@ Sim = Callable[[str, str], float]
 
 
 def jaccard(a: set | frozenset | Sequence, b: set | frozenset | Sequence) -> float | None:
-    """|A ∩ B| / |A ∪ B|; None when both sets are empty (legacy returned 0, spec 001 / crs.md §1.4)."""
+    """|A ∩ B| / |A ∪ B|; None when both sets are empty (legacy returned 0; crs.md §1.4)."""
     a, b = set(a), set(b)
     if not a and not b:
         return None
@@ -41,12 +41,12 @@ def jaccard(a: set | frozenset | Sequence, b: set | frozenset | Sequence) -> flo
 
 
 def cross_coherence(pair_sims: Sequence[float]) -> float | None:
-    """CC = (1/N) Σ_i sim(u_i, s_i) over the N user/system pairs (spec 001). None when N = 0."""
+    """CC = (1/N) Σ_i sim(u_i, s_i) over the N user/system pairs. None when N = 0."""
     return sum(pair_sims) / len(pair_sims) if pair_sims else None
 
 
 def context_retention(system_sims: Sequence[float]) -> float | None:
-    """CR = (1/(M-1)) Σ_{i=2..M} sim(s_{i-1}, s_i), system-to-system consistency (spec 001).
+    """CR = (1/(M-1)) Σ_{i=2..M} sim(s_{i-1}, s_i), system-to-system consistency.
 
     ``system_sims`` holds the M-1 consecutive similarities; None when M < 2.
     """
@@ -188,7 +188,7 @@ def recovery_components(outcomes: Sequence[Mapping]) -> dict:
 
 
 def tas_cas_score(values: Mapping[str, float | None], weights: Mapping[str, float] = CAS_WEIGHTS) -> float | None:
-    """TAS/CAS = Σ_k w_k v_k / Σ_k w_k over the components k with a value (spec 001); None if none has one."""
+    """TAS/CAS = Σ_k w_k v_k / Σ_k w_k over the components k with a value; None if none has one."""
     used = [(w, values[k]) for k, w in weights.items() if values.get(k) is not None]
     total = sum(w for w, _ in used)
     return sum(w * v for w, v in used) / total if total else None

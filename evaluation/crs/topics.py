@@ -1,4 +1,4 @@
-"""Topic extraction for TAS/CAS (spec 001): LDA (default), a keyword heuristic (fallback), an LLM mode.
+"""Topic extraction for TAS/CAS: LDA (default), a keyword heuristic (fallback), an LLM mode.
 
 Every extractor has ``name`` and ``topics(text) -> frozenset[str]``; an empty set means the text
 carries no topic information (the shift detector then ignores it).

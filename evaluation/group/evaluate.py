@@ -86,5 +86,5 @@ def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, 
         out.update({f"{k}_all_members": all_w[k] for k in ("W1", "W2", "W3", "W3_zero_members", "M11")})
     settings = {"embedder": getattr(embedder, "name", str(embedder)),
                 "thresholds": {"M8": M8_THRESHOLD, "M10": M10_THRESHOLD, "M15": M15_THRESHOLD},
-                "spec": "002_fa62fccfc16e3dd9.txt"}
+                "spec": "docs/group_planning.md"}
     return out, settings

@@ -1,4 +1,4 @@
-"""Compare two course-retrieval runs: paired tests per metric and judge agreement (spec 003).
+"""Compare two course-retrieval runs: paired tests per metric and judge agreement.
 
 Two retrievers on the same test set, or two judge models on the same retrieved lists,
 are paired designs: each case (and trial) is seen by both. Per metric the case-level

@@ -1,4 +1,4 @@
-"""Retrieval metrics over graded relevance labels (spec 003_b735b6521cfe17c0.txt).
+"""Retrieval metrics over graded relevance labels.
 
 Pure functions over plain lists: ``ranked`` is the list of relevance labels (0-3) of the
 retrieved items in rank order (rank 1 first). Cut-offs are 1-based. A function returns
