@@ -239,6 +239,11 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
     run_dir = fork_run(run, session, step=step, variant=variant, trial=trial, models=model,
                        set_params=set_, run_id=run_id, analyze=not no_analysis)
     comp = json.loads((run_dir / COMPARISON).read_text())
+    status = comp.get("status") or {}
+    if status.get("forked", "ok") != "ok":
+        # the forked session failed: say how, not only that its metrics became None
+        err_console.print(f"the forked session ended {status['forked']} (the original: {status.get('original')}):\n"
+                          + escape(str(comp.get("forked_error") or "").strip()), highlight=False, soft_wrap=True)
     if comp["identical"]:
         console.print(f"the fork reproduces the original from step {comp['fork']['step']} on")
     else:

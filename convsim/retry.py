@@ -77,7 +77,7 @@ def infra_fault(exc: BaseException) -> str | None:
     if names & _TIMEOUT:
         return "timeout"
     code = _status_code(exc)
-    if code is not None:
+    if code is not None and code >= 400:  # a 200 whose body failed to parse is checked below
         return f"HTTP {code}" if code in RETRY_STATUS else None
     if names & _UNREACHABLE:
         return "unreachable"

@@ -204,6 +204,20 @@ def sessions(params: Params, ctx: Context):
         yield {"session_id": case.id, "test_set": f"{test_set.name}@v{test_set.version}", **case.as_state()}
 
 
+MODEL_ROLES = ("judge",)  # the roles the nodes ask ctx.model() for
+
+
+def preflight(params: Params, ctx: Context) -> None:
+    """Load the test set, the catalog and every retriever a variant uses, before the first session:
+    a retriever that cannot be built (the embedding one without its extra) stops the run with its
+    install hint instead of skipping every case."""
+    load_test_set(params.test_set)
+    load_courses(params.catalog)
+    kinds = params.hybrid_of if params.retriever == "hybrid" else [params.retriever]
+    for kind in kinds:
+        get_retriever(kind, params.catalog, params.embedder)
+
+
 def _mean(values: list[float | None]) -> float | None:
     xs = [v for v in values if v is not None]
     return sum(xs) / len(xs) if xs else None

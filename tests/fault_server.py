@@ -83,6 +83,9 @@ def _handler(server: FaultServer):
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            # one request per connection: a kept-alive connection would outlive serve()'s block
+            self.send_header("Connection", "close")
+            self.close_connection = True
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
