@@ -154,3 +154,18 @@ def test_exit_codes_follow_how_sessions_ended(tmp_path, buggy):
                 env_extra={"CONVSIM_TEST_BUG": "all"})
     assert every.returncode == 3 and "3 of 3 sessions did not finish" in every.stderr
     assert "sessions ok" in every.stdout  # the table shows the counts even with no metric at all
+
+
+def test_fork_prints_the_forked_sessions_error(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"graph: hello_chat\nsessions: 1\ncheckpoint: true\nanalysis: []\nout_dir: {tmp_path}\n"
+                   "run_id: orig\nretry: {attempts: 1, timeout: 2}\n")
+    assert cli("run", str(cfg), "-q").returncode == 0
+    # the forked part talks to a server that is not there: the session ends infra_error, and fork says so
+    proc = cli("fork", str(tmp_path / "orig"), "s000", "--step", "3", "--run-id", "forked", "--no-analysis",
+               "--model", "agent=openai:fake@http://127.0.0.1:9/v1")
+    assert proc.returncode == 0, proc.stderr
+    assert "the forked session ended infra_error (the original: ok)" in proc.stderr
+    assert "ModelUnavailable" in proc.stderr and "unreachable" in proc.stderr
+    comp = json.loads((tmp_path / "forked" / "fork_comparison.json").read_text())
+    assert comp["status"] == {"original": "ok", "forked": "infra_error"} and comp["identical"] is False
