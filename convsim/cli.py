@@ -14,6 +14,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import api
@@ -34,7 +35,9 @@ def cli_errors(fn):
         try:
             return fn(*args, **kwargs)
         except ConvsimError as exc:
-            err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+            # escaped: an install hint like pip install -e '.[embeddings]' must print literally
+            err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(2) from None
     return wrapper
 
@@ -45,6 +48,29 @@ def _fmt(ci: dict) -> str:
     if ci.get("ci_low") is None:
         return f"{ci['mean']:.3f}"
     return f"{ci['mean']:.3f} [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]"
+
+
+STATUS_ROWS = (("sessions ok", ("ok",)), ("agent failures", ("agent_failure",)),
+               ("simulator failures", ("simulator_failure",)), ("errors (infra, code)", ("infra_error", "code_error")))
+
+
+def run_outcome(run_dir: Path) -> int:
+    """Print the run's warnings and errors; the exit code: 0 if every session ended with a final
+    status (ok, agent_failure, simulator_failure), 3 if any ended in infra_error or code_error."""
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    for warning in summary.get("warnings", []):
+        err_console.print(f"warning: {escape(warning)}", highlight=False, soft_wrap=True)
+    counts = summary.get("status_counts") or {}
+    if not counts.get("errors"):
+        return 0
+    first = summary.get("first_error") or {}
+    err_console.print(
+        f"[bold red]{counts['errors']} of {counts['sessions']} sessions did not finish[/bold red] "
+        f"({counts.get('infra_error', 0)} infra errors, {counts.get('code_error', 0)} code errors; "
+        f"see {escape(str(run_dir / 'errors.jsonl'))}; run again with the same --run-id to retry them). "
+        f"First: {escape(str(first.get('variant')))}/{escape(str(first.get('session_id')))}: "
+        f"{escape(str(first.get('error', '')))}", highlight=False, soft_wrap=True)
+    return 3
 
 
 def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
@@ -63,11 +89,16 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
     except ConvsimError:
         pass
     names = preferred + [n for n in names if n not in preferred]
-    table = Table(title=f"{run_dir.name}: dialogue metrics, mean [95% bootstrap CI]")
+    table = Table(title=escape(f"{run_dir.name}: dialogue metrics, mean [95% bootstrap CI]"))
     table.add_column("metric")
     for vname, v in variants.items():
         errors = f", {v['errors']} errors" if v["errors"] else ""
-        table.add_column(f"{vname}\n(n={v['n']}{errors})", justify="right")
+        table.add_column(escape(f"{vname}\n(n={v['n']}{errors})"), justify="right")
+    counts = [v.get("status_counts") for v in variants.values()]
+    if all(counts):  # how every session ended, before any metric
+        for label, keys in STATUS_ROWS:
+            table.add_row(label, *[str(sum(c[k] for k in keys)) for c in counts])
+        table.add_section()
     for n in names[:max_metrics]:
         table.add_row(n, *[_fmt(v["metrics"].get(n, {})) for v in variants.values()])
     console.print(table)
@@ -122,6 +153,9 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
     if not quiet:
         print_summary(run_dir)
         console.print(f"results in {run_dir}")
+    code = run_outcome(run_dir)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -178,6 +212,11 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
     comp = api.fork(run, session, step=step, variant=variant, trial=trial, models=model,
                     set_params=set_, run_id=run_id, analyze=not no_analysis)
     run_dir = comp["run_dir"]
+    status = comp.get("status") or {}
+    if status.get("forked", "ok") != "ok":
+        # the forked session failed: say how, not only that its metrics became None
+        err_console.print(f"the forked session ended {status['forked']} (the original: {status.get('original')}):\n"
+                          + escape(str(comp.get("forked_error") or "").strip()), highlight=False, soft_wrap=True)
     if comp["identical"]:
         console.print(f"the fork reproduces the original from step {comp['fork']['step']} on")
     else:

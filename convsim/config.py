@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConvsimError
 from .models import parse_model_spec
+from .retry import RetryPolicy
 
 ModelValue = str | dict
 
@@ -40,6 +41,7 @@ class ExperimentConfig(BaseModel):
     trace: bool = True
     checkpoint: bool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)  # model-call retries (convsim.retry)
     executor: Literal["async", "process"] = "async"  # process: a pool for CPU-bound runs
     workers: int | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
     analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])

@@ -23,12 +23,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .errors import ConvsimError
+from .retry import RetryPolicy, call_with_retry, infra_fault
 
 PROVIDERS = ("none", "ollama", "openai", "llamacpp")
 
 
 class ModelUnavailable(RuntimeError):
-    """The model server could not be reached after retries (infrastructure, not the agent)."""
+    """A model server's fault outlasted the retries (infrastructure, not the agent; convsim.retry)."""
 
 
 @dataclass(frozen=True)
@@ -92,21 +93,23 @@ _BACKENDS: dict[tuple, Any] = {}
 _BACKENDS_LOCK = threading.Lock()
 
 
-def _backend(spec: ModelSpec):
+def _backend(spec: ModelSpec, timeout: float = 120.0):
     """A LangChain chat model for the spec, shared by all sessions (built once)."""
     key = (spec.provider, spec.model, spec.base_url, spec.temperature, spec.seed, spec.num_ctx,
-           spec.max_tokens)
+           spec.max_tokens, timeout)
     with _BACKENDS_LOCK:
         if key not in _BACKENDS:
-            _BACKENDS[key] = _make_backend(spec)
+            _BACKENDS[key] = _make_backend(spec, timeout)
         return _BACKENDS[key]
 
 
-def _make_backend(spec: ModelSpec):
+def _make_backend(spec: ModelSpec, timeout: float = 120.0):
+    # provider-side retries are off: convsim.retry retries, records each attempt and classifies
     import os
     if spec.provider == "ollama":
         from langchain_ollama import ChatOllama
-        kwargs: dict[str, Any] = {"model": spec.model, "temperature": spec.temperature}
+        kwargs: dict[str, Any] = {"model": spec.model, "temperature": spec.temperature,
+                                  "client_kwargs": {"timeout": timeout}}
         if spec.seed is not None:
             kwargs["seed"] = spec.seed
         if spec.num_ctx is not None:
@@ -119,7 +122,8 @@ def _make_backend(spec: ModelSpec):
     if spec.provider == "openai":
         from langchain_openai import ChatOpenAI
         kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
-                  "api_key": os.environ.get("OPENAI_API_KEY", "none"), "max_retries": 0}
+                  "api_key": os.environ.get("OPENAI_API_KEY", "none"), "max_retries": 0,
+                  "timeout": timeout}
         if spec.seed is not None:
             kwargs["seed"] = spec.seed
         if spec.max_tokens is not None:
@@ -129,20 +133,6 @@ def _make_backend(spec: ModelSpec):
         from .llamacpp import ChatLlamaCpp
         return ChatLlamaCpp.from_spec(spec)
     raise ConvsimError(f"model {spec.spec!r} has no backend", field="model")
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    names = {type(e).__name__ for e in _chain(exc)}
-    return bool(names & {"ConnectError", "ConnectionError", "ConnectionRefusedError", "APIConnectionError",
-                         "ConnectTimeout", "ReadTimeout", "RemoteProtocolError", "APITimeoutError"})
-
-
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
 
 
 # ----------------------------------------------------------------------------- the handle
@@ -233,9 +223,17 @@ class ChatModel:
 
     spec: ModelSpec
     role: str = "model"
-    retries_on_connection: int = 3
+    retries_on_connection: int | None = None  # retries after the first try; overrides retry.attempts
     calls: list[dict] = field(default_factory=list)
     cache: Any = None  # optional ResponseCache (see convsim.cache)
+    retry: RetryPolicy | None = None  # the run's retry: section (convsim.retry); None = defaults
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        policy = self.retry or RetryPolicy()
+        if self.retries_on_connection is not None:
+            policy = policy.model_copy(update={"attempts": self.retries_on_connection + 1})
+        return policy
 
     @property
     def is_none(self) -> bool:
@@ -268,26 +266,29 @@ class ChatModel:
                 self._record(purpose=purpose, started=time.perf_counter(), message=msg, ok=True,
                              cache_hit=True)
                 return msg
-        delay = 1.0
-        for attempt in range(self.retries_on_connection + 1):
+        policy = self.retry_policy
+
+        def call():
             started = time.perf_counter()
             try:
-                msg = _backend(self.spec).invoke(msgs, **kwargs)
-            except Exception as exc:  # noqa: BLE001 — classify then re-raise
-                if _is_connection_error(exc):
+                return _backend(self.spec, policy.timeout).invoke(msgs, **kwargs), started
+            except Exception as exc:
+                if infra_fault(exc) is not None:  # recorded per attempt, retried by call_with_retry
                     self._record(purpose=purpose, started=started, message=None, ok=False,
                                  error=f"{type(exc).__name__}: {exc}")
-                    if attempt < self.retries_on_connection:
-                        time.sleep(delay)
-                        delay *= 2
-                        continue
-                    raise ModelUnavailable(f"{self.spec.spec}: {exc}") from exc
                 raise
-            self._record(purpose=purpose, started=started, message=msg, ok=True)
-            if self.cache is not None:
-                self.cache.put(key, {"content": msg.content, "usage": getattr(msg, "usage_metadata", None)})
-            return msg
-        raise AssertionError("unreachable")
+        try:
+            msg, started = call_with_retry(call, policy)
+        except Exception as exc:  # noqa: BLE001 — classify then re-raise
+            kind = infra_fault(exc)
+            if kind is not None:
+                raise ModelUnavailable(f"{self.spec.spec}: {kind} after {policy.attempts} attempt(s): "
+                                       f"{type(exc).__name__}: {exc}") from exc
+            raise
+        self._record(purpose=purpose, started=started, message=msg, ok=True)
+        if self.cache is not None:
+            self.cache.put(key, {"content": msg.content, "usage": getattr(msg, "usage_metadata", None)})
+        return msg
 
     def invoke(self, messages, *, purpose: str = "generate", **kwargs) -> str:
         """Send messages, return the answer text."""

@@ -7,19 +7,23 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import ValidationError
 
 from .config import ExperimentConfig
 from .errors import ConvsimError
 from .graphfile import load_graph_module
-from .models import parse_model_spec
+from .models import ChatModel, parse_model_spec
 from .seeding import session_seed
 from .session import Unit
+
+
+#: a variant's session ids are checked for duplicates up to this many (the set stays bounded)
+DUPLICATE_CHECK_LIMIT = 1_000_000
 
 
 @dataclass
@@ -33,21 +37,102 @@ class VariantPlan:
 
 @dataclass
 class Plan:
+    """What a run does. Session attempts are produced lazily by :meth:`iter_units` (from each
+    variant's ``sessions()``), so planning 10,000,000 sessions allocates nothing per session."""
+
     config: ExperimentConfig
     module: Any
     variants: dict[str, VariantPlan]
-    units: list[Unit]
     run_dir: Path
     cache: Any = None
+    units: list[Unit] | None = None  # an explicit list (convsim fork); None: from sessions()
+    warnings: list[str] = field(default_factory=list)  # e.g. a graph that yields fewer than --sessions
+
+    def base_context(self, vp: VariantPlan):
+        """The variant's context with the base seed, as ``sessions()`` and ``preflight()`` see it."""
+        cfg = self.config
+        models = {role: ChatModel(spec=spec, role=role, retry=cfg.retry) for role, spec in vp.models.items()}
+        return self.module.Context(params=vp.params, models=models, seed=cfg.seed,
+                                   embedder_spec=cfg.embedder, run_dir=str(self.run_dir))
+
+    def session_inits(self, vp: VariantPlan) -> Iterator[dict]:
+        """The variant's initial states, at most ``sessions`` of them, checked one by one."""
+        cfg, limit = self.config, self.config.sessions
+        seen: set[str] = set()
+        count = 0
+        for i, init in enumerate(self.module.sessions(vp.params, self.base_context(vp))):
+            if limit is not None and i >= limit:
+                return
+            if not isinstance(init, dict) or not init.get("session_id"):
+                raise ConvsimError("sessions() must yield dicts with a session_id", file=cfg.graph, record=i)
+            if i < DUPLICATE_CHECK_LIMIT:
+                sid = str(init["session_id"])
+                if sid in seen:
+                    raise ConvsimError(f"sessions() yielded the session_id {sid!r} twice", file=cfg.graph,
+                                       record=i)
+                seen.add(sid)
+            count += 1
+            yield init
+        if limit is not None and count < limit:
+            msg = (f"variant {vp.name}: the graph yields {count} sessions, fewer than the {limit} "
+                   f"asked (--sessions); it ran {count}")
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+
+    def iter_units(self) -> Iterator[Unit]:
+        """Every session attempt ``(variant, session_id, trial)``, in a deterministic order."""
+        if self.units is not None:
+            yield from self.units
+            return
+        cfg = self.config
+        for vp in self.variants.values():
+            for trial in range(cfg.trials):
+                for init in self.session_inits(vp):
+                    sid = str(init["session_id"])
+                    yield Unit(vp.name, sid, trial, session_seed(cfg.seed, sid, trial), init)
+
+    def expected_total(self) -> int | None:
+        """Session attempts the run plans, when known without iterating (``None`` otherwise)."""
+        if self.units is not None:
+            return len(self.units)
+        per_variant = []
+        for vp in self.variants.values():
+            n = getattr(vp.params, "n_sessions", None) if "n_sessions" in _fields(self.module) else None
+            if self.config.sessions is not None:
+                n = self.config.sessions if n is None else min(n, self.config.sessions)
+            if n is None:
+                return None
+            per_variant.append(n)
+        return sum(per_variant) * self.config.trials
+
+
+def _fields(module) -> dict:
+    return getattr(module.Params, "model_fields", {})
 
 
 def _params(module, overrides: dict, where: str):
+    fields = _fields(module)
+    unknown = sorted(set(overrides) - set(fields))
+    if fields and unknown:
+        # Params forbid unknown keys: a typo must not silently run the defaults
+        raise ConvsimError(f"unknown param {unknown[0]!r}; valid params: {', '.join(sorted(fields))}",
+                           file=where, field=f"params.{unknown[0]}")
     try:
         return module.Params(**overrides)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ()))
         raise ConvsimError(err.get("msg", "invalid value"), file=where, field=f"params.{loc}") from None
+
+
+def _check_roles(module, models: dict, where: str, variant: str) -> None:
+    roles = getattr(module, "MODEL_ROLES", None)
+    if roles is None:
+        return
+    for role in models:
+        if role not in roles:
+            raise ConvsimError(f"unknown model role {role!r} (variant {variant}); the graph's roles: "
+                               f"{', '.join(roles) or 'none'}", file=where, field=f"models.{role}")
 
 
 def _merge(base: dict, over: dict) -> dict:
@@ -58,40 +143,36 @@ def _merge(base: dict, over: dict) -> dict:
 
 
 def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
-    """Resolve the graph, the params of every variant and the list of session attempts."""
+    """Resolve the graph, the params and models of every variant; sessions come later, lazily.
+
+    ``sessions: N`` is the one source of truth for how many sessions a variant runs: a graph whose
+    Params has ``n_sessions`` gets ``n_sessions = N`` (over any value in the params); a graph that
+    yields fewer (a fixed test set) runs what it has and the run warns, naming the cap.
+    """
     module = load_graph_module(cfg.graph)
     run_id = cfg.run_id or f"{cfg.name}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
     cfg = cfg.model_copy(update={"run_id": run_id})
     run_dir = Path(cfg.out_dir) / run_id
     variants: dict[str, VariantPlan] = {}
-    units: list[Unit] = []
     for var in cfg.resolved_variants():
-        params = _params(module, _merge(cfg.params, var.params), f"{source} (variant {var.name})")
-        models = {role: parse_model_spec(spec, where=f"models.{role}")
-                  for role, spec in {**cfg.models, **var.models}.items()}
+        where = f"{source} (variant {var.name})"
+        overrides = _merge(cfg.params, var.params)
+        if cfg.sessions is not None and "n_sessions" in _fields(module):
+            overrides["n_sessions"] = cfg.sessions
+        params = _params(module, overrides, where)
+        merged_models = {**cfg.models, **var.models}
+        _check_roles(module, merged_models, source, var.name)
+        models = {role: parse_model_spec(spec, where=f"models.{role}") for role, spec in merged_models.items()}
         variants[var.name] = VariantPlan(var.name, params, models)
-        base_ctx = module.Context(params=params, seed=cfg.seed, embedder_spec=cfg.embedder,
-                                  run_dir=str(run_dir))
-        inits = []
-        for i, init in enumerate(module.sessions(params, base_ctx)):
-            if cfg.sessions is not None and i >= cfg.sessions:
-                break
-            if not isinstance(init, dict) or not init.get("session_id"):
-                raise ConvsimError("sessions() must yield dicts with a session_id", file=cfg.graph,
-                                   record=i)
-            inits.append(init)
-        ids = [str(x["session_id"]) for x in inits]
-        if len(set(ids)) != len(ids):
-            raise ConvsimError("sessions() yielded duplicate session_ids", file=cfg.graph)
-        for trial in range(cfg.trials):
-            for init in inits:
-                sid = str(init["session_id"])
-                units.append(Unit(var.name, sid, trial, session_seed(cfg.seed, sid, trial), init))
     cache = None
     if cfg.cache:
         from .cache import ResponseCache
-        cache = ResponseCache(cfg.cache)
-    return Plan(cfg, module, variants, units, run_dir, cache)
+        try:
+            cache = ResponseCache(cfg.cache)
+        except sqlite3.Error as exc:
+            raise ConvsimError(f"not a usable SQLite response cache ({exc})", file=cfg.cache,
+                               field="cache") from None
+    return Plan(cfg, module, variants, run_dir, cache)
 
 
 def prepare_checkpoint_db(path: Path) -> None:

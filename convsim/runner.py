@@ -16,7 +16,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 from pydantic import ValidationError
@@ -30,15 +30,14 @@ from .seeding import session_seed
 from .store import RunStore
 from .summary import summarise_run
 from .plan import Plan, plan_run, prepare_checkpoint_db
+from .preflight import preflight
 from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking, trace_path
 
 
 def land(outcome: Outcome, plan: Plan, store: RunStore, progress: LiveProgress) -> None:
-    """The single writer: a finished session's trace, then its record (or its infra error)."""
-    if outcome.infra_error is not None:
-        store.append_error(outcome.infra_error)
-        progress.advance(failed=True)
-        return
+    """The single writer: a finished session's trace, then its record (and errors.jsonl if it failed)."""
+    if outcome.error_entry is not None:
+        store.append_error(outcome.error_entry)
     if outcome.trace is not None:
         outcome.trace.write(trace_path(plan.run_dir, *outcome.unit_key))
     store.append(outcome.record)
@@ -67,7 +66,7 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 
 # What may differ when a run is started again: how it runs, not what it computes.
 _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
-                "cache"}
+                "cache", "retry"}
 
 
 def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
@@ -80,11 +79,28 @@ def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
                                "or choose another --run-id", file=cfg_path, field=key)
 
 
+async def _run_bounded(plan: Plan, todo: Iterator[Unit], store: RunStore, progress: LiveProgress) -> None:
+    """``concurrency`` workers pull units from the lazy plan: memory is flat in the number of sessions."""
+    async def worker() -> None:
+        for unit in todo:  # a shared generator: each unit goes to exactly one worker
+            await _run_unit(plan, unit, store, progress)
+    workers = [asyncio.create_task(worker()) for _ in range(plan.config.concurrency)]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
+
+
 async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     cfg = plan.config
+    preflight(plan)  # inputs are loaded and validated before anything is written
     store = RunStore(plan.run_dir)
     done = store.done_keys()
-    todo = [u for u in plan.units if (u.variant, u.session_id, u.trial) not in done]
+    total = plan.expected_total()
+    todo = (u for u in plan.iter_units() if u.key not in done)
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = plan.run_dir / "config.yaml"
     if cfg_path.exists():
@@ -94,7 +110,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     store.open()
     try:
         async with AsyncExitStack() as stack:
-            use_processes = cfg.executor == "process" and todo and not any(u.resume for u in todo)
+            use_processes = cfg.executor == "process" and plan.units is None
             saver = None
             if cfg.checkpoint and use_processes:
                 prepare_checkpoint_db(plan.run_dir / "checkpoints.sqlite")  # workers open their own
@@ -103,21 +119,17 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
             for vp in plan.variants.values():
                 vp.compiled = plan.module.build(vp.params).compile(checkpointer=saver)
                 vp.sync_nodes = all_sync(vp.compiled)
-            sem = asyncio.Semaphore(cfg.concurrency)
-            with LiveProgress(total=len(plan.units), done=len(plan.units) - len(todo),
-                              enabled=show_progress, label=cfg.run_id) as progress:
+            with LiveProgress(total=total, done=len(done), enabled=show_progress,
+                              label=cfg.run_id) as progress:
                 if use_processes:
                     from .process_executor import run_in_processes
                     await run_in_processes(plan, todo, lambda o: land(o, plan, store, progress),
                                            progress.observe, workers=cfg.workers)
                 else:
-                    async def guarded(unit: Unit) -> None:
-                        async with sem:
-                            await _run_unit(plan, unit, store, progress)
-                    await asyncio.gather(*(guarded(u) for u in todo))
+                    await _run_bounded(plan, todo, store, progress)
     finally:
         store.close()
-    summarise_run(plan.run_dir, plan.module, seed=cfg.seed)
+    summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings)
     return plan.run_dir
 
 

@@ -35,11 +35,11 @@ class Unit:
 
 @dataclass
 class Outcome:
-    """What a session attempt produced: a record, or an infrastructure error to retry later."""
+    """What a session attempt produced: its record, and for infra/code errors a line for errors.jsonl."""
 
     unit_key: tuple[str, str, int]
     record: dict | None = None
-    infra_error: dict | None = None
+    error_entry: dict | None = None  # written to errors.jsonl (infra_error and code_error)
     trace: TraceRecorder | None = None
     events: list = field(default_factory=list)  # custom-stream events (for a remote progress bar)
 
@@ -56,7 +56,7 @@ class _Session:
         cfg, self.vp = plan.config, plan.variants[unit.variant]
         self.plan, self.unit, self.observe = plan, unit, observe
         self.calls: list[dict] = []
-        models = {role: ChatModel(spec=spec, role=role, calls=self.calls, cache=plan.cache)
+        models = {role: ChatModel(spec=spec, role=role, calls=self.calls, cache=plan.cache, retry=cfg.retry)
                   for role, spec in self.vp.models.items()}
         self.ctx = plan.module.Context(params=self.vp.params, models=models, embedder_spec=cfg.embedder,
                                        seed=unit.seed, session_id=unit.session_id, trial=unit.trial,
@@ -94,10 +94,8 @@ class _Session:
         if isinstance(exc, ConvsimError):
             raise exc  # bad input (a malformed catalog...) stops the run with one clear line
         if isinstance(exc, ModelUnavailable):
-            # infrastructure, not the agent: kept out of the results so a restart retries it
-            return Outcome(unit.key, infra_error={
-                "variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
-                "kind": "infrastructure", "error": str(exc)})
+            # infrastructure, not the agent: never scored, run again on resume
+            return self._failed(Status.INFRA_ERROR, f"ModelUnavailable: {exc}")
         status, error = Status.OK, None
         if exc is not None:
             # AgentError: the system under test failed (scored); SimulatorError: the simulator or a
@@ -106,6 +104,8 @@ class _Session:
                       Status.SIMULATOR_FAILURE if isinstance(exc, SimulatorError) else Status.CODE_ERROR)
             error = f"{type(exc).__name__}: {exc}\n" + "".join(
                 traceback.format_exception(type(exc), exc, exc.__traceback__, limit=6))
+        if status == Status.CODE_ERROR:
+            return self._failed(status, error)
         flags = simulator_flags(self.plan.module, self.final) if status == Status.OK else []
         if flags:
             status = Status.SIMULATOR_FAILURE
@@ -117,6 +117,22 @@ class _Session:
         if unit.resume:
             record["forked_from"] = unit.resume["fork"]
         return Outcome(unit.key, record=record, trace=self.recorder)
+
+    def _failed(self, status: Status, error: str) -> Outcome:
+        """An attempt that must run again: its record (partial state kept for debugging, never
+        scored: readers score ok/agent_failure only) and an errors.jsonl line."""
+        unit, cfg = self.unit, self.plan.config
+        record = {**self.final, "run_id": cfg.run_id, "variant": unit.variant, "session_id": unit.session_id,
+                  "trial": unit.trial, "seed": unit.seed, "status": status.value, "error": error,
+                  "simulator_flags": [], "models": {r: s.settings for r, s in self.vp.models.items()},
+                  "params": self.vp.params.model_dump(mode="json"), "llm_calls": self.calls,
+                  "elapsed_s": round(time.perf_counter() - self.started, 4)}
+        if unit.resume:
+            record["forked_from"] = unit.resume["fork"]
+        entry = {"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
+                 "status": status.value, "kind": "infrastructure" if status == Status.INFRA_ERROR else "code",
+                 "error": error}
+        return Outcome(unit.key, record=record, error_entry=entry, trace=self.recorder)
 
 
 def simulator_flags(module: Any, state: dict) -> list[dict]:

@@ -1,19 +1,28 @@
 """The run store ``runs/<run_id>/``: one writer appends and flushes ``results.jsonl``.
 
-A run that is stopped and started again reads the records it already has and skips
-those sessions. A line cut short by a crash is dropped on reopening (that session is
-simply run again), so a restarted run holds each session exactly once.
+A run that is stopped and started again skips the sessions whose record has a final status
+(ok, agent_failure, simulator_failure). Sessions that ended in ``infra_error`` or ``code_error``
+run again: when the run reopens, ``results.jsonl`` is compacted (rewritten atomically) to the last
+final record of each session, so after the run every session is in it exactly once. Readers also
+take the last record per session (:meth:`RunStore.records`), so a file written by an older
+version or cut by a crash mid-resume still reads right. A line cut short by a crash is dropped on
+reopening (that session is simply run again). ``errors.jsonl`` keeps every failed attempt.
 """
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import ConvsimError
+from .status import FINAL
+
+FINAL_STATUSES = frozenset(s.value for s in FINAL)
 
 RESULTS = "results.jsonl"
+SYNC_EVERY_S = 1.0
 
 
 def unit_key(record: dict) -> tuple[str, str, int]:
@@ -36,9 +45,8 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, default=json_default, ensure_ascii=False)
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Records of a JSONL file; a bad line is an error naming the file and the line."""
-    out = []
+def iter_jsonl(path: Path) -> Iterator[dict]:
+    """Records of a JSONL file, one at a time; a bad line is an error naming the file and the line."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -49,8 +57,16 @@ def read_jsonl(path: Path) -> list[dict]:
                 raise ConvsimError("line is not valid JSON", file=path, record=f"line {lineno}") from None
             if not isinstance(rec, dict):
                 raise ConvsimError("line is not a JSON object", file=path, record=f"line {lineno}")
-            out.append(rec)
-    return out
+            yield rec
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Records of a JSONL file; a bad line is an error naming the file and the line."""
+    return list(iter_jsonl(path))
+
+
+def is_final(record: dict) -> bool:
+    return record.get("status", "ok") in FINAL_STATUSES
 
 
 class RunStore:
@@ -58,6 +74,7 @@ class RunStore:
         self.dir = Path(run_dir)
         self.results_path = self.dir / RESULTS
         self._fh = None
+        self._synced = 0.0
 
     def _repair_tail(self) -> None:
         if not self.results_path.exists():
@@ -68,30 +85,84 @@ class RunStore:
             with open(self.results_path, "r+b") as fh:
                 fh.truncate(cut)
 
-    def records(self) -> list[dict]:
+    def iter_records(self) -> Iterator[dict]:
+        """Every line of results.jsonl in file order (a session may appear more than once)."""
         self._repair_tail()
-        if not self.results_path.exists():
-            return []
-        return read_jsonl(self.results_path)
+        if self.results_path.exists():
+            yield from iter_jsonl(self.results_path)
+
+    def records(self) -> list[dict]:
+        """One record per session: the last one written (a re-run replaces the failed attempt)."""
+        last: dict[tuple[str, str, int], dict] = {}
+        for r in self.iter_records():
+            key = unit_key(r)
+            last.pop(key, None)  # re-insert so the order is that of the last writes
+            last[key] = r
+        return list(last.values())
 
     def done_keys(self) -> set[tuple[str, str, int]]:
-        return {unit_key(r) for r in self.records()}
+        """Sessions not to run again: those whose last record has a final status."""
+        last: dict[tuple[str, str, int], bool] = {}
+        for r in self.iter_records():
+            last[unit_key(r)] = is_final(r)
+        return {k for k, final in last.items() if final}
+
+    def compact(self) -> int:
+        """Rewrite results.jsonl with the last final record of each session; returns lines dropped.
+
+        Streams twice (no record is held in memory) and replaces the file atomically.
+        """
+        if not self.results_path.exists():
+            return 0
+        keep_line: dict[tuple[str, str, int], int] = {}
+        total = 0
+        for i, r in enumerate(self.iter_records()):
+            total += 1
+            key = unit_key(r)
+            if is_final(r):
+                keep_line[key] = i
+            else:
+                keep_line.pop(key, None)
+        keep = set(keep_line.values())
+        if len(keep) == total:
+            return 0
+        tmp = self.results_path.with_suffix(".jsonl.tmp")
+        with open(self.results_path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
+            i = 0
+            for line in src:
+                if not line.strip():
+                    continue
+                if i in keep:
+                    dst.write(line)
+                i += 1
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, self.results_path)
+        return total - len(keep)
 
     def open(self) -> "RunStore":
         self.dir.mkdir(parents=True, exist_ok=True)
         self._repair_tail()
+        self.compact()
         self._fh = open(self.results_path, "a", encoding="utf-8")
         return self
 
     def append(self, record: dict) -> None:
-        """Write one finished session; flushed and synced so a crash loses nothing written."""
+        """Write one finished session. Flushed at once, so a killed process (even ``kill -9``)
+        loses nothing written; synced to disk at most every ``SYNC_EVERY_S`` and on close, so a
+        power cut loses at most that last second (a sync per record made short sessions disk-bound)."""
         assert self._fh is not None, "RunStore.open() first"
         self._fh.write(dumps(record) + "\n")
         self._fh.flush()
-        os.fsync(self._fh.fileno())
+        now = time.monotonic()
+        if now - self._synced >= SYNC_EVERY_S:
+            os.fsync(self._fh.fileno())
+            self._synced = now
 
     def close(self) -> None:
         if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
             self._fh.close()
             self._fh = None
 

@@ -1,4 +1,10 @@
-"""Dataset-level summary of a run: ``metrics.csv`` (a row per variant) and ``summary.json``."""
+"""Dataset-level summary of a run: ``metrics.csv`` (a row per variant) and ``summary.json``.
+
+Per variant: how every session ended (``ok``, ``agent_failure``, ``simulator_failure``,
+``infra_error``, ``code_error``; ``errors`` = the last two), and mean, n and bootstrap CI of every
+dialogue metric over the scored sessions (``ok`` and ``agent_failure``, convsim.status.SCORED).
+Top level: the run's totals, the first error message, and warnings (e.g. a capped session count).
+"""
 from __future__ import annotations
 
 import csv
@@ -8,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from .aggregate import bootstrap_ci
+from .status import SCORED, Status
 from .store import RunStore
+
+SCORED_STATUSES = frozenset(s.value for s in SCORED)
+ERROR_STATUSES = (Status.INFRA_ERROR.value, Status.CODE_ERROR.value)
 
 
 def flatten_metrics(d: Mapping | None, prefix: str = "") -> dict[str, float | None]:
@@ -32,8 +42,8 @@ def flatten_metrics(d: Mapping | None, prefix: str = "") -> dict[str, float | No
 
 
 def variant_summary(records: list[dict], *, seed: int = 0) -> dict[str, dict]:
-    """Mean, n and bootstrap 95% CI of every numeric dialogue metric over ok sessions."""
-    ok = [r for r in records if r.get("status") == "ok"]
+    """Mean, n and bootstrap 95% CI of every numeric dialogue metric over scored sessions."""
+    ok = [r for r in records if r.get("status", "ok") in SCORED_STATUSES]
     flat = [flatten_metrics(r.get("dialogue_metrics") or {}) for r in ok]
     names: list[str] = []
     for f in flat:
@@ -53,22 +63,48 @@ def _scalar_items(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def summarise_run(run_dir: Path, module: Any, *, seed: int = 0) -> dict:
+def status_counts(records: list[dict]) -> dict[str, int]:
+    """Sessions per status (every status listed, zeros included), plus ``errors`` and ``sessions``."""
+    counts = {s.value: 0 for s in Status}
+    for r in records:
+        status = r.get("status", "ok")
+        counts[status] = counts.get(status, 0) + 1
+    counts["errors"] = sum(counts[s] for s in ERROR_STATUSES)
+    counts["sessions"] = len(records)
+    return counts
+
+
+def first_error(records: list[dict]) -> dict | None:
+    """The first infra/code error of the run (variant, session, status, the error's first line)."""
+    for r in records:
+        if r.get("status") in ERROR_STATUSES:
+            lines = str(r.get("error") or "").strip().splitlines()
+            return {"variant": r.get("variant"), "session_id": r.get("session_id"), "trial": r.get("trial", 0),
+                    "status": r["status"], "error": lines[0] if lines else ""}
+    return None
+
+
+def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary."""
     store = RunStore(run_dir)
     records = store.records()
     by_variant: dict[str, list[dict]] = {}
     for r in records:
         by_variant.setdefault(r["variant"], []).append(r)
-    summary: dict[str, Any] = {"variants": {}}
+    summary: dict[str, Any] = {"variants": {}, "status_counts": status_counts(records),
+                               "first_error": first_error(records), "warnings": list(warnings or [])}
     rows = []
     for variant, recs in by_variant.items():
-        ok = [r for r in recs if r.get("status") == "ok"]
+        scored = [r for r in recs if r.get("status", "ok") in SCORED_STATUSES]
+        counts = status_counts(recs)
         metrics = variant_summary(recs, seed=seed)
-        dataset = module.dataset_metrics(ok) if ok else {}
-        summary["variants"][variant] = {"n": len(ok), "errors": len(recs) - len(ok),
-                                        "metrics": metrics, "dataset": dataset}
-        row: dict[str, Any] = {"variant": variant, "n": len(ok), "errors": len(recs) - len(ok)}
+        dataset = module.dataset_metrics(scored) if scored else {}
+        summary["variants"][variant] = {"n": counts["ok"], "errors": counts["errors"],
+                                        "status_counts": counts, "metrics": metrics, "dataset": dataset}
+        row: dict[str, Any] = {"variant": variant, "n": counts["ok"],
+                               "agent_failures": counts["agent_failure"],
+                               "simulator_failures": counts["simulator_failure"],
+                               "errors": counts["errors"]}
         for name, ci in metrics.items():
             row[f"{name}_mean"] = ci["mean"]
             row[f"{name}_ci_low"] = ci["ci_low"]

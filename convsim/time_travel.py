@@ -186,6 +186,8 @@ def compare_sessions(original: dict, forked: dict, original_trace: dict | None =
     first_turn = next((r["turn"] for r in rows if not (r["same_text"] and r["same_metrics"])), None)
     o_dm, f_dm = original.get("dialogue_metrics") or {}, forked.get("dialogue_metrics") or {}
     out = {"fork": fork, "turns": rows, "first_divergent_turn": first_turn,
+           "status": {"original": original.get("status", "ok"), "forked": forked.get("status", "ok")},
+           "forked_error": forked.get("error"),
            "dialogue_metrics": {k: {"original": o_dm.get(k), "forked": f_dm.get(k)} for k in {**o_dm, **f_dm}},
            "first_divergent_step": None, "steps_compared": 0}
     same_steps = True
@@ -207,5 +209,6 @@ def compare_sessions(original: dict, forked: dict, original_trace: dict | None =
                                        != (f or {}).get("changed", {}).get(k)]}
                 same_steps = False
                 break
-    out["identical"] = (first_turn is None and o_dm == f_dm and same_steps)
+    out["identical"] = (first_turn is None and o_dm == f_dm and same_steps
+                        and out["status"]["original"] == out["status"]["forked"])
     return out

@@ -273,6 +273,9 @@ def confusion_text(judged: list[int], gold: list[int]) -> str:
     return "judge\\gold 0-3: " + " | ".join(f"j{j}: " + " ".join(str(n) for n in row) for j, row in enumerate(rows))
 
 
+MODEL_ROLES = ("judge",)  # the roles the nodes ask ctx.model() for
+
+
 def _mean(values: list[float | None]) -> float | None:
     xs = [v for v in values if v is not None]
     return sum(xs) / len(xs) if xs else None

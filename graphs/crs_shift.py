@@ -279,6 +279,14 @@ def dataset_metrics(records: list[dict]) -> dict:
     return pooled_dataset_metrics(records)
 
 
+MODEL_ROLES = ("crs", "user", "topics", "judge")  # the roles the nodes ask ctx.model() for
+
+
+def preflight(params: Params, ctx: Context) -> None:
+    """Load the catalog and its concept extractor once, before the first session (convsim preflight)."""
+    _extractor(ctx)
+
+
 def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:
     """Evaluate an existing transcript without simulating (``convsim eval``, evaluation/transcripts.py):
     the graph's own evaluation nodes replayed over the (user, system) turns, then the dialogue stage."""

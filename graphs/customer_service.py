@@ -362,6 +362,16 @@ def dataset_metrics(records: list[dict]) -> dict:
     return score_dataset(records)
 
 
+MODEL_ROLES = ("triage", "response", "judge")  # the roles the nodes ask ctx.model() for
+
+
+def preflight(params: Params, ctx: Context) -> None:
+    """Load the database and the schema before the first session (the engine's preflight then
+    draws the first session, which reads the replay dialogue files)."""
+    _db(ctx)
+    _schema(ctx)
+
+
 graph = compile_with_default_context(build(Params()))
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).

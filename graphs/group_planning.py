@@ -100,6 +100,14 @@ def _db(params: Params):
     return load_travel_db(params.db_path)
 
 
+MODEL_ROLES = ("synthesis", "planner")  # the roles the nodes ask ctx.model() for
+
+
+def preflight(params: Params, ctx: Context) -> None:
+    """Load the travel database before the first session (convsim preflight)."""
+    _db(params).cities()
+
+
 @functools.lru_cache(maxsize=32)
 def _city_db_cached(db_path: str | None, city: str) -> TravelDB:
     return TravelDB(**load_travel_db(db_path).ref_info(city), source=f"{db_path or 'project db'}:{city}")

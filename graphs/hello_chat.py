@@ -30,6 +30,7 @@ class State(TypedDict, total=False):
     transcript: Annotated[list[dict], operator.add]
     turn_metrics: Annotated[list[dict], operator.add]
     dialogue_metrics: dict
+    judgements: Annotated[list[dict], operator.add]  # the judge's structured verdicts, raw text kept
 
 
 class Params(BaseModel):
@@ -37,6 +38,17 @@ class Params(BaseModel):
 
     n_turns: int = Field(3, ge=1, le=len(FACTS), description="questions per session")
     n_sessions: int = Field(10, ge=1, description="sessions that sessions() yields")
+    judge_retries: int = Field(1, ge=0, le=5, description="retries of an invalid judge answer")
+
+
+MODEL_ROLES = ("agent", "judge")  # judge: optional, a model that checks each answer (structured output)
+
+
+class Verdict(BaseModel):
+    """The judge's structured answer."""
+
+    correct: bool
+    reason: str = ""
 
 
 @dataclass
@@ -75,8 +87,17 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     topic = state["questions"][turn - 1]
     correct = answer_correct(state["transcript"][-1]["text"], FACTS[topic])
     metrics = {"correct": float(correct), "answer_words": len(state["transcript"][-1]["text"].split())}
+    update: dict = {}
+    judge = runtime.context.model("judge")
+    if not judge.is_none:
+        # a garbage verdict is kept with its raw text and flags the session (simulator_checks)
+        verdict = judge.structured([("system", "Is the answer correct? Reply as JSON."), (
+            "user", f"Question: {state['transcript'][-2]['text']}\nAnswer: {state['transcript'][-1]['text']}")],
+            Verdict, purpose="judge", retries=runtime.context.params.judge_retries)
+        metrics["judge_correct"] = float(verdict.value.correct) if verdict.ok else None
+        update["judgements"] = [{"turn": turn, **verdict.as_record()}]
     emit_metrics(runtime, turn=turn, metrics=metrics)
-    return {"turn_metrics": [{"turn": turn, **metrics}]}
+    return {"turn_metrics": [{"turn": turn, **metrics}], **update}
 
 
 def evaluate_dialogue(state: State) -> dict:
@@ -114,6 +135,12 @@ def sessions(params: Params, ctx: Context):
 # computed from, and the value under which a turn metric is linked to the steps that made it.
 METRIC_INPUTS = {"correct": ["transcript", "questions"], "answer_words": ["transcript"]}
 METRIC_THRESHOLDS = {"correct": 1.0}
+
+
+def simulator_checks(state: State) -> list[dict]:
+    """A judge that answered garbage failed (not the agent): the session is kept, not scored."""
+    return [{"check": "judge_invalid", "detail": f"turn {j['turn']}: {j['error']}; raw: {j['raw'][:200]}"}
+            for j in state.get("judgements") or [] if not j["ok"]]
 
 
 def dataset_metrics(records: list[dict]) -> dict:

@@ -56,7 +56,7 @@ class FakeBackend:
 def fake(monkeypatch):
     def install(answers):
         backend = FakeBackend(answers)
-        monkeypatch.setattr(models, "_backend", lambda spec: backend)
+        monkeypatch.setattr(models, "_backend", lambda spec, *timeout: backend)
         return backend
     return install
 

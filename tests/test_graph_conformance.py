@@ -29,6 +29,10 @@ def test_contract(name):
     assert first["session_id"]
     json.dumps(first)
     assert isinstance(mod.dataset_metrics([]), dict)
+    # the roles a config may name (unknown roles are refused) and the optional preflight hook
+    assert isinstance(mod.MODEL_ROLES, tuple) and all(isinstance(r, str) for r in mod.MODEL_ROLES)
+    if hasattr(mod, "preflight"):
+        mod.preflight(params, ctx)
 
 
 @pytest.mark.parametrize("name", GRAPHS)

@@ -1,0 +1,56 @@
+"""Preflight: everything a run needs is loaded and validated once, before anything is written.
+
+For each variant the engine builds the base context (the base seed, the variant's params and model
+handles) and
+
+1. calls the graph's optional ``preflight(params, ctx)`` hook, which loads its catalogs,
+   databases, test sets and dialogue files with the loaders the sessions will use (they are
+   ``lru_cache``'d, so the sessions get them for free);
+2. draws the first initial state from ``sessions()`` (a broken generator fails here, not in the
+   middle of the run);
+3. for a graph with a fixed set of sessions (no ``n_sessions`` param), counts them against
+   ``--sessions`` and warns when the set is smaller, naming the cap.
+
+Model specs, model roles, params and the ``cache:`` file were already checked when the run was
+planned. A failure is one :class:`ConvsimError` line (exit 2) and the run directory is not touched.
+An ``ImportError`` (a missing optional extra) keeps its message, which carries the install hint.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ConvsimError
+
+
+def _as_input_error(exc: Exception, plan: Any, variant: str, step: str) -> ConvsimError:
+    if isinstance(exc, ConvsimError):
+        return exc
+    if isinstance(exc, ImportError):
+        return ConvsimError(f"variant {variant} cannot run: {exc}", file=plan.config.graph, field=step)
+    return ConvsimError(f"variant {variant}: {step} failed: {type(exc).__name__}: {exc}",
+                        file=plan.config.graph, field=step)
+
+
+def preflight(plan: Any) -> None:
+    """Validate the plan's inputs; raises ConvsimError. Appends count warnings to ``plan.warnings``."""
+    if plan.units is not None:  # an explicit list (a fork) was validated by its maker
+        return
+    module, cfg = plan.module, plan.config
+    hook = getattr(module, "preflight", None)
+    fixed_set = "n_sessions" not in getattr(module.Params, "model_fields", {})
+    for vp in plan.variants.values():
+        if callable(hook):
+            try:
+                hook(vp.params, plan.base_context(vp))
+            except Exception as exc:  # noqa: BLE001 — every failure becomes one input-error line
+                raise _as_input_error(exc, plan, vp.name, "preflight") from None
+        try:
+            inits = plan.session_inits(vp)
+            first = next(inits, None)
+            if first is None:
+                raise ConvsimError(f"variant {vp.name}: sessions() yields no session", file=cfg.graph)
+            if fixed_set and cfg.sessions is not None:
+                for _ in inits:  # session_inits records the warning when the set is short
+                    pass
+        except Exception as exc:  # noqa: BLE001
+            raise _as_input_error(exc, plan, vp.name, "sessions") from None

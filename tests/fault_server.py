@@ -1,0 +1,143 @@
+"""A fault-injecting OpenAI-compatible chat server (stdlib only, 127.0.0.1) for tests.
+
+    with serve(seed=3, faults={"500": 0.1, "429": 0.1, "hang": 0.05}) as server:
+        spec = f"openai:fake@{server.url}"          # server.url ends in /v1
+        ...
+    server.served  # Counter of what was answered: "ok", "500", "429", "hang", "nonjson", ...
+
+Faults (each a probability in ``faults``, or an explicit ``script`` served in order):
+
+* ``500``      HTTP 500 with a JSON error body
+* ``429``      HTTP 429 with ``Retry-After: <retry_after>``
+* ``hang``     no answer for ``hang_s`` seconds (longer than the client's timeout)
+* ``nonjson``  HTTP 200, ``application/json`` content type, an HTML body
+* ``nonutf8``  HTTP 200, bytes that are not UTF-8
+* ``garbage``  HTTP 200, a well-formed completion whose content is nonsense (not infrastructure)
+* ``ok``       HTTP 200, ``answer(request_json)`` as the content
+
+The draw is deterministic per request: it hashes the seed, the request body and how many times
+that same body was sent before, so a retried request gets a fresh draw and the order in which
+concurrent sessions reach the server does not change which requests fail.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Iterator
+
+FAULTS = ("500", "429", "hang", "nonjson", "nonutf8", "garbage")
+GARBAGE = "%% lorem ipsum, the model lost its mind %%"
+
+
+def default_answer(request: dict) -> str:
+    """A JSON verdict when JSON was asked for, else a short sentence naming a few facts."""
+    if request.get("response_format"):
+        return json.dumps({"correct": True, "reason": "looks right"})
+    return "Paris. 100 degrees Celsius. William Shakespeare. Jupiter. Au."
+
+
+class FaultServer:
+    def __init__(self, *, seed: int, faults: dict[str, float] | None, script: list[str] | None,
+                 retry_after: str, hang_s: float, answer: Callable[[dict], str]) -> None:
+        unknown = set(faults or {}) - set(FAULTS) | set(script or []) - set(FAULTS) - {"ok"}
+        if unknown:
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
+        self.seed, self.faults = seed, dict(faults or {})
+        self.script = list(script or [])
+        self.retry_after, self.hang_s, self.answer = retry_after, hang_s, answer
+        self.served: Counter = Counter()
+        self.seen: Counter = Counter()
+        self.lock = threading.Lock()
+        self.httpd: ThreadingHTTPServer | None = None
+        self.url = ""
+
+    def choose(self, body: bytes) -> str:
+        with self.lock:
+            if self.script:
+                return self.script.pop(0)
+            digest = hashlib.sha256(body).hexdigest()
+            self.seen[digest] += 1
+            h = hashlib.sha256(f"{self.seed}:{digest}:{self.seen[digest]}".encode()).digest()
+        u = int.from_bytes(h[:8], "big") / 2 ** 64
+        for fault in FAULTS:
+            p = self.faults.get(fault, 0.0)
+            if u < p:
+                return fault
+            u -= p
+        return "ok"
+
+
+def _handler(server: FaultServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+        def _send(self, status: int, body: bytes, headers: dict | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            # one request per connection: a kept-alive connection would outlive serve()'s block
+            self.send_header("Connection", "close")
+            self.close_connection = True
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            try:
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
+                pass
+
+        def do_POST(self) -> None:  # noqa: N802 — http.server's naming
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            fault = server.choose(body)
+            with server.lock:
+                server.served[fault] += 1
+            if fault == "500":
+                return self._send(500, b'{"error": {"message": "internal error", "type": "server_error"}}')
+            if fault == "429":
+                return self._send(429, b'{"error": {"message": "slow down", "type": "rate_limit"}}',
+                                  {"Retry-After": server.retry_after})
+            if fault == "hang":
+                time.sleep(server.hang_s)
+                return self._send(503, b'{"error": {"message": "too late"}}')
+            if fault == "nonjson":
+                return self._send(200, b"<html><body>502 Bad Gateway</body></html>")
+            if fault == "nonutf8":
+                return self._send(200, b'{"id": "x", "choices": [{"message": {"content": "\xff\xfe\xfd"}}]}')
+            request = json.loads(body or b"{}")
+            content = GARBAGE if fault == "garbage" else server.answer(request)
+            payload = {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0,
+                       "model": request.get("model", "fake"),
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content}}],
+                       "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
+            return self._send(200, json.dumps(payload).encode())
+
+    return Handler
+
+
+@contextmanager
+def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, *,
+          script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
+          answer: Callable[[dict], str] = default_answer) -> Iterator[FaultServer]:
+    """Serve on 127.0.0.1 (``port=0``: a free port) until the block ends."""
+    server = FaultServer(seed=seed, faults=faults, script=script, retry_after=retry_after,
+                         hang_s=hang_s, answer=answer)
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(server))
+    httpd.daemon_threads = True
+    server.httpd = httpd
+    server.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

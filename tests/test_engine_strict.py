@@ -1,0 +1,171 @@
+"""Strict inputs, preflight and exit codes: typos refuse to run, --sessions means N, a broken input
+stops the run before anything is written, a run with failed sessions exits 3."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from convsim import ConvsimError
+from convsim.config import apply_overrides, config_from_dict, load_config
+from convsim.plan import plan_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, env_extra=None):
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(ROOT), **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "convsim.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env)
+
+
+def one_line(proc, code=2):
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    lines = [x for x in proc.stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+def test_unknown_set_key_names_it_and_lists_the_valid_ones(tmp_path):
+    line = one_line(cli("run", "hello_chat", "--set", "n_turnz=3", "--out", str(tmp_path)))
+    assert "n_turnz" in line and "n_turns" in line and "n_sessions" in line
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_unknown_param_in_a_variant_is_refused():
+    cfg = config_from_dict({"graph": "crs_shift", "variants": [{"name": "a", "params": {"catalog_pth": "x"}}]})
+    with pytest.raises(ConvsimError, match="catalog_pth.*valid params.*catalog_path"):
+        plan_run(cfg)
+
+
+def test_unknown_model_role_names_it_and_lists_the_roles(tmp_path):
+    line = one_line(cli("run", "configs/crs_shift.yaml", "--model", "crsx=none", "--out", str(tmp_path)))
+    assert "crsx" in line and "crs, user, topics, judge" in line
+    assert not any(tmp_path.iterdir())
+
+
+def test_sessions_means_n_sessions_per_variant():
+    cfg = apply_overrides(load_config(ROOT / "configs" / "crs_shift.yaml"), sessions=200)
+    plan = plan_run(cfg)
+    vp = next(iter(plan.variants.values()))
+    assert vp.params.n_sessions == 200 and plan.expected_total() == 200
+    assert sum(1 for _ in plan.iter_units()) == 200 * len(plan.variants) and not plan.warnings
+
+
+def test_a_fixed_test_set_says_when_it_caps_sessions(tmp_path):
+    from convsim.preflight import preflight
+    cfg = config_from_dict({"graph": "course_retrieval", "sessions": 100000, "params": {"max_cases": 3},
+                            "out_dir": str(tmp_path)})
+    plan = plan_run(cfg)
+    preflight(plan)
+    assert plan.warnings == ["variant default: the graph yields 3 sessions, fewer than the 100000 asked "
+                             "(--sessions); it ran 3"]
+
+
+def test_a_broken_catalog_fails_at_preflight_and_writes_nothing(tmp_path):
+    bad = tmp_path / "catalog.json"
+    bad.write_text('{"movies": [')
+    out = tmp_path / "runs"
+    line = one_line(cli("run", "crs_shift", "--sessions", "2", "--set", f"catalog_path={bad}", "--out", str(out)))
+    assert str(bad) in line
+    assert not out.exists()
+
+
+def test_a_cache_that_is_not_sqlite_is_one_line(tmp_path):
+    bad = tmp_path / "cache.sqlite"
+    bad.write_text("this is not a database\n" * 100)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"graph: hello_chat\nsessions: 1\ncache: {bad}\nout_dir: {tmp_path / 'runs'}\n")
+    line = one_line(cli("run", str(cfg)))
+    assert str(bad) in line and "SQLite" in line
+    assert not (tmp_path / "runs").exists()
+
+
+MISSING_EXTRA = '''
+from graphs.hello_chat import *  # noqa: F401,F403
+
+
+def preflight(params, ctx):
+    raise ImportError("the embedding retriever needs sentence-transformers: pip install -e '.[embeddings]'")
+'''
+
+
+def test_a_variant_that_cannot_run_prints_the_install_hint_literally(tmp_path):
+    graph = tmp_path / "graphs" / "needs_extra.py"
+    graph.parent.mkdir()
+    graph.write_text(MISSING_EXTRA)
+    line = one_line(cli("run", str(graph), "--out", str(tmp_path / "runs")))
+    assert "pip install -e '.[embeddings]'" in line and "cannot run" in line
+    assert not (tmp_path / "runs").exists()
+
+
+BUGGY = '''
+import os
+from graphs.hello_chat import *  # noqa: F401,F403
+from graphs import hello_chat as _base
+
+
+def agent(state, runtime):
+    if os.environ.get("CONVSIM_TEST_BUG") == "all" or state["session_id"] == "s001":
+        raise KeyError("a bug in graph code")
+    return _base.agent(state, runtime)
+
+
+def build(params):
+    from langgraph.graph import END, START, StateGraph
+    g = StateGraph(State, context_schema=Context)
+    g.add_node("user", _base.user)
+    g.add_node("agent", agent)
+    g.add_node("evaluate_turn", _base.evaluate_turn)
+    g.add_node("evaluate_dialogue", _base.evaluate_dialogue)
+    g.add_edge(START, "user")
+    g.add_edge("user", "agent")
+    g.add_edge("agent", "evaluate_turn")
+    g.add_conditional_edges("evaluate_turn", _base.route, ["user", "evaluate_dialogue"])
+    g.add_edge("evaluate_dialogue", END)
+    return g
+
+
+graph = build(Params()).compile()
+'''
+
+
+@pytest.fixture
+def buggy(tmp_path):
+    graph = tmp_path / "graphs" / "buggy.py"
+    graph.parent.mkdir()
+    graph.write_text(BUGGY)
+    return graph
+
+
+def test_exit_codes_follow_how_sessions_ended(tmp_path, buggy):
+    out = tmp_path / "runs"
+    ok = cli("run", "hello_chat", "--sessions", "3", "--out", str(out), "--run-id", "fine", "--no-analysis")
+    assert ok.returncode == 0, ok.stderr
+    assert "sessions ok" in ok.stdout and "errors (infra, code)" in ok.stdout
+    some = cli("run", str(buggy), "--sessions", "3", "--out", str(out), "--run-id", "some", "--no-analysis")
+    assert some.returncode == 3, some.stdout + some.stderr
+    assert "1 of 3 sessions did not finish" in some.stderr and "KeyError" in some.stderr
+    summary = json.loads((out / "some" / "summary.json").read_text())
+    assert summary["variants"]["default"]["status_counts"]["code_error"] == 1
+    assert summary["variants"]["default"]["n"] == 2
+    every = cli("run", str(buggy), "--sessions", "3", "--out", str(out), "--run-id", "all", "--no-analysis",
+                env_extra={"CONVSIM_TEST_BUG": "all"})
+    assert every.returncode == 3 and "3 of 3 sessions did not finish" in every.stderr
+    assert "sessions ok" in every.stdout  # the table shows the counts even with no metric at all
+
+
+def test_fork_prints_the_forked_sessions_error(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"graph: hello_chat\nsessions: 1\ncheckpoint: true\nanalysis: []\nout_dir: {tmp_path}\n"
+                   "run_id: orig\nretry: {attempts: 1, timeout: 2}\n")
+    assert cli("run", str(cfg), "-q").returncode == 0
+    # the forked part talks to a server that is not there: the session ends infra_error, and fork says so
+    proc = cli("fork", str(tmp_path / "orig"), "s000", "--step", "3", "--run-id", "forked", "--no-analysis",
+               "--model", "agent=openai:fake@http://127.0.0.1:9/v1")
+    assert proc.returncode == 0, proc.stderr
+    assert "the forked session ended infra_error (the original: ok)" in proc.stderr
+    assert "ModelUnavailable" in proc.stderr and "unreachable" in proc.stderr
+    comp = json.loads((tmp_path / "forked" / "fork_comparison.json").read_text())
+    assert comp["status"] == {"original": "ok", "forked": "infra_error"} and comp["identical"] is False
