@@ -63,21 +63,23 @@ def run(target: str | Path | dict | ExperimentConfig, *, sessions: int | None = 
         set_params: list[str] | None = None, run_id: str | None = None, out_dir: str | Path | None = None,
         concurrency: int | None = None, executor: str | None = None, workers: int | None = None,
         trials: int | None = None, checkpoint: bool | None = None, trace: bool | None = None,
-        analyze: bool = True, show_progress: bool = False) -> Path:
+        analyze: bool = True, show_progress: bool = False, **overrides: Any) -> Path:
     """Run an experiment and return its run directory (``convsim run``).
 
     ``target``: a config file, a config dict, an :class:`ExperimentConfig`, a graph name in
     ``graphs/`` or a graph file (run with its default params). ``models``: ``{"crs": "none"}``
     or ``["crs=none"]``; ``params``: ``{"n_turns": 5}`` (dotted keys reach nested params),
     ``set_params``: ``["n_turns=5"]``; both win over every variant. An existing ``run_id``
-    resumes: finished sessions are skipped.
+    resumes: finished sessions are skipped. Any further keyword is passed to
+    :func:`convsim.config.apply_overrides` with the others (a new command-line option that
+    apply_overrides learns is available here without changing this signature).
     """
     from .runner import run as run_experiment  # the runner pulls in LangGraph: only when running
     cfg = apply_overrides(_as_config(target), sessions=sessions, seed=seed, models=models,
                           set_params=set_params, run_id=run_id,
                           out_dir=str(out_dir) if out_dir is not None else None,
                           concurrency=concurrency, trials=trials, checkpoint=checkpoint, trace=trace,
-                          executor=executor, workers=workers)
+                          executor=executor, workers=workers, **overrides)
     if params:
         cfg = apply_overrides(cfg, set_params=params)
     return run_experiment(cfg, show_progress=show_progress, analyze=analyze)

@@ -1,5 +1,5 @@
 """User-facing text names the systems, never internal references: no issue numbers, no spec
-file names ("spec 003", "003_b735b6521cfe17c0.txt"), no path into the specs folder.
+file names ("spec 003", "003_0123456789abcdef.txt"), no path into the specs folder.
 
 Scanned: the code and docs a user reads (graphs, configs, the packages, prompts, docs, README,
 bench, pyproject, langgraph.json). Shipped data (catalog/data) and the tests are not scanned.
@@ -51,11 +51,11 @@ def test_no_issue_numbers_or_spec_file_names_in_user_facing_text():
 def test_the_scan_finds_planted_mentions(tmp_path):
     (tmp_path / "docs").mkdir()
     planted = tmp_path / "docs" / "x.md"
-    planted.write_text("Fine text.\nAs in spec 004 and 002_fa62fccfc16e3dd9.txt.\nSee issue 12.\n"
+    planted.write_text("Fine text.\nAs in spec 004 and 002_0123456789abcdef.txt.\nSee issue 12.\n"
                        "Reference: ../shared/spec/\nUpstream langgraph#8136 is fine.\n")
     (tmp_path / "catalog" / "data").mkdir(parents=True)
     (tmp_path / "catalog" / "data" / "d.json").write_text('{"text": "issue 3"}')
     files = scanned_files(tmp_path)
     assert files == [planted]
     hits = internal_references(planted)
-    assert [h.split(": ", 1)[1] for h in hits] == ["spec 004", "002_fa62fccfc16e3dd9.txt", "issue 12", "shared/spec"]
+    assert [h.split(": ", 1)[1] for h in hits] == ["spec 004", "002_0123456789abcdef.txt", "issue 12", "shared/spec"]

@@ -157,3 +157,19 @@ def test_list_graphs_and_configs_describe_each_in_a_sentence(tmp_path):
     assert configs[str(tmp_path / "bad.yaml")]["description"].startswith("(invalid")
     shipped = convsim.list_configs(ROOT / "configs")
     assert shipped and all(info["description"] for info in shipped.values()), shipped
+
+
+def test_the_cli_renders_what_the_functions_return(monkeypatch):
+    from typer.testing import CliRunner
+
+    from convsim.cli import app
+    cli = CliRunner()
+    res = cli.invoke(app, ["list"])
+    assert res.exit_code == 0
+    text = " ".join(res.output.split())
+    assert "A minimal topology to copy" in text and "configs/crs_shift.yaml" in text
+    assert "spec 0" not in text.lower()
+    import langchain_core.runnables.graph_ascii as graph_ascii
+    monkeypatch.setattr(graph_ascii, "_HAS_GRANDALF", False)
+    res = cli.invoke(app, ["draw", "hello_chat", "--ascii"])
+    assert res.exit_code == 0 and "needs grandalf" in res.output and "graph TD" in res.output
