@@ -23,12 +23,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from agents.service import faults
 from agents.service.action import ACTION_CLASS, decide_action
 from agents.service.judge import judge_turn
 from agents.service.memory import flat_belief, update_belief
-from agents.service.policy import check_policy, missing_for_booking, required_slots
+from agents.service.policy import check_policy, required_slots
 from agents.service.response import llm_response, template_response
-from agents.service.supervisor import ground_action, supervise
+from agents.service.supervisor import supervise
 from agents.service.triage import llm_triage, rule_triage
 from agents.service.user_simulator import (TerminationReason, new_user_state, sample_goal,
                                            simulator_complete, user_turn)
@@ -36,8 +37,10 @@ from catalog.service.multiwoz import load_dialogues
 from catalog.service.db import load_service_db, load_service_schema
 from convsim import ConvsimError, SessionContext, emit_metrics, stable_seed
 from evaluation.service import metrics as metrics
+from evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
 from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
 from evaluation.service.success import task_success
+from evaluation.service.text_check import text_mentions
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,6 +84,9 @@ class Params(BaseModel):
     n_sessions: int = Field(200, ge=1, description="simulate: number of goals (tasks)")
     max_turns: int = Field(20, ge=2, description="simulate: user turns before max_turns termination")
     judge: bool = Field(True, description="score each response with the judge (heuristic when model none)")
+    supervisor: bool = Field(True, description="run the supervisor's checks (off: the proposed action is executed)")
+    fault: Literal[faults.FAULTS] = Field("none", description="inject one broken agent (agents/service/faults.py)")
+    fault_rate: float = Field(1.0, ge=0, le=1, description="share of eligible turns the fault fires on")
 
 
 @dataclass
@@ -120,7 +126,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
             t = turns[turn]
             info = {"text": t["user"], "gold_domain": t["gold_domain"], "gold_intent": t["gold_intent"],
                     "gold_state": t["gold_state"], "gold_act_types": t["gold_act_types"],
-                    "user_acts": t["user_acts"], "gold_system": t["system"]}
+                    "user_acts": t["user_acts"], "gold_system": t["system"],
+                    "gold_intent_source": t.get("gold_intent_source", "annotation")}
             update: dict = {}
         else:
             us, out = user_turn(state["user_state"], state.get("action") if turn else None, db=_db(ctx),
@@ -153,6 +160,8 @@ def triage(state: State, runtime: Runtime[Context]) -> Command[Literal["memory",
         else:
             lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
             result = llm_triage(model, text, prev_domain=prev, history=lines, db=_db(ctx))
+        if ctx.params.fault == "misroute":
+            result = faults.misroute(result, seed=ctx.seed, turn=state["turn"], rate=ctx.params.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("triage", err, TerminationReason.AGENT_ERROR)
     return Command(goto="memory", update={"triage": result})
@@ -164,6 +173,10 @@ def memory(state: State, runtime: Runtime[Context]) -> Command[Literal["policy",
         history = list(state.get("domain_history", []))
         belief, events = update_belief(state.get("belief", {}), domain=t["domain"], slots=t["slots"],
                                        refer=t["refer"], domain_history=history, turn=state["turn"])
+        ctx = runtime.context
+        if ctx.params.fault == "forget_area":
+            belief = faults.forget_area(belief, domain=t["domain"], previous=history[-1] if history else None,
+                                        seed=ctx.seed, turn=state["turn"], rate=ctx.params.fault_rate)
         if t["domain"] not in (None, "general") and (not history or history[-1] != t["domain"]):
             history.append(t["domain"])
     except Exception as err:  # noqa: BLE001
@@ -187,6 +200,13 @@ def action(state: State, runtime: Runtime[Context]) -> Command[Literal["supervis
         proposed = decide_action(state["triage"], belief=state["belief"], policy=state["policy"],
                                  offered=state.get("offered", {}), asked=state.get("asked", {}),
                                  db=_db(ctx), schema=_schema(ctx))
+        p = ctx.params
+        if p.fault == "book_missing_slots":
+            proposed = faults.book_missing_slots(proposed, triage=state["triage"], policy=state["policy"],
+                                                 belief=state["belief"], db=_db(ctx), seed=ctx.seed,
+                                                 turn=state["turn"], rate=p.fault_rate)
+        elif p.fault == "ungrounded_action":
+            proposed = faults.ungrounded_action(proposed, seed=ctx.seed, turn=state["turn"], rate=p.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("action", err, TerminationReason.AGENT_ERROR)
     return Command(goto="supervisor", update={"proposed": proposed})
@@ -195,8 +215,11 @@ def action(state: State, runtime: Runtime[Context]) -> Command[Literal["supervis
 def supervisor(state: State, runtime: Runtime[Context]) -> Command[Literal["response", "finish"]]:
     ctx = runtime.context
     try:
-        verdict = supervise(state["proposed"], belief=state["belief"], offered=state.get("offered", {}),
-                            db=_db(ctx), schema=_schema(ctx))
+        if ctx.params.supervisor:
+            verdict = supervise(state["proposed"], belief=state["belief"], offered=state.get("offered", {}),
+                                db=_db(ctx), schema=_schema(ctx))
+        else:  # ablation: whatever the action agent proposed is executed
+            verdict = {"action": state["proposed"], "violations": [], "approved": True, "disabled": True}
         act = verdict["action"]
         offered, asked = dict(state.get("offered", {})), {k: list(v) for k, v in state.get("asked", {}).items()}
         outcomes = {k: {**v, "informed": dict(v["informed"]), "bookings": list(v["bookings"])}
@@ -231,10 +254,17 @@ def response(state: State, runtime: Runtime[Context]) -> Command[Literal["evalua
             lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
             out = llm_response(model, state["action"], lines)
             text, meta["failure"] = out["text"], out["failure"]
+        if ctx.params.fault == "invent_entity":
+            text = faults.invent_entity(text, state["action"], seed=ctx.seed, turn=state["turn"],
+                                        rate=ctx.params.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("response", err, TerminationReason.AGENT_ERROR)
     entry = {"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}
     return Command(goto="evaluate_turn", update={"response": text, "transcript": [entry]})
+
+
+UNSUPPORTED = ("taxi", "police", "hospital", "bus")
+SUPPORTED = ("restaurant", "hotel", "attraction", "train")
 
 
 def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
@@ -242,36 +272,45 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     schema, db = _schema(ctx), _db(ctx)
     pred = flat_belief(state["belief"])
     d = act.get("domain")
-    missing = []
-    if act.get("kind") == "book":
-        frame = {**state["belief"].get(d, {}), **act.get("booking", {})}
-        missing = missing_for_booking(schema, d, frame, act.get("entity"))
-    gd = u.get("gold_domain")
+    gd, gold_state = u.get("gold_domain"), u.get("gold_state") or {}
+    # What the system did, checked by the evaluator's own code (not the supervisor's).
+    audit = booking_audit(act, schema, db, gold_state if gd is not None else None)
+    before, after = action_grounding(state["proposed"], db), action_grounding(act, db)
+    said = text_mentions(state["response"], db, action_entity=(d, act.get("entity")) if act.get("entity") else None)
     acts = [a.get("intent") for a in u.get("user_acts", [])]
     user_act = ("bye" if "bye" in acts else "thank" if "thank" in acts and gd == "general"
                 else "request" if "request" in acts else "inform")
     offered_before = [e for e in state.get("turn_log", []) if e.get("offered_domain") == gd]
-    gold_missing = [s for s in required_slots(schema, gd or "") if f"{gd}-{s}" not in u.get("gold_state", {})
+    gold_missing = [s for s in required_slots(schema, gd or "") if f"{gd}-{s}" not in gold_state
                     and not (s in ("name", "departure", "destination", "day") and offered_before)]
     expected = metrics.expected_action(user_act=user_act, intent=u.get("gold_intent"), domain=gd,
-                                       missing_required=gold_missing)
+                                       missing_required=gold_missing, unsupported=gd in UNSUPPORTED)
     actual = ACTION_CLASS.get(act["kind"], act["kind"])
-    mentions = ground_action(act, db)
+    mentions = [{"grounded": bool(after["grounded"])}] if after["mentions"] else []
+    text_ok = not any(not m["grounded"] for m in said)
     judge = None
     if ctx.params.judge:
         checks = {"requested": [r for r in t.get("requested", []) if act.get("kind") == "inform"],
-                  "informed": act.get("informed", {}), "grounded": all(x["grounded"] for x in mentions),
-                  "compliant": not missing, "action_ok": expected in (None, actual)}
+                  "informed": act.get("informed", {}), "grounded": all(x["grounded"] for x in mentions) and text_ok,
+                  "compliant": bool(audit["compliant"]), "action_ok": expected in (None, actual),
+                  "refusal": act["kind"] == "unsupported"}
         judge = judge_turn(ctx.model("judge"), user=u["text"], response=state["response"], checks=checks)
     scores = score_turn(user=u, triage=t, pred_state=pred, action=act, mentions=mentions,
-                        missing_required=missing, expected=expected, actual=actual, judge=judge)
+                        missing_required=audit["missing"], expected=expected, actual=actual, judge=judge,
+                        text_mentions=said)
     if judge:
-        scores.update(judge=judge["judge"], judge_model=judge["model"],
+        scores.update(judge=judge["judge"], judge_model=judge["model"], judge_label=judge.get("label"),
                       judge_prompt_version=judge["prompt_version"], judge_raw=judge["raw"])
-    scores["supervisor_blocks"] = len(state["supervision"]["violations"])
+    scores.update(db_grounding_proposed=None if not before["mentions"] else before["grounded"],
+                  db_mentions_proposed=before["mentions"], db_grounded_proposed=before["grounded"],
+                  supervisor_blocks=len(state["supervision"]["violations"]),
+                  supervisor_correction=supervisor_correction(state["proposed"], act),
+                  booking_unconfirmed=len(audit["unconfirmed"]), unsupported_domain=int(gd in UNSUPPORTED),
+                  text_mention_log=[f"{m['slot']}={m['value']}:{'ok' if m['grounded'] else 'UNGROUNDED'}"
+                                    for m in said])
     emit_metrics(runtime, turn=state["turn"], metrics={k: v for k, v in scores.items()
                                                        if isinstance(v, (int, float)) or v is None})
-    log = {"turn": state["turn"], "gold_domain": gd, "gold_state": u.get("gold_state", {}), "pred_state": pred,
+    log = {"turn": state["turn"], "gold_domain": gd, "gold_state": gold_state, "pred_state": pred,
            "offered_domain": d if act.get("entity") else None, "gold_intent": u.get("gold_intent")}
     return {"turn_metrics": [{"turn": state["turn"], **scores}], "turn_log": [log]}
 
@@ -293,6 +332,11 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
              "agent_errors": sum(e["node"] != "user" for e in errors),
              "simulator_errors": sum(e["node"] == "user" for e in errors),
              "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns)}
+    unsupported = sorted({e["gold_domain"] for e in log if e.get("gold_domain") in UNSUPPORTED})
+    extra["unsupported_domains"] = unsupported
+    if completion is None:
+        extra["task_completion_excluded"] = ("domain " + ", ".join(unsupported) if unsupported
+                                             else "no goal in a supported domain")
     if state.get("mode") == "simulate" and state.get("goal"):
         extra["task_success"] = task_success(state["goal"], outcomes, _db(ctx))["success"]
         extra["sim_complete"] = int(simulator_complete(state["user_state"]))
@@ -312,7 +356,7 @@ def _customer_goal(state: State, ctx: Context) -> tuple[dict, dict]:
     booking, requested = {}, {}
     for t in (state.get("replay") or {}).get("turns", []):
         d = t.get("gold_domain")
-        if d and t.get("gold_intent") == f"book_{d}" and schema.bookable(d):
+        if d in SUPPORTED and t.get("gold_intent") == f"book_{d}" and schema.bookable(d):
             booking[d] = list(required_slots(schema, d))
         for r in t.get("gold_requested", []):
             dom, slot = r.split("-", 1)
@@ -365,8 +409,9 @@ graph = build(Params()).compile()
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
-                   "slot_accuracy", "slot_precision", "db_grounding", "domain_routing", "intent_accuracy",
-                   "memory_transfer", "policy_violations", "response_quality"]
+                   "domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "memory_transfer",
+                   "policy_violations", "text_hallucination", "db_grounding_proposed", "db_grounding",
+                   "supervisor_corrections", "slot_accuracy", "act_type_accuracy", "response_quality"]
 
 # Which state keys feed each turn metric, and when a value counts as low: `convsim trace` and the
 # report link a low turn metric to the node steps of its turn that wrote these keys.
@@ -376,7 +421,8 @@ METRIC_INPUTS = {
     "slot_precision": ["triage", "belief"], "db_grounding": ["action", "supervision", "offered"],
     "policy_compliance": ["policy", "supervision"], "system_correct": ["policy", "action", "supervision"],
     "response_quality": ["response"],
+    "db_grounding_proposed": ["proposed"],
 }
 METRIC_THRESHOLDS = {"domain_routing": 1, "intent_accuracy": 1, "slot_accuracy": 1.0, "joint_goal_accuracy": 1,
                      "slot_precision": 1.0, "db_grounding": 1.0, "policy_compliance": 1, "system_correct": 1,
-                     "response_quality": 3}
+                     "response_quality": 3, "db_grounding_proposed": 1.0}

@@ -26,8 +26,16 @@ AGGREGATION = {
     "memory_transfer": "event 0/1; dialogue = correct / opportunities; dataset = macro over dialogues with >= 1 "
                        "opportunity, denominator (dialogues, opportunities) reported",
     "policy_compliance": "turn 0/1; dialogue = violation count; dataset = violations / all turns (micro)",
-    "system_correctness": "turn 0/1, None when the turn has no expected action; dialogue = mean over turns "
-                          "with an expected action; dataset = macro",
+    "system_correctness": "turn 0/1 (an unsupported-domain turn expects the refusal), None only when the gold "
+                          "domain is unknown or general small talk (counted: system_correct_unscored); "
+                          "dialogue = mean over turns with an expected action; dataset = macro",
+    "text_hallucination": "turn = ungrounded entity/attribute mentions in the response text / mentions; dialogue = "
+                          "pooled mentions; dataset = micro over mentions (text_hallucination_micro)",
+    "db_grounding_proposed": "db_grounding of the action agent's proposal, before the supervisor; pooled as "
+                             "db_grounding; supervisor_corrections = turns whose executed action differs",
+    "policy_violations": "turns whose executed booking lacks a schema-required slot (evaluator's own audit of the "
+                         "booking made, not the supervisor's check); booking_unconfirmed = booked values the user "
+                         "never gave",
     "task_completion": "dialogue 0/1 (customer view, no policy gate), None without a goal; dataset = completed / "
                        "dialogues that have a value",
     "task_completion_gated": "task_completion AND zero policy violations (spec 004's gate, reported apart)",
@@ -151,12 +159,18 @@ def policy_compliance_turn(*, booked: bool, missing_required: list[str]) -> int:
 
 
 def expected_action(*, user_act: str, intent: str | None, domain: str | None,
-                    missing_required: list[str]) -> str | None:
+                    missing_required: list[str], unsupported: bool = False) -> str | None:
     """The right action class for the user's input (spec 004 §9): close for bye/thanks,
     book when a booking is asked with every required slot, request when some are missing,
-    inform when the user asks for information, search when the user gives constraints."""
+    inform when the user asks for information, search when the user gives constraints.
+    A turn in a domain the system does not serve (taxi, police, hospital) expects the refusal
+    ``unsupported``. None (no expected action, left out of the mean and counted) only when the
+    gold domain is unknown or ``general`` without bye/thanks: the spec's five classes name no
+    right answer to small talk."""
     if user_act in ("bye", "thank"):
         return "close"
+    if unsupported:
+        return "unsupported"
     if domain in (None, "general"):
         return None
     if intent == f"book_{domain}":
