@@ -14,6 +14,7 @@ resolved against the project root (the folder that holds ``graphs/``), so
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, TypedDict
@@ -26,6 +27,7 @@ from pydantic import BaseModel, Field
 from agents.service import faults
 from agents.service.action import ACTION_CLASS, decide_action
 from agents.service.judge import judge_turn
+from agents.service.paraphrase import llm_realise, realise
 from agents.service.memory import flat_belief, update_belief
 from agents.service.policy import check_policy, required_slots
 from agents.service.response import llm_response, template_response
@@ -35,7 +37,8 @@ from agents.service.user_simulator import (TerminationReason, new_user_state, sa
                                            simulator_complete, user_turn)
 from catalog.service.multiwoz import load_dialogues
 from catalog.service.db import load_service_db, load_service_schema
-from convsim import ConvsimError, SessionContext, emit_metrics, stable_seed
+from convsim import ConvsimError, SessionContext, emit_metrics, rng_for, stable_seed
+from convsim.errors import SimulatorError
 from evaluation.service import metrics as metrics
 from evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
 from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
@@ -55,6 +58,7 @@ class State(TypedDict, total=False):
     replay: dict | None            # replay: the recorded dialogue
     goal: dict | None              # simulate: the task
     user_state: dict | None        # simulate: the simulator's agenda state
+    user_llm: dict | None          # simulate with a user model: its last call (raw answer kept)
     user: dict                     # this turn's user utterance and its gold annotation
     triage: dict
     belief: dict
@@ -87,6 +91,10 @@ class Params(BaseModel):
     supervisor: bool = Field(True, description="run the supervisor's checks (off: the proposed action is executed)")
     fault: Literal[faults.FAULTS] = Field("none", description="inject one broken agent (agents/service/faults.py)")
     fault_rate: float = Field(1.0, ge=0, le=1, description="share of eligible turns the fault fires on")
+    surface: Literal["templates", "heldout"] = Field(
+        "templates", description="simulate: the simulator's own wording, or held-out paraphrases the triage never saw")
+    policy_request_rate: float = Field(0.0, ge=0, le=1, description="simulate: share of goal domains with an "
+                                       "impossible constraint first / a bare 'book it' without details")
 
 
 @dataclass
@@ -134,18 +142,33 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
                                 seed=ctx.seed, max_turns=ctx.params.max_turns)
             info = dict(out, gold_act_types=None)
             update = {"user_state": us}
+            if out["text"] and out.get("move") != "none":
+                info["template_text"] = out["text"]
+                info["text"], update["user_llm"] = _surface(state, ctx, out, us, turn + 1)
             if out["termination"] == TerminationReason.MAX_TURNS.value:
                 return Command(goto="finish", update={**update, "termination": out["termination"]})
             # user_stop / no_progress: the system still answers the last utterance, then finish
             update["termination"] = out["termination"]
-    except ConvsimError:
+    except (ConvsimError, SimulatorError):
         raise
     except Exception as err:  # noqa: BLE001 - a simulator crash is a simulator error, not the agent's
         return _fail("user", err, TerminationReason.USER_ERROR)
     entry = {"turn": turn + 1, "speaker": "user", "text": info["text"],
-             "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent")}}
+             "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent", "move", "template_text")}}
     update.update(turn=turn + 1, user=info, transcript=[entry])
     return Command(goto="triage", update=update)
+
+
+def _surface(state: State, ctx: Context, out: dict, user_state: dict, turn: int) -> tuple[str, dict | None]:
+    """The wording of the simulator's move: template, held-out paraphrase, or the ``user`` model."""
+    goals = [g for g in user_state["goal"]["domains"] if g["domain"] == out.get("gold_domain")]
+    model = ctx.model("user")
+    if not model.is_none:
+        lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
+        return llm_realise(model, out["move"], out, lines)
+    if ctx.params.surface == "heldout":
+        return realise(out["move"], out, goals[0] if goals else None, rng_for(ctx.seed, turn, "user", "surface")), None
+    return out["text"], None
 
 
 def triage(state: State, runtime: Runtime[Context]) -> Command[Literal["memory", "finish"]]:
@@ -397,8 +420,54 @@ def sessions(params: Params, ctx: Context):
     db = load_service_db(_path(params.db_path))
     for i in range(params.n_sessions):
         sid = f"task-{i:04d}"
-        goal = sample_goal(db, stable_seed(ctx.seed, "goal", sid))
+        goal = sample_goal(db, stable_seed(ctx.seed, "goal", sid), policy_rate=params.policy_request_rate)
         yield {**base, "session_id": sid, "replay": None, "goal": goal, "user_state": new_user_state(goal)}
+
+
+AGENT_VOICE = re.compile(r"^\s*(system|assistant|agent)\s*:|\b(i recommend|i have booked|your booking (at|is)|"
+                         r"your reference number|how (can|may) i help|is there anything else i can)\b", re.I)
+GOAL_LEAK = re.compile(r"[{\[]\s*\"|\"(constraints|fail_book|requests|domains|book)\"\s*:|\bfail_book\b|"
+                       r"\bgold_state\b", re.I)
+EARLY_BYE = re.compile(r"\b(good ?bye|bye|see you|take care|that'?s all)\b", re.I)
+
+
+def simulator_checks(state: dict) -> list[dict]:
+    """Flags that the *simulated user* (or the replayed recording) failed, not the agent:
+
+    * ``replay_ran_out``: a replay that ended before its recorded user turns were all played;
+    * ``user_speaks_as_agent``: a user utterance phrased as the service ("I recommend ...",
+      "Your booking is confirmed", a "System:" label) — an LLM user that swapped roles;
+    * ``goal_leak``: a user utterance that shows its goal as JSON or names goal fields;
+    * ``early_goodbye``: the user says goodbye on a turn whose own act is not a goodbye;
+    * ``goal_unstated``: the user ended the dialogue (``user_stop``) before stating a constraint
+      of every domain of its goal.
+    """
+    flags: list[dict] = []
+    mode, termination = state.get("mode"), state.get("termination")
+    if mode == "replay":
+        recorded = len((state.get("replay") or {}).get("turns", []))
+        played = len(state.get("turn_metrics", []))
+        if termination != TerminationReason.REPLAY_END.value or played < recorded:
+            flags.append({"check": "replay_ran_out",
+                          "detail": f"played {played} of {recorded} recorded user turns (termination {termination})"})
+        return flags
+    for entry in state.get("transcript", []):
+        if entry.get("speaker") != "user":
+            continue
+        text, meta = entry.get("text", ""), entry.get("meta") or {}
+        if AGENT_VOICE.search(text):
+            flags.append({"check": "user_speaks_as_agent", "detail": f"turn {entry.get('turn')}: {text[:120]}"})
+        if GOAL_LEAK.search(text):
+            flags.append({"check": "goal_leak", "detail": f"turn {entry.get('turn')}: {text[:120]}"})
+        if EARLY_BYE.search(text) and meta.get("move") not in ("bye", "give_up", None):
+            flags.append({"check": "early_goodbye", "detail": f"turn {entry.get('turn')} ({meta.get('move')}): "
+                                                              f"{text[:120]}"})
+    us = state.get("user_state") or {}
+    if termination == TerminationReason.USER_STOP.value and us:
+        unstated = [g["domain"] for g in us["goal"]["domains"] if not us.get("disclosed", {}).get(g["domain"])]
+        if unstated:
+            flags.append({"check": "goal_unstated", "detail": f"ended without stating its {', '.join(unstated)} goal"})
+    return flags
 
 
 def dataset_metrics(records: list[dict]) -> dict:

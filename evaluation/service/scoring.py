@@ -100,8 +100,11 @@ def _pooled(records: list[dict], name: str) -> dict:
 def score_dataset(records: list[dict]) -> dict:
     dms = [r.get("dialogue_metrics") or {} for r in records]
     out: dict = {}
-    for name in ("slot_accuracy", "joint_goal_accuracy", "slot_precision"):
+    for name in ("slot_accuracy", "joint_goal_accuracy", "slot_precision", "domain_routing", "intent_accuracy",
+                 "intent_accuracy_rule_gold", "act_type_accuracy"):
         pooled = _pooled(records, name)
+        if not pooled["n_turns"]:
+            continue
         out[f"{name}_micro"], out[f"{name}_micro_n_turns"] = pooled["value"], pooled["n_turns"]
     mentions = sum(d.get("db_mentions", 0) for d in dms)
     grounded = sum(t.get("db_grounded_mentions", 0) for r in records for t in r.get("turn_metrics", []))
