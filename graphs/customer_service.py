@@ -359,7 +359,7 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
     extra["unsupported_domains"] = unsupported
     if completion is None:
         extra["task_completion_excluded"] = ("domain " + ", ".join(unsupported) if unsupported
-                                             else "no goal in a supported domain")
+                                             else "no booking or information goal in a supported domain")
     if state.get("mode") == "simulate" and state.get("goal"):
         extra["task_success"] = task_success(state["goal"], outcomes, _db(ctx))["success"]
         extra["sim_complete"] = int(simulator_complete(state["user_state"]))

@@ -73,7 +73,9 @@ def test_replay_shared_dialogues_and_22_fixture(tmp_path):
     first = records[0]
     assert first["dialogue_metrics"]["termination"] == "replay_end"
     assert len(first["turn_metrics"]) == 5
-    assert first["turn_metrics"][0]["slot_accuracy"] == 1.0          # cheap + type hotel
+    # gold: price range cheap + type hotel ("in a type of hotel"); the rules no longer carry that
+    # sample's wording, so only "cheap" is found: 1 of 2 gold pairs
+    assert first["turn_metrics"][0]["slot_accuracy"] == 0.5
     assert first["turn_metrics"][2]["intent_accuracy_rule_gold"] == 1  # book_hotel; gold derived by rule
     assert "intent_accuracy" not in first["turn_metrics"][2]
     path = write_multiwoz22(tmp_path)

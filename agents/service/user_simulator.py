@@ -174,7 +174,7 @@ def _say_constraint(domain: str, slot: str, value: str, goal: dict) -> str:
         return f"in the same area as the {goal['reuse']['from']}"
     return {"area": f"in the {value}", "pricerange": f"in the {value} price range",
             "food": f"serving {value} food",
-            "type": ("it should be a guesthouse" if value == "guesthouse" else "it should be a type of hotel")
+            "type": ("it should be a guesthouse" if value == "guesthouse" else "it should be a hotel rather than a guesthouse")
             if domain == "hotel" else f"a {SPOKEN_TYPE.get(value, value)}",
             "stars": f"with {value} stars",
             "parking": "with free parking" if value == "yes" else "I don't need parking",
