@@ -13,8 +13,8 @@ resolved against the project root (the folder that holds ``graphs/``), so
 """
 from __future__ import annotations
 
+import functools
 import operator
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, TypedDict
@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from agents.service import faults
 from agents.service.action import ACTION_CLASS, decide_action
 from agents.service.judge import judge_turn
+from agents.service.llm_nodes import llm_action, llm_policy
 from agents.service.paraphrase import llm_realise, realise
 from agents.service.memory import flat_belief, update_belief
 from agents.service.policy import check_policy, required_slots
@@ -43,6 +44,7 @@ from evaluation.service import metrics as metrics
 from evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
 from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
 from evaluation.service.success import task_success
+from evaluation.service.sim_checks import simulator_checks  # noqa: F401 - the engine reads it from here
 from evaluation.service.text_check import text_mentions
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -210,8 +212,14 @@ def memory(state: State, runtime: Runtime[Context]) -> Command[Literal["policy",
 def policy(state: State, runtime: Runtime[Context]) -> Command[Literal["action", "finish"]]:
     try:
         t = state["triage"]
-        result = check_policy(_schema(runtime.context), domain=t["domain"], intent=t["intent"],
-                              belief=state["belief"], offered=state.get("offered", {}))
+        ctx = runtime.context
+        model = ctx.model("policy")
+        if model.is_none:
+            result = check_policy(_schema(ctx), domain=t["domain"], intent=t["intent"],
+                                  belief=state["belief"], offered=state.get("offered", {}))
+        else:
+            result = llm_policy(model, _schema(ctx), domain=t["domain"], intent=t["intent"],
+                                belief=state["belief"], offered=state.get("offered", {}))
     except Exception as err:  # noqa: BLE001
         return _fail("policy", err, TerminationReason.AGENT_ERROR)
     return Command(goto="action", update={"policy": result})
@@ -220,9 +228,11 @@ def policy(state: State, runtime: Runtime[Context]) -> Command[Literal["action",
 def action(state: State, runtime: Runtime[Context]) -> Command[Literal["supervisor", "finish"]]:
     ctx = runtime.context
     try:
-        proposed = decide_action(state["triage"], belief=state["belief"], policy=state["policy"],
-                                 offered=state.get("offered", {}), asked=state.get("asked", {}),
-                                 db=_db(ctx), schema=_schema(ctx))
+        model = ctx.model("action")
+        decide = decide_action if model.is_none else functools.partial(llm_action, model)
+        proposed = decide(state["triage"], belief=state["belief"], policy=state["policy"],
+                          offered=state.get("offered", {}), asked=state.get("asked", {}),
+                          db=_db(ctx), schema=_schema(ctx))
         p = ctx.params
         if p.fault == "book_missing_slots":
             proposed = faults.book_missing_slots(proposed, triage=state["triage"], policy=state["policy"],
@@ -277,6 +287,9 @@ def response(state: State, runtime: Runtime[Context]) -> Command[Literal["evalua
             lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
             out = llm_response(model, state["action"], lines)
             text, meta["failure"] = out["text"], out["failure"]
+        explanation = state.get("policy", {}).get("explanation")
+        if explanation and state["action"]["kind"] == "request":
+            text = f"{explanation} {text}"  # the policy agent's own words on why it cannot book yet
         if ctx.params.fault == "invent_entity":
             text = faults.invent_entity(text, state["action"], seed=ctx.seed, turn=state["turn"],
                                         rate=ctx.params.fault_rate)
@@ -324,6 +337,15 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     if judge:
         scores.update(judge=judge["judge"], judge_model=judge["model"], judge_label=judge.get("label"),
                       judge_prompt_version=judge["prompt_version"], judge_raw=judge["raw"])
+    pol = state["policy"]
+    policy_ok = None
+    if gd in SUPPORTED and u.get("gold_intent") == f"book_{gd}" and schema.bookable(gd):
+        policy_ok = int(bool(pol.get("booking_requested")) and bool(pol.get("allowed")) == (not gold_missing))
+    llm_failed = [n for n, out in (("triage", t), ("policy", pol), ("action", state["proposed"]))
+                  if isinstance(out, dict) and out.get("llm_failure")]
+    scores.update(policy_decision_accuracy=policy_ok, llm_failures=len(llm_failed), llm_failed_nodes=llm_failed,
+                  action_selection_accuracy=None if expected is None else
+                  int(ACTION_CLASS.get(state["proposed"]["kind"], state["proposed"]["kind"]) == expected))
     scores.update(db_grounding_proposed=None if not before["mentions"] else before["grounded"],
                   db_mentions_proposed=before["mentions"], db_grounded_proposed=before["grounded"],
                   supervisor_blocks=len(state["supervision"]["violations"]),
@@ -422,52 +444,6 @@ def sessions(params: Params, ctx: Context):
         sid = f"task-{i:04d}"
         goal = sample_goal(db, stable_seed(ctx.seed, "goal", sid), policy_rate=params.policy_request_rate)
         yield {**base, "session_id": sid, "replay": None, "goal": goal, "user_state": new_user_state(goal)}
-
-
-AGENT_VOICE = re.compile(r"^\s*(system|assistant|agent)\s*:|\b(i recommend|i have booked|your booking (at|is)|"
-                         r"your reference number|how (can|may) i help|is there anything else i can)\b", re.I)
-GOAL_LEAK = re.compile(r"[{\[]\s*\"|\"(constraints|fail_book|requests|domains|book)\"\s*:|\bfail_book\b|"
-                       r"\bgold_state\b", re.I)
-EARLY_BYE = re.compile(r"\b(good ?bye|bye|see you|take care|that'?s all)\b", re.I)
-
-
-def simulator_checks(state: dict) -> list[dict]:
-    """Flags that the *simulated user* (or the replayed recording) failed, not the agent:
-
-    * ``replay_ran_out``: a replay that ended before its recorded user turns were all played;
-    * ``user_speaks_as_agent``: a user utterance phrased as the service ("I recommend ...",
-      "Your booking is confirmed", a "System:" label) — an LLM user that swapped roles;
-    * ``goal_leak``: a user utterance that shows its goal as JSON or names goal fields;
-    * ``early_goodbye``: the user says goodbye on a turn whose own act is not a goodbye;
-    * ``goal_unstated``: the user ended the dialogue (``user_stop``) before stating a constraint
-      of every domain of its goal.
-    """
-    flags: list[dict] = []
-    mode, termination = state.get("mode"), state.get("termination")
-    if mode == "replay":
-        recorded = len((state.get("replay") or {}).get("turns", []))
-        played = len(state.get("turn_metrics", []))
-        if termination != TerminationReason.REPLAY_END.value or played < recorded:
-            flags.append({"check": "replay_ran_out",
-                          "detail": f"played {played} of {recorded} recorded user turns (termination {termination})"})
-        return flags
-    for entry in state.get("transcript", []):
-        if entry.get("speaker") != "user":
-            continue
-        text, meta = entry.get("text", ""), entry.get("meta") or {}
-        if AGENT_VOICE.search(text):
-            flags.append({"check": "user_speaks_as_agent", "detail": f"turn {entry.get('turn')}: {text[:120]}"})
-        if GOAL_LEAK.search(text):
-            flags.append({"check": "goal_leak", "detail": f"turn {entry.get('turn')}: {text[:120]}"})
-        if EARLY_BYE.search(text) and meta.get("move") not in ("bye", "give_up", None):
-            flags.append({"check": "early_goodbye", "detail": f"turn {entry.get('turn')} ({meta.get('move')}): "
-                                                              f"{text[:120]}"})
-    us = state.get("user_state") or {}
-    if termination == TerminationReason.USER_STOP.value and us:
-        unstated = [g["domain"] for g in us["goal"]["domains"] if not us.get("disclosed", {}).get(g["domain"])]
-        if unstated:
-            flags.append({"check": "goal_unstated", "detail": f"ended without stating its {', '.join(unstated)} goal"})
-    return flags
 
 
 def dataset_metrics(records: list[dict]) -> dict:

@@ -174,7 +174,7 @@ def _say_constraint(domain: str, slot: str, value: str, goal: dict) -> str:
         return f"in the same area as the {goal['reuse']['from']}"
     return {"area": f"in the {value}", "pricerange": f"in the {value} price range",
             "food": f"serving {value} food",
-            "type": ("it should be a guesthouse" if value == "guesthouse" else "it should be a hotel rather than a guesthouse")
+            "type": ("it should be a guesthouse" if value == "guesthouse" else "it should be a hotel")
             if domain == "hotel" else f"a {SPOKEN_TYPE.get(value, value)}",
             "stars": f"with {value} stars",
             "parking": "with free parking" if value == "yes" else "I don't need parking",
@@ -338,8 +338,10 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
 
 def _finish_stuck(s: dict, out: dict) -> tuple[dict, dict]:
     if s["stuck"] >= 3:
-        out = dict(out, termination=TerminationReason.NO_PROGRESS.value,
-                   text="This isn't working. Goodbye.", move="give_up")
+        # giving up is a goodbye, and is labelled as one (not as the domain move it replaced)
+        out = dict(out, termination=TerminationReason.NO_PROGRESS.value, text="This isn't working. Goodbye.",
+                   move="give_up", gold_domain="general", gold_intent="general",
+                   user_acts=[{"intent": "bye", "domain": "general"}])
     return s, out
 
 

@@ -55,7 +55,8 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
 
 
 TURN_MEANS = ("domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "act_type_accuracy", "slot_accuracy",
-              "joint_goal_accuracy", "slot_precision", "system_correct", "response_quality")
+              "joint_goal_accuracy", "slot_precision", "system_correct", "response_quality",
+              "policy_decision_accuracy", "action_selection_accuracy")
 
 
 def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion: int | None,
@@ -87,6 +88,7 @@ def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion
     judged = [t for t in turns if t.get("judge_failed") is not None]
     out["judge_failures"] = sum(t["judge_failed"] for t in judged)
     out["judge_calls"] = len(judged)
+    out["llm_failures"] = sum(t.get("llm_failures", 0) for t in turns)
     out["judge_refusals_unscored"] = sum(t.get("judge_label") == "refusal_unscored" for t in turns)
     out.update(extra)
     return out
