@@ -1,4 +1,4 @@
-"""Multi-agent customer service on MultiWOZ domains (spec 004), in replay and in simulation.
+"""Multi-agent customer service on MultiWOZ domains (MAS4CS), in replay and in simulation.
 
 Flat topology (no subgraphs, so LangGraph time travel works at every node):
 

@@ -1,4 +1,4 @@
-"""The spec 004 metrics on its worked examples (004_d82849c9f8d01b3e.txt) and pass^k."""
+"""The MAS4CS metrics on its worked examples and pass^k."""
 from math import comb
 
 import pytest

@@ -1,4 +1,4 @@
-"""Response-quality judge (spec 004 §11): an agent, not a metric.
+"""Response-quality judge (MAS4CS §11): an agent, not a metric.
 
 With a model, the model scores each system response 1-5 against the rubric in
 ``prompts/service_judge.txt`` (JSON schema ``JudgeVerdict``); an invalid answer is recorded as

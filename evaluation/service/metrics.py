@@ -1,4 +1,4 @@
-"""The eleven MAS4CS metrics of spec 004 (``004_d82849c9f8d01b3e.txt``), as pure functions,
+"""The eleven MAS4CS metrics (the MAS4CS metrics design), as pure functions,
 plus the simulation metrics (task success, pass^k) and the fixes of the reference (§9).
 
 States are flat dicts ``{'domain-slot': value}``; gold values may be a list of acceptable
@@ -21,7 +21,7 @@ AGGREGATION = {
     "slot_accuracy": "turn = correct gold pairs / gold pairs (recall); dialogue = mean; dataset = micro (pooled turns)",
     "joint_goal_accuracy": "turn 0/1 exact state match; dialogue = mean; dataset = micro (pooled turns), as MultiWOZ",
     "slot_precision": "turn = correct predicted pairs / predicted pairs in the active domain; dataset = micro; "
-                      "spec 004 calls 1 - this the 'hallucination rate' (slot_false_discovery)",
+                      "MAS4CS calls 1 - this the 'hallucination rate' (slot_false_discovery)",
     "db_grounding": "turn = grounded mentions / mentions; dialogue = pooled mentions; dataset = micro over mentions",
     "memory_transfer": "event 0/1; dialogue = correct / opportunities; dataset = macro over dialogues with >= 1 "
                        "opportunity, denominator (dialogues, opportunities) reported",
@@ -38,7 +38,7 @@ AGGREGATION = {
                          "never gave",
     "task_completion": "dialogue 0/1 (customer view, no policy gate), None without a goal; dataset = completed / "
                        "dialogues that have a value",
-    "task_completion_gated": "task_completion AND zero policy violations (spec 004's gate, reported apart)",
+    "task_completion_gated": "task_completion AND zero policy violations (MAS4CS's gate, reported apart)",
     "response_quality": "turn = judge score 1-5 (failures excluded and counted); dialogue = mean; dataset = macro; "
                         "judge model, prompt version and failure rate reported",
     "task_success": "simulation: dialogue 0/1 against goal + db; dataset = rate; pass^k over trials",
@@ -52,42 +52,42 @@ def _matches(pred: str | None, gold) -> bool:
 
 
 def domain_routing_turn(predicted: str | None, gold: str | None) -> int | None:
-    """DomainAcc_turn = 1 if predicted domain == gold domain else 0 (spec 004 §1); None without gold."""
+    """DomainAcc_turn = 1 if predicted domain == gold domain else 0 (MAS4CS §1); None without gold."""
     if gold is None:
         return None
     return int(predicted == gold)
 
 
 def intent_accuracy_turn(predicted: str | None, gold: str | None) -> int | None:
-    """IntentAcc_turn = 1 if exact match else 0 (spec 004 §2); None without gold."""
+    """IntentAcc_turn = 1 if exact match else 0 (MAS4CS §2); None without gold."""
     if gold is None:
         return None
     return int(predicted == gold)
 
 
 def set_precision_recall(predicted: list[str], gold: list[str]) -> dict:
-    """Set precision |P∩G|/|P| and recall |P∩G|/|G| (spec 004 §2, §3 diagnostics); None when empty."""
+    """Set precision |P∩G|/|P| and recall |P∩G|/|G| (MAS4CS §2, §3 diagnostics); None when empty."""
     p, g = set(predicted), set(gold)
     return {"precision": len(p & g) / len(p) if p else None,
             "recall": len(p & g) / len(g) if g else None}
 
 
 def act_type_accuracy_turn(predicted: list[str], gold: list[str] | None) -> int | None:
-    """ActAcc_turn = 1 if set(predicted) == set(gold) else 0 (spec 004 §3); None without gold."""
+    """ActAcc_turn = 1 if set(predicted) == set(gold) else 0 (MAS4CS §3); None without gold."""
     if gold is None:
         return None
     return int(set(predicted) == set(gold))
 
 
 def slot_accuracy_turn(predicted: dict[str, str], gold: dict) -> float | None:
-    """SlotAcc_turn = correct gold pairs / gold pairs (recall; spec 004 §4); None if gold is empty."""
+    """SlotAcc_turn = correct gold pairs / gold pairs (recall; MAS4CS §4); None if gold is empty."""
     if not gold:
         return None
     return sum(_matches(predicted.get(k), v) for k, v in gold.items()) / len(gold)
 
 
 def joint_goal_turn(predicted: dict[str, str], gold: dict) -> int:
-    """JGA_turn = 1 if the predicted state equals the gold state exactly (spec 004 §5).
+    """JGA_turn = 1 if the predicted state equals the gold state exactly (MAS4CS §5).
 
     Both missing and extra pairs make it 0; an empty prediction for an empty gold is 1.
     """
@@ -99,7 +99,7 @@ def joint_goal_turn(predicted: dict[str, str], gold: dict) -> int:
 def slot_precision_turn(predicted: dict[str, str], gold: dict, active_domain: str | None) -> float | None:
     """Slot precision = correct predicted pairs / predicted pairs of the active domain.
 
-    Spec 004 §6 calls ``1 - slot_precision`` the "hallucination rate"; it is precision against
+    MAS4CS §6 calls ``1 - slot_precision`` the "hallucination rate"; it is precision against
     the gold state (wrong domain, slot or value all count), not grounding, so it is named
     for what it is. None when nothing is predicted for the active domain.
     """
@@ -120,7 +120,7 @@ def db_grounding_turn(mentions: list[dict]) -> float | None:
 
 
 def memory_transfer_events(turns: list[dict], slots: tuple[str, ...] = ("area", "pricerange")) -> list[dict]:
-    """Transfer opportunities and their outcome (spec 004 §7).
+    """Transfer opportunities and their outcome (MAS4CS §7).
 
     ``turns``: ``{gold_domain, gold_state, pred_state}`` in order. An opportunity is the first
     turn at which the gold state of a newly active domain B gains a transferable slot whose
@@ -154,13 +154,13 @@ def memory_transfer_dialogue(events: list[dict]) -> dict:
 
 
 def policy_compliance_turn(*, booked: bool, missing_required: list[str]) -> int:
-    """Compliance_turn = 0 if the system booked while a required slot was missing, else 1 (spec 004 §8)."""
+    """Compliance_turn = 0 if the system booked while a required slot was missing, else 1 (MAS4CS §8)."""
     return int(not (booked and missing_required))
 
 
 def expected_action(*, user_act: str, intent: str | None, domain: str | None,
                     missing_required: list[str], unsupported: bool = False) -> str | None:
-    """The right action class for the user's input (spec 004 §9): close for bye/thanks,
+    """The right action class for the user's input (MAS4CS §9): close for bye/thanks,
     book when a booking is asked with every required slot, request when some are missing,
     inform when the user asks for information, search when the user gives constraints.
     A turn in a domain the system does not serve (taxi, police, hospital) expects the refusal
@@ -190,7 +190,7 @@ def system_correct_turn(*, expected: str | None, actual: str, grounded: bool, co
 def task_completion_dialogue(*, booking_goals: dict[str, list[str]], booked_domains: set[str],
                              final_state: dict[str, str], requested: dict[str, list[str]],
                              informed: dict[str, set[str]], offered: set[str]) -> int | None:
-    """Task completion (customer view, spec 004 §10), without the policy gate.
+    """Task completion (customer view, MAS4CS §10), without the policy gate.
 
     Booking goal of domain d: every required slot of d filled in the final state (the name may
     be the offered entity) and a booking made. Information goal: every requested slot of d
