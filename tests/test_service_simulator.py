@@ -120,9 +120,16 @@ class _UserModel:
     def structured(self, messages, schema, purpose="", retries=2):
         self.calls.append(messages)
         a = self.answers.pop(0) if self.answers else self.answers_default
+        if callable(a):
+            a = a(messages)
         if isinstance(a, dict):
             return StructuredResult(ok=True, value=schema.model_validate(a), raw=json.dumps(a), attempts=1)
         return StructuredResult(ok=False, raw=a, error="ValueError: no JSON", attempts=retries + 1)
+
+
+def _says_values(messages):
+    values = json.loads(messages[-1][1].rsplit("Values: ", 1)[1])
+    return {"text": "I want " + " and ".join(str(v) for v in values.values() if v) + ", thanks"}
 
 
 def _one_session(model):
@@ -134,10 +141,10 @@ def _one_session(model):
 
 
 def test_llm_user_words_are_used_and_garbage_is_a_simulator_error():
-    model = _UserModel([{"text": "hey, any chance of a cheap place to eat?"}])
-    model.answers_default = {"text": "thanks, bye"}
+    model = _UserModel([{"text": "hey, any chance of a 3 star place to sleep?"}])
+    model.answers_default = _says_values
     state = _one_session(model)
-    assert state["transcript"][0]["text"] == "hey, any chance of a cheap place to eat?"
+    assert state["transcript"][0]["text"] == "hey, any chance of a 3 star place to sleep?"
     assert state["user_llm"]["ok"] and model.calls
     bad = _UserModel(["Sure! {\"text\": oops"])
     bad.answers_default = "still garbage"
@@ -145,6 +152,11 @@ def test_llm_user_words_are_used_and_garbage_is_a_simulator_error():
         _one_session(bad)
     with pytest.raises(ValueError):
         UserUtterance(text="System: I recommend the golden dragon")
+    # valid JSON that states none of the move's values (the schema description echoed back)
+    echo = _UserModel([{"text": "What the LLM user says next: plain words, no labels, no JSON."}])
+    echo.answers_default = _says_values
+    with pytest.raises(SimulatorError, match="states none of the values"):
+        _one_session(echo)
 
 
 def _sim_state(texts, moves, termination="user_stop", disclosed=("restaurant",)):

@@ -122,8 +122,14 @@ def llm_realise(model, move: str, out: dict, history: list[str]) -> tuple[str, d
                 ("user", "Conversation so far:\n{}\n\nYour move: {}\nActs: {}\nValues: {}".format(
                     "\n".join(history[-6:]), move, json.dumps(acts), json.dumps(values)))]
     answer = model.structured(messages, UserUtterance, purpose="user_turn", retries=2)
-    record = {"ok": answer.ok, "raw": answer.raw, "error": answer.error, "attempts": answer.attempts}
-    if not answer.ok:
+    error = answer.error
+    said = [str(v).lower() for v in values.values() if v and v != "dontcare"]
+    if answer.ok and said and not any(v in answer.value.text.lower() for v in said):
+        # an utterance that states none of the move's values (e.g. the schema's own description
+        # echoed back) does not carry the move: the dialogue cannot go on truthfully
+        error = f"the utterance states none of the values {said}"
+    record = {"ok": answer.ok and error is None, "raw": answer.raw, "error": error, "attempts": answer.attempts}
+    if not record["ok"]:
         raise SimulatorError(f"LLM user gave no valid utterance after {answer.attempts} attempts: "
-                             f"{answer.error}; raw answer: {answer.raw!r}")
+                             f"{error}; raw answer: {answer.raw!r}")
     return answer.value.text, record
