@@ -29,7 +29,7 @@ from agents.service.action import ACTION_CLASS, decide_action
 from agents.service.judge import judge_turn
 from agents.service.llm_nodes import llm_action, llm_policy
 from agents.service.paraphrase import llm_realise, realise
-from agents.service.memory import flat_belief, update_belief
+from agents.service.memory import update_belief
 from agents.service.policy import check_policy, required_slots
 from agents.service.response import llm_response, template_response
 from agents.service.supervisor import supervise
@@ -41,11 +41,10 @@ from catalog.service.db import load_service_db, load_service_schema
 from convsim import ConvsimError, SessionContext, emit_metrics, rng_for, stable_seed
 from convsim.errors import SimulatorError
 from evaluation.service import metrics as metrics
-from evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
-from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
+from evaluation.service.scoring import score_dataset, score_dialogue
 from evaluation.service.success import task_success
 from evaluation.service.sim_checks import simulator_checks  # noqa: F401 - the engine reads it from here
-from evaluation.service.text_check import text_mentions
+from evaluation.service.turn_eval import SUPPORTED, UNSUPPORTED, evaluate_turn_state
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -299,64 +298,15 @@ def response(state: State, runtime: Runtime[Context]) -> Command[Literal["evalua
     return Command(goto="evaluate_turn", update={"response": text, "transcript": [entry]})
 
 
-UNSUPPORTED = ("taxi", "police", "hospital", "bus")
-SUPPORTED = ("restaurant", "hotel", "attraction", "train")
 
 
 def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
-    ctx, act, u, t = runtime.context, state["action"], state["user"], state["triage"]
-    schema, db = _schema(ctx), _db(ctx)
-    pred = flat_belief(state["belief"])
-    d = act.get("domain")
-    gd, gold_state = u.get("gold_domain"), u.get("gold_state") or {}
-    # What the system did, checked by the evaluator's own code (not the supervisor's).
-    audit = booking_audit(act, schema, db, gold_state if gd is not None else None)
-    before, after = action_grounding(state["proposed"], db), action_grounding(act, db)
-    said = text_mentions(state["response"], db, action_entity=(d, act.get("entity")) if act.get("entity") else None)
-    acts = [a.get("intent") for a in u.get("user_acts", [])]
-    user_act = ("bye" if "bye" in acts else "thank" if "thank" in acts and gd == "general"
-                else "request" if "request" in acts else "inform")
-    offered_before = [e for e in state.get("turn_log", []) if e.get("offered_domain") == gd]
-    gold_missing = [s for s in required_slots(schema, gd or "") if f"{gd}-{s}" not in gold_state
-                    and not (s in ("name", "departure", "destination", "day") and offered_before)]
-    expected = metrics.expected_action(user_act=user_act, intent=u.get("gold_intent"), domain=gd,
-                                       missing_required=gold_missing, unsupported=gd in UNSUPPORTED)
-    actual = ACTION_CLASS.get(act["kind"], act["kind"])
-    mentions = [{"grounded": bool(after["grounded"])}] if after["mentions"] else []
-    text_ok = not any(not m["grounded"] for m in said)
-    judge = None
-    if ctx.params.judge:
-        checks = {"requested": [r for r in t.get("requested", []) if act.get("kind") == "inform"],
-                  "informed": act.get("informed", {}), "grounded": all(x["grounded"] for x in mentions) and text_ok,
-                  "compliant": bool(audit["compliant"]), "action_ok": expected in (None, actual),
-                  "refusal": act["kind"] == "unsupported"}
-        judge = judge_turn(ctx.model("judge"), user=u["text"], response=state["response"], checks=checks)
-    scores = score_turn(user=u, triage=t, pred_state=pred, action=act, mentions=mentions,
-                        missing_required=audit["missing"], expected=expected, actual=actual, judge=judge,
-                        text_mentions=said)
-    if judge:
-        scores.update(judge=judge["judge"], judge_model=judge["model"], judge_label=judge.get("label"),
-                      judge_prompt_version=judge["prompt_version"], judge_raw=judge["raw"])
-    pol = state["policy"]
-    policy_ok = None
-    if gd in SUPPORTED and u.get("gold_intent") == f"book_{gd}" and schema.bookable(gd):
-        policy_ok = int(bool(pol.get("booking_requested")) and bool(pol.get("allowed")) == (not gold_missing))
-    llm_failed = [n for n, out in (("triage", t), ("policy", pol), ("action", state["proposed"]))
-                  if isinstance(out, dict) and out.get("llm_failure")]
-    scores.update(policy_decision_accuracy=policy_ok, llm_failures=len(llm_failed), llm_failed_nodes=llm_failed,
-                  action_selection_accuracy=None if expected is None else
-                  int(ACTION_CLASS.get(state["proposed"]["kind"], state["proposed"]["kind"]) == expected))
-    scores.update(db_grounding_proposed=None if not before["mentions"] else before["grounded"],
-                  db_mentions_proposed=before["mentions"], db_grounded_proposed=before["grounded"],
-                  supervisor_blocks=len(state["supervision"]["violations"]),
-                  supervisor_correction=supervisor_correction(state["proposed"], act),
-                  booking_unconfirmed=len(audit["unconfirmed"]), unsupported_domain=int(gd in UNSUPPORTED),
-                  text_mention_log=[f"{m['slot']}={m['value']}:{'ok' if m['grounded'] else 'UNGROUNDED'}"
-                                    for m in said])
+    ctx = runtime.context
+    judge_fn = functools.partial(judge_turn, ctx.model("judge")) if ctx.params.judge else None
+    scores, log = evaluate_turn_state(state, schema=_schema(ctx), db=_db(ctx), action_class=ACTION_CLASS,
+                                      judge_fn=judge_fn)
     emit_metrics(runtime, turn=state["turn"], metrics={k: v for k, v in scores.items()
                                                        if isinstance(v, (int, float)) or v is None})
-    log = {"turn": state["turn"], "gold_domain": gd, "gold_state": gold_state, "pred_state": pred,
-           "offered_domain": d if act.get("entity") else None, "gold_intent": u.get("gold_intent")}
     return {"turn_metrics": [{"turn": state["turn"], **scores}], "turn_log": [log]}
 
 

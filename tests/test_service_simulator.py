@@ -9,7 +9,7 @@ import pytest
 
 import graphs.customer_service as cs
 from agents.service.paraphrase import POOL_FILE, UserUtterance, realise
-from agents.service.user_simulator import new_user_state, sample_goal, user_turn
+from agents.service.user_simulator import sample_goal
 from catalog.service.db import load_service_db
 from convsim import StructuredResult, rng_for, stable_seed
 from convsim.errors import SimulatorError
