@@ -96,7 +96,8 @@ def min_p_wilcoxon(n: int) -> float:
 
 def min_p_spearman(n: int) -> float:
     """Smallest two-sided exact permutation p of Spearman's rho with n pairs: 2 / n!."""
-    return min(1.0, 2.0 / math.factorial(n)) if n > 0 else 1.0
+    # via lgamma: 2 / n! overflows a float from n = 171 on (it underflows to 0.0 here instead)
+    return min(1.0, math.exp(math.log(2.0) - math.lgamma(n + 1))) if n > 0 else 1.0
 
 
 def min_p_friedman(n: int, k: int) -> float:

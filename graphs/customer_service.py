@@ -1,4 +1,4 @@
-"""Multi-agent customer service on MultiWOZ domains, in replay and in simulation.
+"""Multi-agent customer service on MultiWOZ domains (MAS4CS), in replay and in simulation.
 
 Flat topology (no subgraphs, so LangGraph time travel works at every node):
 
@@ -13,6 +13,7 @@ resolved against the project root (the folder that holds ``graphs/``), so
 """
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,22 +24,28 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from agents.service import faults
 from agents.service.action import ACTION_CLASS, decide_action
 from agents.service.judge import judge_turn
-from agents.service.memory import flat_belief, update_belief
-from agents.service.policy import check_policy, missing_for_booking, required_slots
+from agents.service.llm_nodes import llm_action, llm_policy
+from agents.service.paraphrase import llm_realise, realise
+from agents.service.memory import update_belief
+from agents.service.policy import check_policy, required_slots
 from agents.service.response import llm_response, template_response
-from agents.service.supervisor import ground_action, supervise
+from agents.service.supervisor import supervise
 from agents.service.triage import llm_triage, rule_triage
 from agents.service.user_simulator import (TerminationReason, new_user_state, sample_goal,
                                            simulator_complete, user_turn)
 from catalog.service.multiwoz import load_dialogues
 from catalog.service.db import load_service_db, load_service_schema
 from convsim import compile_with_default_context
-from convsim import ConvsimError, SessionContext, emit_metrics, stable_seed
+from convsim import ConvsimError, SessionContext, emit_metrics, rng_for, stable_seed
+from convsim.errors import SimulatorError
 from evaluation.service import metrics as metrics
-from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
+from evaluation.service.scoring import score_dataset, score_dialogue
 from evaluation.service.success import task_success
+from evaluation.service.sim_checks import simulator_checks  # noqa: F401 - the engine reads it from here
+from evaluation.service.turn_eval import SUPPORTED, UNSUPPORTED, evaluate_turn_state
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +60,7 @@ class State(TypedDict, total=False):
     replay: dict | None            # replay: the recorded dialogue
     goal: dict | None              # simulate: the task
     user_state: dict | None        # simulate: the simulator's agenda state
+    user_llm: dict | None          # simulate with a user model: its last call (raw answer kept)
     user: dict                     # this turn's user utterance and its gold annotation
     triage: dict
     belief: dict
@@ -82,6 +90,13 @@ class Params(BaseModel):
     n_sessions: int = Field(200, ge=1, description="simulate: number of goals (tasks)")
     max_turns: int = Field(20, ge=2, description="simulate: user turns before max_turns termination")
     judge: bool = Field(True, description="score each response with the judge (heuristic when model none)")
+    supervisor: bool = Field(True, description="run the supervisor's checks (off: the proposed action is executed)")
+    fault: Literal[faults.FAULTS] = Field("none", description="inject one broken agent (agents/service/faults.py)")
+    fault_rate: float = Field(1.0, ge=0, le=1, description="share of eligible turns the fault fires on")
+    surface: Literal["templates", "heldout"] = Field(
+        "templates", description="simulate: the simulator's own wording, or held-out paraphrases the triage never saw")
+    policy_request_rate: float = Field(0.0, ge=0, le=1, description="simulate: share of goal domains with an "
+                                       "impossible constraint first / a bare 'book it' without details")
 
 
 @dataclass
@@ -121,25 +136,41 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
             t = turns[turn]
             info = {"text": t["user"], "gold_domain": t["gold_domain"], "gold_intent": t["gold_intent"],
                     "gold_state": t["gold_state"], "gold_act_types": t["gold_act_types"],
-                    "user_acts": t["user_acts"], "gold_system": t["system"]}
+                    "user_acts": t["user_acts"], "gold_system": t["system"],
+                    "gold_intent_source": t.get("gold_intent_source", "annotation")}
             update: dict = {}
         else:
             us, out = user_turn(state["user_state"], state.get("action") if turn else None, db=_db(ctx),
                                 seed=ctx.seed, max_turns=ctx.params.max_turns)
             info = dict(out, gold_act_types=None)
             update = {"user_state": us}
+            if out["text"] and out.get("move") != "none":
+                info["template_text"] = out["text"]
+                info["text"], update["user_llm"] = _surface(state, ctx, out, us, turn + 1)
             if out["termination"] == TerminationReason.MAX_TURNS.value:
                 return Command(goto="finish", update={**update, "termination": out["termination"]})
             # user_stop / no_progress: the system still answers the last utterance, then finish
             update["termination"] = out["termination"]
-    except ConvsimError:
+    except (ConvsimError, SimulatorError):
         raise
     except Exception as err:  # noqa: BLE001 - a simulator crash is a simulator error, not the agent's
         return _fail("user", err, TerminationReason.USER_ERROR)
     entry = {"turn": turn + 1, "speaker": "user", "text": info["text"],
-             "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent")}}
+             "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent", "move", "template_text")}}
     update.update(turn=turn + 1, user=info, transcript=[entry])
     return Command(goto="triage", update=update)
+
+
+def _surface(state: State, ctx: Context, out: dict, user_state: dict, turn: int) -> tuple[str, dict | None]:
+    """The wording of the simulator's move: template, held-out paraphrase, or the ``user`` model."""
+    goals = [g for g in user_state["goal"]["domains"] if g["domain"] == out.get("gold_domain")]
+    model = ctx.model("user")
+    if not model.is_none:
+        lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
+        return llm_realise(model, out["move"], out, lines)
+    if ctx.params.surface == "heldout":
+        return realise(out["move"], out, goals[0] if goals else None, rng_for(ctx.seed, turn, "user", "surface")), None
+    return out["text"], None
 
 
 def triage(state: State, runtime: Runtime[Context]) -> Command[Literal["memory", "finish"]]:
@@ -154,6 +185,8 @@ def triage(state: State, runtime: Runtime[Context]) -> Command[Literal["memory",
         else:
             lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
             result = llm_triage(model, text, prev_domain=prev, history=lines, db=_db(ctx))
+        if ctx.params.fault == "misroute":
+            result = faults.misroute(result, seed=ctx.seed, turn=state["turn"], rate=ctx.params.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("triage", err, TerminationReason.AGENT_ERROR)
     return Command(goto="memory", update={"triage": result})
@@ -165,6 +198,10 @@ def memory(state: State, runtime: Runtime[Context]) -> Command[Literal["policy",
         history = list(state.get("domain_history", []))
         belief, events = update_belief(state.get("belief", {}), domain=t["domain"], slots=t["slots"],
                                        refer=t["refer"], domain_history=history, turn=state["turn"])
+        ctx = runtime.context
+        if ctx.params.fault == "forget_area":
+            belief = faults.forget_area(belief, domain=t["domain"], previous=history[-1] if history else None,
+                                        seed=ctx.seed, turn=state["turn"], rate=ctx.params.fault_rate)
         if t["domain"] not in (None, "general") and (not history or history[-1] != t["domain"]):
             history.append(t["domain"])
     except Exception as err:  # noqa: BLE001
@@ -175,8 +212,14 @@ def memory(state: State, runtime: Runtime[Context]) -> Command[Literal["policy",
 def policy(state: State, runtime: Runtime[Context]) -> Command[Literal["action", "finish"]]:
     try:
         t = state["triage"]
-        result = check_policy(_schema(runtime.context), domain=t["domain"], intent=t["intent"],
-                              belief=state["belief"], offered=state.get("offered", {}))
+        ctx = runtime.context
+        model = ctx.model("policy")
+        if model.is_none:
+            result = check_policy(_schema(ctx), domain=t["domain"], intent=t["intent"],
+                                  belief=state["belief"], offered=state.get("offered", {}))
+        else:
+            result = llm_policy(model, _schema(ctx), domain=t["domain"], intent=t["intent"],
+                                belief=state["belief"], offered=state.get("offered", {}))
     except Exception as err:  # noqa: BLE001
         return _fail("policy", err, TerminationReason.AGENT_ERROR)
     return Command(goto="action", update={"policy": result})
@@ -185,9 +228,18 @@ def policy(state: State, runtime: Runtime[Context]) -> Command[Literal["action",
 def action(state: State, runtime: Runtime[Context]) -> Command[Literal["supervisor", "finish"]]:
     ctx = runtime.context
     try:
-        proposed = decide_action(state["triage"], belief=state["belief"], policy=state["policy"],
-                                 offered=state.get("offered", {}), asked=state.get("asked", {}),
-                                 db=_db(ctx), schema=_schema(ctx))
+        model = ctx.model("action")
+        decide = decide_action if model.is_none else functools.partial(llm_action, model)
+        proposed = decide(state["triage"], belief=state["belief"], policy=state["policy"],
+                          offered=state.get("offered", {}), asked=state.get("asked", {}),
+                          db=_db(ctx), schema=_schema(ctx))
+        p = ctx.params
+        if p.fault == "book_missing_slots":
+            proposed = faults.book_missing_slots(proposed, triage=state["triage"], policy=state["policy"],
+                                                 belief=state["belief"], db=_db(ctx), seed=ctx.seed,
+                                                 turn=state["turn"], rate=p.fault_rate)
+        elif p.fault == "ungrounded_action":
+            proposed = faults.ungrounded_action(proposed, seed=ctx.seed, turn=state["turn"], rate=p.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("action", err, TerminationReason.AGENT_ERROR)
     return Command(goto="supervisor", update={"proposed": proposed})
@@ -196,8 +248,11 @@ def action(state: State, runtime: Runtime[Context]) -> Command[Literal["supervis
 def supervisor(state: State, runtime: Runtime[Context]) -> Command[Literal["response", "finish"]]:
     ctx = runtime.context
     try:
-        verdict = supervise(state["proposed"], belief=state["belief"], offered=state.get("offered", {}),
-                            db=_db(ctx), schema=_schema(ctx))
+        if ctx.params.supervisor:
+            verdict = supervise(state["proposed"], belief=state["belief"], offered=state.get("offered", {}),
+                                db=_db(ctx), schema=_schema(ctx))
+        else:  # ablation: whatever the action agent proposed is executed
+            verdict = {"action": state["proposed"], "violations": [], "approved": True, "disabled": True}
         act = verdict["action"]
         offered, asked = dict(state.get("offered", {})), {k: list(v) for k, v in state.get("asked", {}).items()}
         outcomes = {k: {**v, "informed": dict(v["informed"]), "bookings": list(v["bookings"])}
@@ -232,48 +287,27 @@ def response(state: State, runtime: Runtime[Context]) -> Command[Literal["evalua
             lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
             out = llm_response(model, state["action"], lines)
             text, meta["failure"] = out["text"], out["failure"]
+        explanation = state.get("policy", {}).get("explanation")
+        if explanation and state["action"]["kind"] == "request":
+            text = f"{explanation} {text}"  # the policy agent's own words on why it cannot book yet
+        if ctx.params.fault == "invent_entity":
+            text = faults.invent_entity(text, state["action"], seed=ctx.seed, turn=state["turn"],
+                                        rate=ctx.params.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("response", err, TerminationReason.AGENT_ERROR)
     entry = {"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}
     return Command(goto="evaluate_turn", update={"response": text, "transcript": [entry]})
 
 
+
+
 def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
-    ctx, act, u, t = runtime.context, state["action"], state["user"], state["triage"]
-    schema, db = _schema(ctx), _db(ctx)
-    pred = flat_belief(state["belief"])
-    d = act.get("domain")
-    missing = []
-    if act.get("kind") == "book":
-        frame = {**state["belief"].get(d, {}), **act.get("booking", {})}
-        missing = missing_for_booking(schema, d, frame, act.get("entity"))
-    gd = u.get("gold_domain")
-    acts = [a.get("intent") for a in u.get("user_acts", [])]
-    user_act = ("bye" if "bye" in acts else "thank" if "thank" in acts and gd == "general"
-                else "request" if "request" in acts else "inform")
-    offered_before = [e for e in state.get("turn_log", []) if e.get("offered_domain") == gd]
-    gold_missing = [s for s in required_slots(schema, gd or "") if f"{gd}-{s}" not in u.get("gold_state", {})
-                    and not (s in ("name", "departure", "destination", "day") and offered_before)]
-    expected = metrics.expected_action(user_act=user_act, intent=u.get("gold_intent"), domain=gd,
-                                       missing_required=gold_missing)
-    actual = ACTION_CLASS.get(act["kind"], act["kind"])
-    mentions = ground_action(act, db)
-    judge = None
-    if ctx.params.judge:
-        checks = {"requested": [r for r in t.get("requested", []) if act.get("kind") == "inform"],
-                  "informed": act.get("informed", {}), "grounded": all(x["grounded"] for x in mentions),
-                  "compliant": not missing, "action_ok": expected in (None, actual)}
-        judge = judge_turn(ctx.model("judge"), user=u["text"], response=state["response"], checks=checks)
-    scores = score_turn(user=u, triage=t, pred_state=pred, action=act, mentions=mentions,
-                        missing_required=missing, expected=expected, actual=actual, judge=judge)
-    if judge:
-        scores.update(judge=judge["judge"], judge_model=judge["model"],
-                      judge_prompt_version=judge["prompt_version"], judge_raw=judge["raw"])
-    scores["supervisor_blocks"] = len(state["supervision"]["violations"])
+    ctx = runtime.context
+    judge_fn = functools.partial(judge_turn, ctx.model("judge")) if ctx.params.judge else None
+    scores, log = evaluate_turn_state(state, schema=_schema(ctx), db=_db(ctx), action_class=ACTION_CLASS,
+                                      judge_fn=judge_fn)
     emit_metrics(runtime, turn=state["turn"], metrics={k: v for k, v in scores.items()
                                                        if isinstance(v, (int, float)) or v is None})
-    log = {"turn": state["turn"], "gold_domain": gd, "gold_state": u.get("gold_state", {}), "pred_state": pred,
-           "offered_domain": d if act.get("entity") else None, "gold_intent": u.get("gold_intent")}
     return {"turn_metrics": [{"turn": state["turn"], **scores}], "turn_log": [log]}
 
 
@@ -294,6 +328,11 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
              "agent_errors": sum(e["node"] != "user" for e in errors),
              "simulator_errors": sum(e["node"] == "user" for e in errors),
              "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns)}
+    unsupported = sorted({e["gold_domain"] for e in log if e.get("gold_domain") in UNSUPPORTED})
+    extra["unsupported_domains"] = unsupported
+    if completion is None:
+        extra["task_completion_excluded"] = ("domain " + ", ".join(unsupported) if unsupported
+                                             else "no booking or information goal in a supported domain")
     if state.get("mode") == "simulate" and state.get("goal"):
         extra["task_success"] = task_success(state["goal"], outcomes, _db(ctx))["success"]
         extra["sim_complete"] = int(simulator_complete(state["user_state"]))
@@ -313,7 +352,7 @@ def _customer_goal(state: State, ctx: Context) -> tuple[dict, dict]:
     booking, requested = {}, {}
     for t in (state.get("replay") or {}).get("turns", []):
         d = t.get("gold_domain")
-        if d and t.get("gold_intent") == f"book_{d}" and schema.bookable(d):
+        if d in SUPPORTED and t.get("gold_intent") == f"book_{d}" and schema.bookable(d):
             booking[d] = list(required_slots(schema, d))
         for r in t.get("gold_requested", []):
             dom, slot = r.split("-", 1)
@@ -354,7 +393,7 @@ def sessions(params: Params, ctx: Context):
     db = load_service_db(_path(params.db_path))
     for i in range(params.n_sessions):
         sid = f"task-{i:04d}"
-        goal = sample_goal(db, stable_seed(ctx.seed, "goal", sid))
+        goal = sample_goal(db, stable_seed(ctx.seed, "goal", sid), policy_rate=params.policy_request_rate)
         yield {**base, "session_id": sid, "replay": None, "goal": goal, "user_state": new_user_state(goal)}
 
 
@@ -362,7 +401,7 @@ def dataset_metrics(records: list[dict]) -> dict:
     return score_dataset(records)
 
 
-MODEL_ROLES = ("triage", "response", "judge")  # the roles the nodes ask ctx.model() for
+MODEL_ROLES = ("user", "triage", "policy", "action", "response", "judge")  # the roles the nodes ask ctx.model() for
 
 
 def preflight(params: Params, ctx: Context) -> None:
@@ -376,8 +415,9 @@ graph = compile_with_default_context(build(Params()))
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
-                   "slot_accuracy", "slot_precision", "db_grounding", "domain_routing", "intent_accuracy",
-                   "memory_transfer", "policy_violations", "response_quality"]
+                   "domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "memory_transfer",
+                   "policy_violations", "text_hallucination", "db_grounding_proposed", "db_grounding",
+                   "supervisor_corrections", "slot_accuracy", "act_type_accuracy", "response_quality"]
 
 # Which state keys feed each turn metric, and when a value counts as low: `convsim trace` and the
 # report link a low turn metric to the node steps of its turn that wrote these keys.
@@ -387,7 +427,8 @@ METRIC_INPUTS = {
     "slot_precision": ["triage", "belief"], "db_grounding": ["action", "supervision", "offered"],
     "policy_compliance": ["policy", "supervision"], "system_correct": ["policy", "action", "supervision"],
     "response_quality": ["response"],
+    "db_grounding_proposed": ["proposed"],
 }
 METRIC_THRESHOLDS = {"domain_routing": 1, "intent_accuracy": 1, "slot_accuracy": 1.0, "joint_goal_accuracy": 1,
                      "slot_precision": 1.0, "db_grounding": 1.0, "policy_compliance": 1, "system_correct": 1,
-                     "response_quality": 3}
+                     "response_quality": 3, "db_grounding_proposed": 1.0}

@@ -1,4 +1,4 @@
-"""The spec 004 metrics on its worked examples (004_d82849c9f8d01b3e.txt) and pass^k."""
+"""The MAS4CS metrics on its worked examples and pass^k."""
 from math import comb
 
 import pytest
@@ -136,3 +136,23 @@ def test_every_metric_has_an_aggregation_convention():
                  "joint_goal_accuracy", "slot_precision", "memory_transfer", "policy_compliance",
                  "system_correctness", "task_completion", "response_quality", "db_grounding", "task_success"):
         assert name in m.AGGREGATION
+
+
+def test_expected_action_for_unsupported_and_small_talk():
+    assert m.expected_action(user_act="inform", intent="find_police", domain="police", missing_required=[],
+                             unsupported=True) == "unsupported"
+    assert m.expected_action(user_act="bye", intent="general", domain="police", missing_required=[],
+                             unsupported=True) == "close"
+    assert m.expected_action(user_act="inform", intent="general", domain="general", missing_required=[]) is None
+
+
+def test_dialogue_pools_text_mentions_and_proposed_grounding():
+    from evaluation.service.scoring import score_dialogue
+    turns = [{"policy_compliance": 1, "system_correct": 1, "text_mentions": 2, "text_ungrounded": 1,
+              "db_mentions_proposed": 1, "db_grounded_proposed": 0, "supervisor_correction": 1},
+             {"policy_compliance": 0, "system_correct": None, "system_correct_unscored": 1, "text_mentions": 2,
+              "text_ungrounded": 0, "db_mentions_proposed": 1, "db_grounded_proposed": 1}]
+    dm = score_dialogue(turns, transfer_events=[], completion=None, extra={})
+    assert dm["text_hallucination"] == 0.25 and dm["db_grounding_proposed"] == 0.5
+    assert dm["supervisor_corrections"] == 1 and dm["policy_violations"] == 1
+    assert dm["system_correctness"] == 1.0 and dm["system_correct_unscored"] == 1

@@ -5,7 +5,7 @@
 ``{"kind", "domain", "entity", "count", "requested", "informed", "booking", "reference",
 "acts"}`` where ``kind`` is search | nooffer | book | nobook | request | inform | bye |
 welcome | unsupported, and ``acts`` are MultiWOZ-style act types (``Hotel-Inform``, ...).
-``ACTION_CLASS`` maps kinds onto the five action classes of system correctness.
+``ACTION_CLASS`` maps kinds onto the five action classes of MAS4CS's system correctness.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Response-quality judge: an agent, not a metric.
+"""Response-quality judge (MAS4CS §11): an agent, not a metric.
 
 With a model, the model scores each system response 1-5 against the rubric in
 ``prompts/service_judge.txt`` (JSON schema ``JudgeVerdict``); an invalid answer is recorded as
@@ -29,9 +29,15 @@ def prompt_version() -> str:
 
 
 def heuristic_judge(*, response: str, requested: list[str], informed: dict, grounded: bool,
-                    compliant: bool, action_ok: bool) -> dict:
-    """Rubric as checks: start at 5; -2 ungrounded, -1 policy breach, -1 wrong action, -1 a
-    requested fact left unanswered, -1 empty or over 60 words; floor 1."""
+                    compliant: bool, action_ok: bool, refusal: bool = False) -> dict:
+    """Rubric as checks: start at 5; -2 ungrounded (action or response text), -1 policy breach,
+    -1 wrong action, -1 a requested fact left unanswered, -1 empty or over 60 words; floor 1.
+
+    A refusal (the user asked for a domain the system does not serve) is *not scored*: the checks
+    say nothing about whether a refusal helped the user, so the heuristic gives no score and
+    labels the turn ``refusal_unscored`` instead of a flattering 4 or 5."""
+    if refusal:
+        return {"score": None, "ok": True, "raw": None, "error": None, "label": "refusal_unscored"}
     score = 5
     if not grounded:
         score -= 2
@@ -44,7 +50,7 @@ def heuristic_judge(*, response: str, requested: list[str], informed: dict, grou
     words = len(response.split())
     if words == 0 or words > 60:
         score -= 1
-    return {"score": max(score, 1), "ok": True, "raw": None, "error": None}
+    return {"score": max(score, 1), "ok": True, "raw": None, "error": None, "label": "heuristic_scored"}
 
 
 def judge_turn(model, *, user: str, response: str, checks: dict) -> dict:
@@ -53,9 +59,10 @@ def judge_turn(model, *, user: str, response: str, checks: dict) -> dict:
     if model.is_none:
         verdict = heuristic_judge(response=response, **checks)
         return dict(verdict, judge="heuristic", model="none", prompt_version=version)
+    checks = {k: v for k, v in checks.items() if k != "refusal"}
     messages = [("system", PROMPT_FILE.read_text(encoding="utf-8")),
                 ("user", f"User: {user}\nSystem: {response}")]
     answer = model.structured(messages, JudgeVerdict, purpose="judge", retries=2)
     return {"score": answer.value.score if answer.ok else None, "ok": answer.ok,
             "raw": None if answer.ok else answer.raw, "error": answer.error,
-            "judge": "llm", "model": model.spec, "prompt_version": version}
+            "judge": "llm", "model": getattr(model.spec, "spec", model.spec), "prompt_version": version, "label": "llm"}

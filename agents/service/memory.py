@@ -2,7 +2,7 @@
 
 The belief is ``{domain: {slot: value}}``. New values overwrite old ones; a new ``name``
 replaces the chosen entity. When the user refers back ("a hotel in the same area"), the
-referred slots (area, pricerange: the transferable search constraints) are copied
+referred slots (area, pricerange: the transferable search constraints of MAS4CS) are copied
 from the most recently active other domain that has them, and each copy is logged as a
 transfer event ``{turn, from, to, slot, value}``.
 """

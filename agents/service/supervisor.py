@@ -1,6 +1,6 @@
 """Supervisor agent: validates the action before anything is said.
 
-Two hard checks (the "no hallucination" and "policy" gates):
+Two hard checks (MAS4CS's "no hallucination" and "policy" gates):
 * every entity the action names must exist in the database, and every fact it states about
   that entity must equal the database's value; otherwise the action becomes ``nooffer``;
 * a booking needs every booking-required slot; otherwise it becomes a ``request`` for them.

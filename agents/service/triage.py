@@ -108,15 +108,14 @@ def _search_slots(domain: str, text: str, lex: dict) -> dict[str, str]:
     if domain == "hotel":
         if re.search(r"guest ?house", text):
             slots["type"] = "guesthouse"
-        elif re.search(r"type of hotel|an? (actual )?hotel (rather|not)|should be a hotel", text):
+        elif re.search(r"an? (actual |proper )?hotel (rather|not|instead)|should be a hotel", text):
             slots["type"] = "hotel"
         m = re.search(NUM + r"[ -]stars?", text)
         if m:
             slots["stars"] = normalize_value("stars", m.group(1))
         for slot, word in (("parking", r"parking"), ("internet", r"internet|wifi|wi-fi")):
-            if re.search(rf"(no|not|don'?t|doesn'?t)( need| have| want)?( free)? ({word})|"
-                         rf"({word}) (is|isn'?t) not (needed|necessary)|({word}) is not needed|"
-                         rf"doesn'?t (really )?need to have ({word})", text):
+            # generic negation only: wording copied from the replay sample was removed
+            if re.search(rf"(no|not|don'?t|doesn'?t|without)( need| have| want)?( free)? ({word})", text):
                 slots[slot] = "no"
             elif re.search(word, text):
                 slots[slot] = "yes"

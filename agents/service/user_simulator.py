@@ -118,8 +118,29 @@ def _add_failure(goal: dict, record: dict, db: ServiceDB, rng) -> None:
             return
 
 
-def sample_goal(db: ServiceDB, seed: int) -> dict:
-    """A feasible goal for one task, drawn from ``rng_for(seed, "goal")``."""
+def _add_policy_requests(goal: dict, db: ServiceDB, prng, rate: float) -> None:
+    """Policy-relevant requests, each with probability ``rate`` (own RNG stream, so rate 0 leaves
+    the goal unchanged): an impossible constraint first (a value of one search slot that no record
+    with the other constraints has; the real value follows the system's no-offer), and a bare
+    "book it" that gives none of the booking details."""
+    d = goal["domain"]
+    if d != "train" and prng.random() < rate:
+        reused = (goal.get("reuse") or {}).get("slot")
+        for slot in [s for s in ("food", "area", "pricerange") if s in goal["constraints"] and s != reused]:
+            others = {k: v for k, v in goal["constraints"].items() if k != slot and k != "name"}
+            alts = [v for v in db.values(d, slot) if v != goal["constraints"][slot]
+                    and not db.query(d, {**others, slot: v})]
+            if alts and "name" not in goal["constraints"]:
+                goal["impossible"] = {"slot": slot, "value": prng.choice(alts)}
+                goal["order"] = [slot] + [x for x in goal["order"] if x != slot]
+                break
+    if goal.get("book") and d != "train" and prng.random() < rate:
+        goal["bare_book"] = True
+
+
+def sample_goal(db: ServiceDB, seed: int, policy_rate: float = 0.0) -> dict:
+    """A feasible goal for one task, drawn from ``rng_for(seed, "goal")``; policy-relevant
+    requests at ``policy_rate`` from ``rng_for(seed, "goal", "policy", i)``."""
     rng = rng_for(seed, "goal")
     n = 1 if rng.random() < 0.4 else 2
     domains = rng.sample(["restaurant", "hotel", "attraction", "train"], n)
@@ -137,6 +158,8 @@ def sample_goal(db: ServiceDB, seed: int) -> dict:
             goal["reuse"] = {"slot": "area", "from": previous_area[0]}
         if "area" in goal["constraints"]:
             previous_area = (domain, goal["constraints"]["area"])
+        if policy_rate > 0:
+            _add_policy_requests(goal, db, rng_for(seed, "goal", "policy", i), policy_rate)
         goals.append(goal)
     return {"domains": goals}
 
@@ -151,7 +174,7 @@ def _say_constraint(domain: str, slot: str, value: str, goal: dict) -> str:
         return f"in the same area as the {goal['reuse']['from']}"
     return {"area": f"in the {value}", "pricerange": f"in the {value} price range",
             "food": f"serving {value} food",
-            "type": ("it should be a guesthouse" if value == "guesthouse" else "it should be a type of hotel")
+            "type": ("it should be a guesthouse" if value == "guesthouse" else "it should be a hotel")
             if domain == "hotel" else f"a {SPOKEN_TYPE.get(value, value)}",
             "stars": f"with {value} stars",
             "parking": "with free parking" if value == "yes" else "I don't need parking",
@@ -197,10 +220,10 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
     rng = rng_for(seed, s["turn"], "user")
     goals = s["goal"]["domains"]
     if s["turn"] > max_turns:
-        return s, _out("", None, None, s, [], TerminationReason.MAX_TURNS)
+        return s, _out("", None, None, s, [], TerminationReason.MAX_TURNS, move="none")
     if s["idx"] >= len(goals):
         return s, _out("No, that's all. Thank you, goodbye.", "general", "general", s,
-                       [{"intent": "bye", "domain": "general"}], TerminationReason.USER_STOP)
+                       [{"intent": "bye", "domain": "general"}], TerminationReason.USER_STOP, move="bye")
     g = goals[s["idx"]]
     d = g["domain"]
     got = s["received"].setdefault(d, {"entity": None, "info": {}, "ref": None})
@@ -210,12 +233,22 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
     if not s["opened"]:
         s["opened"] = True
         first = pending[:2] if d != "train" else pending[:3]
-        _disclose(s, d, {x: g["constraints"][x] for x in first})
+        said = {x: g["constraints"][x] for x in first}
+        if g.get("impossible") and g["impossible"]["slot"] in said:
+            said[g["impossible"]["slot"]] = g["impossible"]["value"]
+        _disclose(s, d, said)
         lead = OPENING[d] if s["idx"] == 0 else "Thanks. " + ALSO[d]
-        text = lead + " " + " ".join(_say_constraint(d, x, g["constraints"][x], g) for x in first) + "."
-        return s, _out(text, d, f"find_{d}", s, _acts("inform", d, first), None)
+        text = lead + " " + " ".join(_say_constraint(d, x, said[x], g) for x in first) + "."
+        return s, _out(text, d, f"find_{d}", s, _acts("inform", d, first), None,
+                       move="opening" if s["idx"] == 0 else "also")
 
     kind = (action or {}).get("kind")
+    if kind == "nooffer" and g.get("impossible") and not s.get("relaxed"):
+        s["relaxed"] = True  # the impossible value is dropped for the real one
+        slot = g["impossible"]["slot"]
+        _disclose(s, d, {slot: g["constraints"][slot]})
+        text = "Then I'd rather have it " + _say_constraint(d, slot, g["constraints"][slot], g) + "."
+        return s, _out(text, d, f"find_{d}", s, _acts("inform", d, [slot]), None, move="relax")
     if kind == "request" or (kind == "search" and not action.get("entity")) or kind == "nobook":
         if kind == "nobook" and g["fail_book"] and not s["fallback_used"]:
             s["fallback_used"] = True
@@ -223,7 +256,7 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
             _disclose(s, d, changed)
             s["booking"] = dict(g["book"])
             return s, _out("How about " + _say_booking(d, changed)[len("Please book "):],
-                           d, f"book_{d}", s, _acts("inform", d, list(changed)), None)
+                           d, f"book_{d}", s, _acts("inform", d, list(changed)), None, move="fallback")
         informs, book_informs = {}, {}
         for slot in action.get("requested", []):
             if slot in g["constraints"]:
@@ -247,7 +280,8 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
                 text += " " + _say_booking(d, {k: v for k, v in book_informs.items() if v})
             intent = f"book_{d}" if book_informs else f"find_{d}"
             return _finish_stuck(s, _out(text.strip(), d, intent, s,
-                                         _acts("inform", d, list(informs) + list(book_informs)), None))
+                                         _acts("inform", d, list(informs) + list(book_informs)), None,
+                                         move="answer"))
 
     if kind in ("search", "inform", "book") and action.get("entity"):
         if not _satisfies(db, d, action["entity"], g["constraints"]):
@@ -255,7 +289,7 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
                 _disclose(s, d, {x: g["constraints"][x] for x in pending})
                 text = "Actually, I want it " + " ".join(
                     _say_constraint(d, x, g["constraints"][x], g) for x in pending) + "."
-                return s, _out(text, d, f"find_{d}", s, _acts("inform", d, pending), None)
+                return s, _out(text, d, f"find_{d}", s, _acts("inform", d, pending), None, move="correction")
             s["stuck"] += 1
         else:
             got["entity"] = action["entity"]
@@ -273,15 +307,19 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
             words = {"entrancefee": "entrance fee", "trainid": "train id", "duration": "travel time",
                      "postcode": "postcode", "phone": "phone number"}
             text = "Could you give me the " + " and ".join(words.get(m, m) for m in missing) + "?"
-            return _finish_stuck(s, _out(text, d, f"find_{d}", s, _acts("request", d, missing), None))
+            return _finish_stuck(s, _out(text, d, f"find_{d}", s, _acts("request", d, missing), None,
+                                         move="request"))
         if g["book"] and not got["ref"]:
             values = g["fail_book"] if (g["fail_book"] and not s["fallback_used"]) else g["book"]
+            if g.get("bare_book") and not s.get("bare_done"):
+                s["bare_done"] = True  # "book it" without any detail: the system must ask
+                return s, _out("Please book it.", d, f"book_{d}", s, [], None, move="book")
             if not s["booking"] and d != "train" and rng.random() < 0.4:
                 values = {"bookpeople": values["bookpeople"]}  # progressive disclosure
             s["booking"] = dict(values) if not s["booking"] else s["booking"]
             _disclose(s, d, values)
             return _finish_stuck(s, _out(_say_booking(d, values), d, f"book_{d}", s,
-                                         _acts("inform", d, list(values)), None))
+                                         _acts("inform", d, list(values)), None, move="book"))
         s["done"].append(d)
         s["idx"] += 1
         s["opened"] = False
@@ -291,16 +329,19 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
     if pending:
         _disclose(s, d, {pending[0]: g["constraints"][pending[0]]})
         return _finish_stuck(s, _out("I'd like it " + _say_constraint(d, pending[0], g["constraints"][pending[0]], g) + ".",
-                                     d, f"find_{d}", s, _acts("inform", d, pending[:1]), None))
+                                     d, f"find_{d}", s, _acts("inform", d, pending[:1]), None, move="more"))
     s["stuck"] += 1
     text = "Can you recommend one " + " ".join(_say_constraint(d, x, v, g) for x, v in g["constraints"].items()) + "?"
-    return _finish_stuck(s, _out(text, d, f"find_{d}", s, _acts("inform", d, list(g["constraints"])), None))
+    return _finish_stuck(s, _out(text, d, f"find_{d}", s, _acts("inform", d, list(g["constraints"])), None,
+                                 move="recommend"))
 
 
 def _finish_stuck(s: dict, out: dict) -> tuple[dict, dict]:
     if s["stuck"] >= 3:
-        out = dict(out, termination=TerminationReason.NO_PROGRESS.value,
-                   text="This isn't working. Goodbye.")
+        # giving up is a goodbye, and is labelled as one (not as the domain move it replaced)
+        out = dict(out, termination=TerminationReason.NO_PROGRESS.value, text="This isn't working. Goodbye.",
+                   move="give_up", gold_domain="general", gold_intent="general",
+                   user_acts=[{"intent": "bye", "domain": "general"}])
     return s, out
 
 
@@ -308,8 +349,8 @@ def _acts(intent: str, domain: str, slots: list[str]) -> list[dict]:
     return [{"intent": intent, "domain": domain, "slot": x} for x in slots]
 
 
-def _out(text, domain, intent, state, acts, termination) -> dict:
-    return {"text": text, "gold_domain": domain, "gold_intent": intent,
+def _out(text, domain, intent, state, acts, termination, *, move: str) -> dict:
+    return {"text": text, "move": move, "gold_domain": domain, "gold_intent": intent,
             "gold_state": _gold_state(state), "user_acts": acts,
             "termination": termination.value if termination else None}
 

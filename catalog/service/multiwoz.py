@@ -136,7 +136,7 @@ def load_unified(path: str | Path) -> list[dict]:
             turns.append({
                 "user": user["utterance"], "system": system["utterance"] if system else "",
                 "user_acts": user_acts, "gold_domain": domain, "gold_intent": intent,
-                "gold_state": state,
+                "gold_intent_source": "rule", "gold_state": state,
                 "gold_requested": [f"{a['domain']}-{a['slot']}" for a in user_acts
                                    if a["intent"] == "request"],
                 "gold_act_types": sorted({act_type(a["domain"], a["intent"]) for a in system_acts}),
@@ -209,7 +209,7 @@ def load_multiwoz22(path: str | Path, dialog_acts: str | Path | None = None) -> 
             turns.append({
                 "user": user["utterance"], "system": system["utterance"] if system else "",
                 "user_acts": user_acts, "gold_domain": domain, "gold_intent": intent,
-                "gold_state": state, "gold_requested": requested,
+                "gold_intent_source": "annotation", "gold_state": state, "gold_requested": requested,
                 "gold_act_types": sorted({act_type(domain if a["domain"] == "booking" else a["domain"],
                                                    a["intent"]) for a in sys_acts}),
             })

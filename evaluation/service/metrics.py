@@ -1,4 +1,4 @@
-"""The eleven MAS4CS metrics of the customer-service system, as pure functions,
+"""The eleven MAS4CS metrics (the MAS4CS metrics design), as pure functions,
 plus the simulation metrics (task success, pass^k) and the fixes of the reference (§9).
 
 States are flat dicts ``{'domain-slot': value}``; gold values may be a list of acceptable
@@ -21,16 +21,24 @@ AGGREGATION = {
     "slot_accuracy": "turn = correct gold pairs / gold pairs (recall); dialogue = mean; dataset = micro (pooled turns)",
     "joint_goal_accuracy": "turn 0/1 exact state match; dialogue = mean; dataset = micro (pooled turns), as MultiWOZ",
     "slot_precision": "turn = correct predicted pairs / predicted pairs in the active domain; dataset = micro; "
-                      "the original description calls 1 - this the 'hallucination rate' (slot_false_discovery)",
+                      "MAS4CS calls 1 - this the 'hallucination rate' (slot_false_discovery)",
     "db_grounding": "turn = grounded mentions / mentions; dialogue = pooled mentions; dataset = micro over mentions",
     "memory_transfer": "event 0/1; dialogue = correct / opportunities; dataset = macro over dialogues with >= 1 "
                        "opportunity, denominator (dialogues, opportunities) reported",
     "policy_compliance": "turn 0/1; dialogue = violation count; dataset = violations / all turns (micro)",
-    "system_correctness": "turn 0/1, None when the turn has no expected action; dialogue = mean over turns "
-                          "with an expected action; dataset = macro",
+    "system_correctness": "turn 0/1 (an unsupported-domain turn expects the refusal), None only when the gold "
+                          "domain is unknown or general small talk (counted: system_correct_unscored); "
+                          "dialogue = mean over turns with an expected action; dataset = macro",
+    "text_hallucination": "turn = ungrounded entity/attribute mentions in the response text / mentions; dialogue = "
+                          "pooled mentions; dataset = micro over mentions (text_hallucination_micro)",
+    "db_grounding_proposed": "db_grounding of the action agent's proposal, before the supervisor; pooled as "
+                             "db_grounding; supervisor_corrections = turns whose executed action differs",
+    "policy_violations": "turns whose executed booking lacks a schema-required slot (evaluator's own audit of the "
+                         "booking made, not the supervisor's check); booking_unconfirmed = booked values the user "
+                         "never gave",
     "task_completion": "dialogue 0/1 (customer view, no policy gate), None without a goal; dataset = completed / "
                        "dialogues that have a value",
-    "task_completion_gated": "task_completion AND zero policy violations (the original description's gate, reported apart)",
+    "task_completion_gated": "task_completion AND zero policy violations (MAS4CS's gate, reported apart)",
     "response_quality": "turn = judge score 1-5 (failures excluded and counted); dialogue = mean; dataset = macro; "
                         "judge model, prompt version and failure rate reported",
     "task_success": "simulation: dialogue 0/1 against goal + db; dataset = rate; pass^k over trials",
@@ -44,42 +52,42 @@ def _matches(pred: str | None, gold) -> bool:
 
 
 def domain_routing_turn(predicted: str | None, gold: str | None) -> int | None:
-    """DomainAcc_turn = 1 if predicted domain == gold domain else 0; None without gold."""
+    """DomainAcc_turn = 1 if predicted domain == gold domain else 0 (MAS4CS §1); None without gold."""
     if gold is None:
         return None
     return int(predicted == gold)
 
 
 def intent_accuracy_turn(predicted: str | None, gold: str | None) -> int | None:
-    """IntentAcc_turn = 1 if exact match else 0; None without gold."""
+    """IntentAcc_turn = 1 if exact match else 0 (MAS4CS §2); None without gold."""
     if gold is None:
         return None
     return int(predicted == gold)
 
 
 def set_precision_recall(predicted: list[str], gold: list[str]) -> dict:
-    """Set precision |P∩G|/|P| and recall |P∩G|/|G| (diagnostics); None when empty."""
+    """Set precision |P∩G|/|P| and recall |P∩G|/|G| (MAS4CS §2, §3 diagnostics); None when empty."""
     p, g = set(predicted), set(gold)
     return {"precision": len(p & g) / len(p) if p else None,
             "recall": len(p & g) / len(g) if g else None}
 
 
 def act_type_accuracy_turn(predicted: list[str], gold: list[str] | None) -> int | None:
-    """ActAcc_turn = 1 if set(predicted) == set(gold) else 0; None without gold."""
+    """ActAcc_turn = 1 if set(predicted) == set(gold) else 0 (MAS4CS §3); None without gold."""
     if gold is None:
         return None
     return int(set(predicted) == set(gold))
 
 
 def slot_accuracy_turn(predicted: dict[str, str], gold: dict) -> float | None:
-    """SlotAcc_turn = correct gold pairs / gold pairs (recall); None if gold is empty."""
+    """SlotAcc_turn = correct gold pairs / gold pairs (recall; MAS4CS §4); None if gold is empty."""
     if not gold:
         return None
     return sum(_matches(predicted.get(k), v) for k, v in gold.items()) / len(gold)
 
 
 def joint_goal_turn(predicted: dict[str, str], gold: dict) -> int:
-    """JGA_turn = 1 if the predicted state equals the gold state exactly.
+    """JGA_turn = 1 if the predicted state equals the gold state exactly (MAS4CS §5).
 
     Both missing and extra pairs make it 0; an empty prediction for an empty gold is 1.
     """
@@ -91,7 +99,7 @@ def joint_goal_turn(predicted: dict[str, str], gold: dict) -> int:
 def slot_precision_turn(predicted: dict[str, str], gold: dict, active_domain: str | None) -> float | None:
     """Slot precision = correct predicted pairs / predicted pairs of the active domain.
 
-    The original description calls ``1 - slot_precision`` the "hallucination rate"; it is precision against
+    MAS4CS §6 calls ``1 - slot_precision`` the "hallucination rate"; it is precision against
     the gold state (wrong domain, slot or value all count), not grounding, so it is named
     for what it is. None when nothing is predicted for the active domain.
     """
@@ -112,7 +120,7 @@ def db_grounding_turn(mentions: list[dict]) -> float | None:
 
 
 def memory_transfer_events(turns: list[dict], slots: tuple[str, ...] = ("area", "pricerange")) -> list[dict]:
-    """Transfer opportunities and their outcome.
+    """Transfer opportunities and their outcome (MAS4CS §7).
 
     ``turns``: ``{gold_domain, gold_state, pred_state}`` in order. An opportunity is the first
     turn at which the gold state of a newly active domain B gains a transferable slot whose
@@ -146,17 +154,23 @@ def memory_transfer_dialogue(events: list[dict]) -> dict:
 
 
 def policy_compliance_turn(*, booked: bool, missing_required: list[str]) -> int:
-    """Compliance_turn = 0 if the system booked while a required slot was missing, else 1."""
+    """Compliance_turn = 0 if the system booked while a required slot was missing, else 1 (MAS4CS §8)."""
     return int(not (booked and missing_required))
 
 
 def expected_action(*, user_act: str, intent: str | None, domain: str | None,
-                    missing_required: list[str]) -> str | None:
-    """The right action class for the user's input: close for bye/thanks,
+                    missing_required: list[str], unsupported: bool = False) -> str | None:
+    """The right action class for the user's input (MAS4CS §9): close for bye/thanks,
     book when a booking is asked with every required slot, request when some are missing,
-    inform when the user asks for information, search when the user gives constraints."""
+    inform when the user asks for information, search when the user gives constraints.
+    A turn in a domain the system does not serve (taxi, police, hospital) expects the refusal
+    ``unsupported``. None (no expected action, left out of the mean and counted) only when the
+    gold domain is unknown or ``general`` without bye/thanks: the spec's five classes name no
+    right answer to small talk."""
     if user_act in ("bye", "thank"):
         return "close"
+    if unsupported:
+        return "unsupported"
     if domain in (None, "general"):
         return None
     if intent == f"book_{domain}":
@@ -176,7 +190,7 @@ def system_correct_turn(*, expected: str | None, actual: str, grounded: bool, co
 def task_completion_dialogue(*, booking_goals: dict[str, list[str]], booked_domains: set[str],
                              final_state: dict[str, str], requested: dict[str, list[str]],
                              informed: dict[str, set[str]], offered: set[str]) -> int | None:
-    """Task completion (customer view), without the policy gate.
+    """Task completion (customer view, MAS4CS §10), without the policy gate.
 
     Booking goal of domain d: every required slot of d filled in the final state (the name may
     be the offered entity) and a booking made. Information goal: every requested slot of d

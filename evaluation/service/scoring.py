@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from evaluation.service import metrics as m
+from evaluation.service.text_check import text_hallucination_turn
 
 
 def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: dict,
                mentions: list[dict], missing_required: list[str], expected: str | None,
-               actual: str, judge: dict | None) -> dict:
+               actual: str, judge: dict | None, text_mentions: list[dict] | None = None) -> dict:
     gold_state = user.get("gold_state") or {}
     gold_domain = user.get("gold_domain")
     acts = set_pr = None
@@ -29,9 +30,14 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
     correct = m.system_correct_turn(expected=expected, actual=actual,
                                     grounded=grounding in (None, 1.0), compliant=bool(compliant))
     scored_gold = gold_domain is not None
+    said = text_mentions or []
+    # Gold intents of the unified format are derived by rule from the acts: named so.
+    intent_key = "intent_accuracy_rule_gold" if user.get("gold_intent_source") == "rule" else "intent_accuracy"
     return {
         "domain_routing": m.domain_routing_turn(triage.get("domain"), gold_domain),
-        "intent_accuracy": m.intent_accuracy_turn(triage.get("intent"), user.get("gold_intent")),
+        intent_key: m.intent_accuracy_turn(triage.get("intent"), user.get("gold_intent")),
+        "text_hallucination": text_hallucination_turn(said), "text_mentions": len(said),
+        "text_ungrounded": sum(not x["grounded"] for x in said),
         "act_type_accuracy": acts,
         "act_type_precision": set_pr["precision"] if set_pr else None,
         "act_type_recall": set_pr["recall"] if set_pr else None,
@@ -42,24 +48,36 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
         "db_grounding": grounding, "db_mentions": len(mentions),
         "db_grounded_mentions": sum(bool(x["grounded"]) for x in mentions),
         "policy_compliance": compliant, "expected_action": expected, "actual_action": actual,
-        "system_correct": correct,
+        "system_correct": correct, "system_correct_unscored": int(correct is None),
         "response_quality": judge["score"] if judge else None,
         "judge_failed": None if judge is None else int(not judge["ok"]),
     }
 
 
-TURN_MEANS = ("domain_routing", "intent_accuracy", "act_type_accuracy", "slot_accuracy",
-              "joint_goal_accuracy", "slot_precision", "system_correct", "response_quality")
+TURN_MEANS = ("domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "act_type_accuracy", "slot_accuracy",
+              "joint_goal_accuracy", "slot_precision", "system_correct", "response_quality",
+              "policy_decision_accuracy", "action_selection_accuracy")
 
 
 def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion: int | None,
                    extra: dict) -> dict:
-    out = {name: m.mean_or_none(t.get(name) for t in turns) for name in TURN_MEANS}
+    out = {name: m.mean_or_none(t.get(name) for t in turns) for name in TURN_MEANS
+           if any(name in t for t in turns)}
     out["system_correctness"] = out.pop("system_correct")
     mentions = sum(t.get("db_mentions", 0) for t in turns)
     out["db_grounding"] = (sum(t.get("db_grounded_mentions", 0) for t in turns) / mentions
                            if mentions else None)
     out["db_mentions"] = mentions
+    proposed = sum(t.get("db_mentions_proposed", 0) for t in turns)
+    out["db_grounding_proposed"] = (sum(t.get("db_grounded_proposed", 0) for t in turns) / proposed
+                                    if proposed else None)
+    said = sum(t.get("text_mentions", 0) for t in turns)
+    out["text_hallucination"] = sum(t.get("text_ungrounded", 0) for t in turns) / said if said else None
+    out["text_mentions"] = said
+    for name, turn_key in (("supervisor_corrections", "supervisor_correction"),
+                           ("booking_unconfirmed", "booking_unconfirmed"), ("unsupported_turns", "unsupported_domain"),
+                           ("system_correct_unscored", "system_correct_unscored")):
+        out[name] = sum(t.get(turn_key, 0) or 0 for t in turns)
     memory = m.memory_transfer_dialogue(transfer_events)
     out["memory_transfer"], out["memory_transfer_opportunities"] = memory["score"], memory["opportunities"]
     out["policy_violations"] = sum(1 - t["policy_compliance"] for t in turns)
@@ -70,6 +88,8 @@ def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion
     judged = [t for t in turns if t.get("judge_failed") is not None]
     out["judge_failures"] = sum(t["judge_failed"] for t in judged)
     out["judge_calls"] = len(judged)
+    out["llm_failures"] = sum(t.get("llm_failures", 0) for t in turns)
+    out["judge_refusals_unscored"] = sum(t.get("judge_label") == "refusal_unscored" for t in turns)
     out.update(extra)
     return out
 
@@ -82,8 +102,11 @@ def _pooled(records: list[dict], name: str) -> dict:
 def score_dataset(records: list[dict]) -> dict:
     dms = [r.get("dialogue_metrics") or {} for r in records]
     out: dict = {}
-    for name in ("slot_accuracy", "joint_goal_accuracy", "slot_precision"):
+    for name in ("slot_accuracy", "joint_goal_accuracy", "slot_precision", "domain_routing", "intent_accuracy",
+                 "intent_accuracy_rule_gold", "act_type_accuracy"):
         pooled = _pooled(records, name)
+        if not pooled["n_turns"]:
+            continue
         out[f"{name}_micro"], out[f"{name}_micro_n_turns"] = pooled["value"], pooled["n_turns"]
     mentions = sum(d.get("db_mentions", 0) for d in dms)
     grounded = sum(t.get("db_grounded_mentions", 0) for r in records for t in r.get("turn_metrics", []))
@@ -111,6 +134,21 @@ def score_dataset(records: list[dict]) -> dict:
     out["agent_errors"] = sum(d.get("agent_errors", 0) for d in dms)
     out["simulator_errors"] = sum(d.get("simulator_errors", 0) for d in dms)
     out["supervisor_blocks"] = sum(d.get("supervisor_blocks", 0) for d in dms)
+    for name, num, den in (("db_grounding_proposed_micro", "db_grounded_proposed", "db_mentions_proposed"),
+                           ("text_hallucination_micro", "text_ungrounded", "text_mentions")):
+        n = sum(t.get(den, 0) for r in records for t in r.get("turn_metrics", []))
+        out[name] = sum(t.get(num, 0) for r in records for t in r.get("turn_metrics", [])) / n if n else None
+    out["text_mentions"] = sum(d.get("text_mentions", 0) for d in dms)
+    for name in ("supervisor_corrections", "booking_unconfirmed", "unsupported_turns", "system_correct_unscored"):
+        out[name] = sum(d.get(name, 0) for d in dms)
+    excluded = Counter(d["task_completion_excluded"] for d in dms if d.get("task_completion_excluded"))
+    out["task_completion_excluded"] = sum(excluded.values())
+    out["task_completion_exclusions"] = (
+        f"{sum(excluded.values())} of {len(dms)} dialogues excluded from task completion: "
+        + "; ".join(f"{reason} ({n})" for reason, n in sorted(excluded.items()))) if excluded else \
+        f"0 of {len(dms)} dialogues excluded from task completion"
+    with_unsupported = [d for d in dms if d.get("unsupported_domains")]
+    out["dialogues_with_unsupported_domain"] = len(with_unsupported)
     judged = sum(d.get("judge_calls", 0) for d in dms)
     out["judge_failure_rate"] = sum(d.get("judge_failures", 0) for d in dms) / judged if judged else None
     judges = Counter((t.get("judge"), t.get("judge_model"), t.get("judge_prompt_version"))

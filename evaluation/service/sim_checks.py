@@ -1,0 +1,56 @@
+"""Simulator checks of the customer-service graph: did the *simulated user* (or the replay) fail?
+
+The engine calls the graph's ``simulator_checks(state)`` on every finished session; a non-empty
+list of ``{"check", "detail"}`` marks the session ``simulator_failure``, which keeps it out of
+the agent's scores. The graph re-exports this function.
+"""
+from __future__ import annotations
+
+import re
+
+AGENT_VOICE = re.compile(r"^\s*(system|assistant|agent)\s*:|\b(i recommend|i have booked|your booking (at|is)|"
+                         r"your reference number|how (can|may) i help|is there anything else i can)\b", re.I)
+GOAL_LEAK = re.compile(r"[{\[]\s*\"|\"(constraints|fail_book|requests|domains|book)\"\s*:|\bfail_book\b|"
+                       r"\bgold_state\b", re.I)
+EARLY_BYE = re.compile(r"\b(good ?bye|bye|see you|take care|that'?s all)\b", re.I)
+
+
+def simulator_checks(state: dict) -> list[dict]:
+    """Flags that the *simulated user* (or the replayed recording) failed, not the agent:
+
+    * ``replay_ran_out``: a replay that ended before its recorded user turns were all played;
+    * ``user_speaks_as_agent``: a user utterance phrased as the service ("I recommend ...",
+      "Your booking is confirmed", a "System:" label) — an LLM user that swapped roles;
+    * ``goal_leak``: a user utterance that shows its goal as JSON or names goal fields;
+    * ``early_goodbye``: the user says goodbye on a turn whose own act is not a goodbye;
+    * ``goal_unstated``: the user ended the dialogue (``user_stop``) before stating a constraint
+      of every domain of its goal.
+    """
+    flags: list[dict] = []
+    mode, termination = state.get("mode"), state.get("termination")
+    if mode == "replay":
+        recorded = len((state.get("replay") or {}).get("turns", []))
+        played = len(state.get("turn_metrics", []))
+        if termination != "replay_end" or played < recorded:
+            flags.append({"check": "replay_ran_out",
+                          "detail": f"played {played} of {recorded} recorded user turns (termination {termination})"})
+        return flags
+    for entry in state.get("transcript", []):
+        if entry.get("speaker") != "user":
+            continue
+        text, meta = entry.get("text", ""), entry.get("meta") or {}
+        if AGENT_VOICE.search(text):
+            flags.append({"check": "user_speaks_as_agent", "detail": f"turn {entry.get('turn')}: {text[:120]}"})
+        if GOAL_LEAK.search(text):
+            flags.append({"check": "goal_leak", "detail": f"turn {entry.get('turn')}: {text[:120]}"})
+        if EARLY_BYE.search(text) and meta.get("move") not in ("bye", "give_up", None):
+            flags.append({"check": "early_goodbye", "detail": f"turn {entry.get('turn')} ({meta.get('move')}): "
+                                                              f"{text[:120]}"})
+    us = state.get("user_state") or {}
+    if termination == "user_stop" and us:
+        unstated = [g["domain"] for g in us["goal"]["domains"] if not us.get("disclosed", {}).get(g["domain"])]
+        if unstated:
+            flags.append({"check": "goal_unstated", "detail": f"ended without stating its {', '.join(unstated)} goal"})
+    return flags
+
+
