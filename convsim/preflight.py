@@ -23,8 +23,9 @@ from .errors import ConvsimError
 
 
 def _as_input_error(exc: Exception, plan: Any, variant: str, step: str) -> ConvsimError:
-    if isinstance(exc, ConvsimError):
-        return exc
+    if isinstance(exc, ConvsimError):  # say which variant cannot run; keep file, record and field
+        return ConvsimError(f"variant {variant} cannot run: {exc.message}", file=exc.file, record=exc.record,
+                            field=exc.field)
     if isinstance(exc, ImportError):
         return ConvsimError(f"variant {variant} cannot run: {exc}", file=plan.config.graph, field=step)
     return ConvsimError(f"variant {variant}: {step} failed: {type(exc).__name__}: {exc}",

