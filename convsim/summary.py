@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .aggregate import bootstrap_ci
+from .aggregate import bootstrap_ci, record_sort_key
 from .store import RunStore
 
 
@@ -56,7 +56,7 @@ def _scalar_items(d: dict, prefix: str = "") -> dict[str, Any]:
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary."""
     store = RunStore(run_dir)
-    records = store.records()
+    records = sorted(store.records(), key=record_sort_key)  # the file's order is the executor's, not ours
     by_variant: dict[str, list[dict]] = {}
     for r in records:
         by_variant.setdefault(r["variant"], []).append(r)
