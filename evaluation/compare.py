@@ -20,20 +20,15 @@ from scipy import stats as sps
 from convsim import ConvsimError
 from convsim.aggregate import bootstrap_means
 from evaluation import stats
-from evaluation.records import flat_numeric, load_run, metric_names, pair_key
+from evaluation.records import MetricTable, load_run, metric_table
 
 NOT_COMPARED = ("judge_failed", "judge_heuristic")
 
 
-def _values(records, variant, metric) -> dict[str, tuple[float, object]]:
-    out = {}
-    for r in records:
-        if str(r.get("variant")) != variant:
-            continue
-        v = flat_numeric(r.get("dialogue_metrics")).get(metric)
-        if v is not None:
-            out[pair_key(r)] = (v, r.get("seed"))
-    return out
+def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object]]:
+    col = table.columns[metric]
+    return {k: (float(col[i]), seed) for i, (v, k, seed) in enumerate(zip(table.variants, table.keys, table.seeds))
+            if v == variant and not np.isnan(col[i])}
 
 
 def _bootstrap_diff(a: np.ndarray, b: np.ndarray, *, paired: bool, seed: int = 0, n_boot: int = 1000):
@@ -89,13 +84,13 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, alpha: float = stats.A
     if not matches:
         raise ConvsimError(f"the runs share no variant (A: {va}, B: {vb}) and do not have one variant each",
                            file=str(run_b), field="variant")
-    ra, rb = a.ok_records, b.ok_records
-    shared_metrics = [m for m in metric_names(ra) if m in set(metric_names(rb)) and m not in NOT_COMPARED]
+    ta, tb = metric_table(a.ok_records), metric_table(b.ok_records)
+    shared_metrics = [m for m in ta.names if m in tb.columns and m not in NOT_COMPARED]
     rows = []
     for var_a, var_b in matches:
         for m in shared_metrics:
             rows.append({"variant_a": var_a, "variant_b": var_b, "metric": m,
-                         **compare_metric(_values(ra, var_a, m), _values(rb, var_b, m), alpha=alpha)})
+                         **compare_metric(_values(ta, var_a, m), _values(tb, var_b, m), alpha=alpha)})
     for row, adj, adj_t in zip(rows, stats.holm([r["p"] for r in rows]), stats.holm([r["p_t"] for r in rows])):
         row["p_holm"] = adj
         row["significant"] = None if adj is None else bool(adj < alpha)

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from convsim import ConvsimError, flatten_metrics
 from convsim.aggregate import record_sort_key
 from convsim.textio import load_json, load_yaml, read_jsonl
@@ -101,11 +103,7 @@ def load_run(run_dir: str | Path) -> RunData:
 
 def metric_names(records: Sequence[Mapping]) -> list[str]:
     """Numeric dialogue metrics that have at least one value, in first-seen order."""
-    names: dict[str, bool] = {}
-    for r in records:
-        for k, v in flat_numeric(r.get("dialogue_metrics")).items():
-            names[k] = names.get(k, False) or v is not None
-    return [k for k, has in names.items() if has]
+    return metric_names_of([flat_numeric(r.get("dialogue_metrics")) for r in records])
 
 
 def is_judge_metric(name: str) -> bool:
@@ -126,6 +124,56 @@ def metric_by_variant(records: Sequence[Mapping], metric: str) -> dict[str, dict
         if value is not None:
             bucket[pair_key(r)] = value
     return out
+
+
+@dataclass
+class MetricTable:
+    """Every record's numeric dialogue metrics, flattened once: a column (float array, NaN where a
+    session has no value) per metric, beside each record's variant, pair key and seed. Building it
+    costs one flatten per record, where asking the records metric by metric cost one per metric."""
+    variants: list[str]
+    keys: list[str]
+    seeds: list
+    columns: dict[str, np.ndarray]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.columns)
+
+    def by_variant(self, metric: str) -> dict[str, dict[str, float]]:
+        """``{variant: {pair_key: value}}`` like :func:`metric_by_variant`."""
+        out: dict[str, dict[str, float]] = {}
+        col = self.columns.get(metric)
+        for i, (v, k) in enumerate(zip(self.variants, self.keys)):
+            bucket = out.setdefault(v, {})
+            if col is not None and not np.isnan(col[i]):
+                bucket[k] = float(col[i])
+        return out
+
+    def values(self, metric: str, variant: str | None = None) -> list[float | None]:
+        """One value per record (None where missing), optionally only ``variant``'s records."""
+        col = self.columns[metric]
+        return [None if np.isnan(x) else float(x) for x, v in zip(col, self.variants)
+                if variant is None or v == variant]
+
+
+def metric_table(records: Sequence[Mapping]) -> MetricTable:
+    """The :class:`MetricTable` of ``records`` (metrics in first-seen order, those with a value only)."""
+    flats = [flat_numeric(r.get("dialogue_metrics")) for r in records]
+    columns: dict[str, np.ndarray] = {}
+    for name in metric_names_of(flats):
+        columns[name] = np.array([np.nan if f.get(name) is None else f[name] for f in flats], dtype=float)
+    return MetricTable(variants=[str(r.get("variant", "default")) for r in records],
+                       keys=[pair_key(r) for r in records], seeds=[r.get("seed") for r in records],
+                       columns=columns)
+
+
+def metric_names_of(flats: Sequence[Mapping]) -> list[str]:
+    names: dict[str, bool] = {}
+    for f in flats:
+        for k, v in f.items():
+            names[k] = names.get(k, False) or v is not None
+    return [k for k, has in names.items() if has]
 
 
 def is_paired(records: Sequence[Mapping]) -> bool:

@@ -34,7 +34,7 @@ EXACT_WILCOXON_MAX = 50
 # A bootstrap of Spearman's rho re-ranks every resample (O(n_boot * n log n)): 11 s per pair at
 # n = 50,000. Above this many pairs the CI is the Fisher z interval with the Bonett-Wright (2000)
 # variance (1 + rho^2 / 2) / (n - 3), which at such n agrees with the bootstrap to about 1e-3.
-SPEARMAN_BOOTSTRAP_MAX = 2000
+SPEARMAN_BOOTSTRAP_MAX = 500
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
