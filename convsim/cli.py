@@ -249,7 +249,9 @@ def compare(run_a: Path, run_b: Path,
 @app.command("eval")
 @cli_errors
 def eval_cmd(path: Path,
-             graph: str = typer.Option("crs_shift", help="the graph whose evaluation applies"),
+             graph: Optional[str] = typer.Option(None, help="the graph whose evaluation applies "
+                                                 "(default: the source run's graph, else crs_shift)"),
+             set_: list[str] = typer.Option([], "--set", help="param=value over the source run's params"),
              out: Optional[Path] = typer.Option(None, help="run directory to write"),
              model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
              no_analysis: bool = typer.Option(False, "--no-analysis")) -> None:
@@ -264,7 +266,8 @@ def eval_cmd(path: Path,
         return
     models = dict(parse_assignment(m, what="--model") for m in model)
     run_dir = _plugin("evaluation.transcripts:evaluate_transcripts")(
-        path, graph=graph, out=out, models={k: str(v) for k, v in models.items()}, analyze=not no_analysis)
+        path, graph=graph, out=out, models={k: str(v) for k, v in models.items()}, analyze=not no_analysis,
+        params=dict(parse_assignment(s, what="--set") for s in set_))
     print_summary(run_dir)
     console.print(f"results in {run_dir}")
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from . import textio
 from .errors import ConvsimError
 
 RESULTS = "results.jsonl"
@@ -38,19 +39,7 @@ def dumps(obj: Any) -> str:
 
 def read_jsonl(path: Path) -> list[dict]:
     """Records of a JSONL file; a bad line is an error naming the file and the line."""
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                raise ConvsimError("line is not valid JSON", file=path, record=f"line {lineno}") from None
-            if not isinstance(rec, dict):
-                raise ConvsimError("line is not a JSON object", file=path, record=f"line {lineno}")
-            out.append(rec)
-    return out
+    return textio.read_jsonl(path)  # streamed; UTF-8 and nesting checked (convsim.textio)
 
 
 class RunStore:

@@ -148,9 +148,10 @@ def load_yaml(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str
     return obj
 
 
-def iter_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file"
-               ) -> Iterator[dict]:
-    """The JSON objects of a JSONL file, one per non-empty line, read one line at a time."""
+def iter_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file",
+               numbered: bool = False) -> Iterator:
+    """The JSON objects of a JSONL file, one per non-empty line, read one line at a time
+    (``(line number, object)`` pairs when ``numbered``)."""
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -171,7 +172,7 @@ def iter_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: st
             if not isinstance(obj, dict):
                 raise ConvsimError(f"line is a JSON {_JSON_TYPE.get(type(obj), 'value')}, expected an object",
                                    file=path, record=record)
-            yield obj
+            yield (lineno, obj) if numbered else obj
 
 
 def read_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file") -> list[dict]:
