@@ -223,4 +223,6 @@ def load_travelplanner_ref_info(path: str | Path) -> TravelDB:
                                        record=f"line {lineno} {key}[{i}]", field=None)
                 rec = _tp_row(kind, row, city=city, file=file, index=f"line {lineno} {key}[{i}]")
                 kinds[kind].setdefault(normalize_place_name(rec["name"]) + "|" + city, rec)
+    if not any(kinds.values()):
+        raise ConvsimError("no 'Accommodations/Restaurants/Attractions in <city>' rows", file=file)
     return TravelDB(**{k: list(v.values()) for k, v in kinds.items()}, source=file)

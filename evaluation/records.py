@@ -60,6 +60,9 @@ RECORD_FIELDS = {"variant": (str, int), "session_id": (str, int), "trial": (int,
 
 def check_record(rec: Mapping, *, file: object, record: object = None) -> None:
     """A result record whose fields have the types the analysis reads, else a ConvsimError naming the field."""
+    for name in ("variant", "session_id"):
+        if name not in rec:
+            raise ConvsimError(f"a result record needs {name!r}", file=file, record=record, field=name)
     for name, types in RECORD_FIELDS.items():
         if name in rec and (not isinstance(rec[name], types) or isinstance(rec[name], bool)):
             wanted = " or ".join("null" if t is type(None) else {"str": "string", "int": "integer", "dict": "object",
@@ -78,6 +81,8 @@ def load_run(run_dir: str | Path) -> RunData:
     if not results.exists():
         raise ConvsimError("not a run directory: results.jsonl is missing", file=str(run_dir))
     records = read_jsonl(results)
+    if not records:
+        raise ConvsimError("results.jsonl holds no records", file=results)
     for i, r in enumerate(records, 1):
         check_record(r, file=results, record=f"line {i}")
     data = RunData(run_dir=run_dir, records=sort_records(records))
