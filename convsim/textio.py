@@ -45,7 +45,7 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
     try:
         return Path(path).read_bytes()
     except FileNotFoundError:
-        raise ConvsimError(f"{what} not found", file=path) from None
+        raise ConvsimError(f"cannot read {what}: not found", file=path) from None
     except IsADirectoryError:
         raise ConvsimError(f"{what} is a directory, expected a file", file=path) from None
     except OSError as exc:
@@ -155,7 +155,7 @@ def iter_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: st
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
-        raise ConvsimError(f"{what} not found", file=path) from None
+        raise ConvsimError(f"cannot read {what}: not found", file=path) from None
     except OSError as exc:
         raise ConvsimError(f"cannot read {what}: {exc.strerror or exc}", file=path) from None
     with fh:

@@ -118,7 +118,7 @@ def read_bytes_head(path: Path, size: int = 4096) -> bytes:
         with open(path, "rb") as fh:
             return fh.read(size)
     except FileNotFoundError:
-        raise ConvsimError("transcripts not found", file=str(path)) from None
+        raise ConvsimError("cannot read transcripts: not found", file=str(path)) from None
     except OSError as exc:
         raise ConvsimError(f"cannot read transcripts: {exc.strerror or exc}", file=str(path)) from None
 
