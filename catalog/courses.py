@@ -14,12 +14,12 @@ Bad files raise :class:`convsim.ConvsimError` naming the file, the case id and t
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from convsim import ConvsimError
+from convsim.textio import load_json
 
 COURSES_DIR = Path(__file__).resolve().parent / "data" / "courses"
 DEFAULT_CATALOG = COURSES_DIR / "courses.json"
@@ -85,12 +85,7 @@ def validate_course(raw: object, *, file, record, field_prefix: str = "") -> dic
 
 
 def _read_json(file: Path, what: str) -> object:
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConvsimError(f"{what} not found", file=file) from exc
-    except json.JSONDecodeError as exc:
-        raise ConvsimError(f"not valid JSON: {exc}", file=file) from exc
+    return load_json(file, what=what)  # UTF-8, bounded nesting, one-line errors
 
 
 @functools.lru_cache(maxsize=4)

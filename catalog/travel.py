@@ -21,12 +21,12 @@ the record and the field. See docs/group_planning.md.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from convsim import ConvsimError
+from convsim.textio import iter_jsonl, load_json, parse_json
 
 PROJECT_TRAVEL_DIR = Path(__file__).resolve().parent / "data" / "travel"
 KINDS = ("accommodations", "restaurants", "attractions", "events")
@@ -161,12 +161,7 @@ def load_travel_db(path: str | Path | None = None) -> TravelDB:
     ref: dict[str, list] = {}
     for kind in KINDS:
         file = folder / f"{kind}.json"
-        try:
-            rows = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConvsimError("travel database file is missing", file=str(file)) from None
-        except json.JSONDecodeError as exc:
-            raise ConvsimError(f"invalid JSON: {exc.msg} (line {exc.lineno})", file=str(file)) from None
+        rows = load_json(file, what="travel database file")
         if not isinstance(rows, list):
             raise ConvsimError("expected a JSON list of records", file=str(file))
         ref[kind] = [validate_record(kind, r, file=str(file), index=i) for i, r in enumerate(rows)]
@@ -211,26 +206,14 @@ def load_travelplanner_ref_info(path: str | Path) -> TravelDB:
     file = str(path)
     kinds: dict[str, dict[str, dict]] = {k: {} for k in KINDS}   # dedupe rows repeated across queries
     key_re = re.compile(r"^(Accommodations|Restaurants|Attractions) in (.+)$")
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ConvsimError("TravelPlanner ref_info file is missing", file=file) from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConvsimError(f"invalid JSON: {exc.msg}", file=file, record=f"line {lineno}") from None
-        if not isinstance(obj, dict):
-            raise ConvsimError("line is not a JSON object", file=file, record=f"line {lineno}")
+    for lineno, obj in iter_jsonl(path, what="TravelPlanner ref_info file", numbered=True):
         for key, rows in obj.items():
             m = key_re.match(key)
             if not m:
                 continue
             kind, city = m.group(1).lower(), m.group(2).strip()
             if isinstance(rows, str):
-                rows = json.loads(rows)
+                rows = parse_json(rows, file=file, record=f"line {lineno} {key}")
             if not isinstance(rows, list):
                 raise ConvsimError("value is not a list of rows", file=file,
                                    record=f"line {lineno}", field=key)
@@ -240,4 +223,6 @@ def load_travelplanner_ref_info(path: str | Path) -> TravelDB:
                                        record=f"line {lineno} {key}[{i}]", field=None)
                 rec = _tp_row(kind, row, city=city, file=file, index=f"line {lineno} {key}[{i}]")
                 kinds[kind].setdefault(normalize_place_name(rec["name"]) + "|" + city, rec)
+    if not any(kinds.values()):
+        raise ConvsimError("no 'Accommodations/Restaurants/Attractions in <city>' rows", file=file)
     return TravelDB(**{k: list(v.values()) for k, v in kinds.items()}, source=file)

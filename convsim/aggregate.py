@@ -1,10 +1,30 @@
-"""Dataset-level aggregation that every figure goes through: mean, n and a bootstrap CI."""
+"""Dataset-level aggregation that every figure goes through: mean, n and a bootstrap CI.
+
+Two promises hold for every bootstrap here and in the analysis layer:
+
+* **Order independence.** The sample is sorted before it is resampled, so the interval depends on
+  the values only, never on the order the records were written in (an executor or concurrency
+  level that finishes sessions in another order gives the same bytes). Paired and two-variable
+  samples are sorted as tuples.
+* **Bounded memory.** Resample indices are drawn in chunks of at most ``CHUNK_INDICES`` integers
+  (8 MB), never as one ``n_boot x n`` matrix; the chunks come from one generator in sequence, so the
+  draws are exactly those of the unchunked matrix.
+"""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
+
+CHUNK_INDICES = 1 << 20  # resample indices held at once (int64: 8 MB)
+
+
+def record_sort_key(record: Mapping) -> tuple[str, str, int]:
+    """(variant, session id, trial): the order every aggregation sees, whatever order sessions finished in."""
+    trial = record.get("trial", 0)
+    return (str(record.get("variant", "default")), str(record.get("session_id")),
+            trial if isinstance(trial, int) and not isinstance(trial, bool) else 0)
 
 
 def _finite(values: Iterable[object]) -> list[float]:
@@ -15,6 +35,27 @@ def _finite(values: Iterable[object]) -> list[float]:
         if isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(float(v)):
             out.append(float(v))
     return out
+
+
+def resample_chunks(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+    """Bootstrap index matrices ``(rows, n)`` whose rows add up to ``n_boot`` resamples of ``range(n)``."""
+    rng = np.random.default_rng(seed)
+    rows = max(1, CHUNK_INDICES // max(n, 1))
+    for start in range(0, n_boot, rows):
+        yield rng.integers(0, n, size=(min(rows, n_boot - start), n))
+
+
+def bootstrap_statistic(n: int, statistic: Callable[[np.ndarray], np.ndarray], *, n_boot: int = 1000,
+                        seed: int = 0) -> np.ndarray:
+    """``statistic(idx)`` (one value per row of an index chunk) over ``n_boot`` resamples of n items."""
+    parts = [np.asarray(statistic(idx), dtype=float) for idx in resample_chunks(n, n_boot, seed)]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def bootstrap_means(xs: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    """Means of ``n_boot`` resamples of ``xs`` (sorted first: the result ignores the input order)."""
+    xs = np.sort(np.asarray(xs, dtype=float))
+    return bootstrap_statistic(len(xs), lambda idx: xs[idx].mean(axis=1), n_boot=n_boot, seed=seed)
 
 
 def bootstrap_ci(values: Iterable[object], *, seed: int = 0, n_boot: int = 1000,
@@ -29,11 +70,9 @@ def bootstrap_ci(values: Iterable[object], *, seed: int = 0, n_boot: int = 1000,
     n = int(xs.size)
     if n == 0:
         return {"mean": None, "n": 0, "ci_low": None, "ci_high": None}
-    mean = float(xs.mean())
+    mean = float(np.sort(xs).mean())  # summed in sorted order: the same bits whatever the input order
     if n < 2:
         return {"mean": mean, "n": n, "ci_low": None, "ci_high": None}
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    means = xs[idx].mean(axis=1)
+    means = bootstrap_means(xs, n_boot=n_boot, seed=seed)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return {"mean": mean, "n": n, "ci_low": float(lo), "ci_high": float(hi)}

@@ -114,12 +114,15 @@ def compare(run_a: str | Path, run_b: str | Path, *, alpha: float = 0.05) -> dic
     return resolve(COMPARE_RUNS)(a, b, alpha=alpha)
 
 
-def evaluate(path: str | Path, *, graph: str = "crs_shift", out: str | Path | None = None,
-             models: Assignments = None, analyze: bool = True) -> Path | dict:
+def evaluate(path: str | Path, *, graph: str | None = None, out: str | Path | None = None,
+             models: Assignments = None, params: dict | None = None, set_params: list[str] | None = None,
+             analyze: bool = True) -> Path | dict:
     """Evaluate transcripts that already exist, without simulating (``convsim eval``).
 
     A results.jsonl or JSONL transcript file is scored by ``graph``'s evaluation into a run
-    directory, which is returned. A group-planning dialogue CSV returns its metrics as a dict.
+    directory, which is returned. When the file lies in a run directory, that run's graph and
+    params are used (``graph`` and ``params`` / ``set_params`` override them; without a run,
+    the graph defaults to crs_shift). A group-planning dialogue CSV returns its metrics as a dict.
     """
     from .config import parse_assignment
     path = Path(path)
@@ -130,7 +133,10 @@ def evaluate(path: str | Path, *, graph: str = "crs_shift", out: str | Path | No
     pairs = models.items() if isinstance(models, dict) else \
         (parse_assignment(m, what="--model") for m in models or [])
     specs = {k: v if isinstance(v, dict) else str(v) for k, v in pairs}
-    return resolve(EVALUATE_TRANSCRIPTS)(path, graph=graph, out=out, models=specs, analyze=analyze)
+    overrides = dict(params or {})
+    overrides.update(parse_assignment(s, what="--set") for s in set_params or [])
+    return resolve(EVALUATE_TRANSCRIPTS)(path, graph=graph, out=out, models=specs, params=overrides or None,
+                                         analyze=analyze)
 
 
 def trace(run: str | Path, session: str, *, variant: str | None = None, trial: int = 0,

@@ -258,13 +258,15 @@ def compare(run_a: Path, run_b: Path,
 @app.command("eval")
 @cli_errors
 def eval_cmd(path: Path,
-             graph: str = typer.Option("crs_shift", help="the graph whose evaluation applies"),
+             graph: Optional[str] = typer.Option(None, help="the graph whose evaluation applies "
+                                                 "(default: the source run's graph, else crs_shift)"),
+             set_: list[str] = typer.Option([], "--set", help="param=value over the source run's params"),
              out: Optional[Path] = typer.Option(None, help="run directory to write"),
              model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
              no_analysis: bool = typer.Option(False, "--no-analysis")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
     group-planning dialogue CSV) without simulating."""
-    result = api.evaluate(path, graph=graph, out=out, models=model, analyze=not no_analysis)
+    result = api.evaluate(path, graph=graph, out=out, models=model, set_params=set_, analyze=not no_analysis)
     if isinstance(result, dict):  # a group-planning dialogue CSV: its metrics
         typer.echo(json.dumps(result, indent=2, default=str))
         return

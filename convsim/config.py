@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import ConvsimError
 from .models import parse_model_spec
 from .retry import RetryPolicy
+from .textio import load_yaml
 
 ModelValue = str | dict
 
@@ -96,7 +97,7 @@ def load_config(path: str | Path) -> ExperimentConfig:
     if not path.exists():
         raise ConvsimError("config file not found", file=path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path, what="config file")  # UTF-8, bounded nesting, one-line errors
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise ConvsimError(f"invalid YAML{f' at line {line + 1}' if line is not None else ''}",

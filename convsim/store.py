@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import textio
 from .errors import ConvsimError
 from .status import FINAL
 
@@ -46,23 +47,14 @@ def dumps(obj: Any) -> str:
 
 
 def iter_jsonl(path: Path) -> Iterator[dict]:
-    """Records of a JSONL file, one at a time; a bad line is an error naming the file and the line."""
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                raise ConvsimError("line is not valid JSON", file=path, record=f"line {lineno}") from None
-            if not isinstance(rec, dict):
-                raise ConvsimError("line is not a JSON object", file=path, record=f"line {lineno}")
-            yield rec
+    """Records of a JSONL file, one at a time (streamed; UTF-8 and nesting checked by convsim.textio);
+    a bad line is an error naming the file and the line."""
+    return textio.iter_jsonl(path)
 
 
 def read_jsonl(path: Path) -> list[dict]:
     """Records of a JSONL file; a bad line is an error naming the file and the line."""
-    return list(iter_jsonl(path))
+    return textio.read_jsonl(path)
 
 
 def is_final(record: dict) -> bool:

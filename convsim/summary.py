@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .aggregate import bootstrap_ci
+from .aggregate import bootstrap_ci, record_sort_key
 from .status import SCORED, Status
 from .store import RunStore
 
@@ -87,7 +87,7 @@ def first_error(records: list[dict]) -> dict | None:
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary."""
     store = RunStore(run_dir)
-    records = store.records()
+    records = sorted(store.records(), key=record_sort_key)  # the file's order is the executor's, not ours
     by_variant: dict[str, list[dict]] = {}
     for r in records:
         by_variant.setdefault(r["variant"], []).append(r)

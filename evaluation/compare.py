@@ -3,8 +3,11 @@
 Variants are matched by name (or, when each run has exactly one variant, with each other).
 Per matched variant and shared metric: means, the difference B - A with a bootstrap 95% CI, and a
 test: paired Wilcoxon over the sessions both runs have (same session id and trial, and the same
-seed where both record one), else Mann-Whitney U over all sessions. p-values are Holm-adjusted
-over all rows; effect sizes are d_z (paired) or Cohen's d (independent).
+seed where both record one), else Mann-Whitney U over all sessions; paired rows also carry the
+paired t-test (``t``, ``p_t``). p-values are Holm-adjusted over all rows, i.e. across every metric
+and variant compared (``p_holm``, ``p_t_holm``); effect sizes are d_z (paired) or Cohen's d
+(independent). Values are taken in sorted order and resampled in chunks (convsim.aggregate), so
+the rows do not depend on record order and memory stays flat in the number of sessions.
 """
 
 from __future__ import annotations
@@ -15,43 +18,38 @@ import numpy as np
 from scipy import stats as sps
 
 from convsim import ConvsimError
+from convsim.aggregate import bootstrap_means
 from evaluation import stats
-from evaluation.records import flat_numeric, load_run, metric_names, pair_key
+from evaluation.records import MetricTable, load_run, metric_table
 
 NOT_COMPARED = ("judge_failed", "judge_heuristic")
 
 
-def _values(records, variant, metric) -> dict[str, tuple[float, object]]:
-    out = {}
-    for r in records:
-        if str(r.get("variant")) != variant:
-            continue
-        v = flat_numeric(r.get("dialogue_metrics")).get(metric)
-        if v is not None:
-            out[pair_key(r)] = (v, r.get("seed"))
-    return out
+def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object]]:
+    col = table.columns[metric]
+    return {k: (float(col[i]), seed) for i, (v, k, seed) in enumerate(zip(table.variants, table.keys, table.seeds))
+            if v == variant and not np.isnan(col[i])}
 
 
 def _bootstrap_diff(a: np.ndarray, b: np.ndarray, *, paired: bool, seed: int = 0, n_boot: int = 1000):
-    rng = np.random.default_rng(seed)
+    """Percentile 95% CI of mean(b) - mean(a): resampling paired differences, or each run on its own
+    (independent streams: seed and seed + 1)."""
     if paired:
-        d = b - a
-        boots = d[rng.integers(0, len(d), (n_boot, len(d)))].mean(axis=1)
+        boots = bootstrap_means(b - a, n_boot=n_boot, seed=seed)
     else:
-        boots = (b[rng.integers(0, len(b), (n_boot, len(b)))].mean(axis=1)
-                 - a[rng.integers(0, len(a), (n_boot, len(a)))].mean(axis=1))
+        boots = bootstrap_means(b, n_boot=n_boot, seed=seed) - bootstrap_means(a, n_boot=n_boot, seed=seed + 1)
     return float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))
 
 
 def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
     """One row: ``a``/``b`` are ``{pair_key: (value, seed)}``."""
     shared = sorted(k for k in a.keys() & b.keys() if a[k][1] is None or b[k][1] is None or a[k][1] == b[k][1])
-    va = np.array([v for v, _ in a.values()])
-    vb = np.array([v for v, _ in b.values()])
+    va = np.sort(np.array([v for v, _ in a.values()], dtype=float))
+    vb = np.sort(np.array([v for v, _ in b.values()], dtype=float))
     row = {"n_a": len(va), "n_b": len(vb), "n_paired": len(shared),
            "mean_a": float(va.mean()) if len(va) else None, "mean_b": float(vb.mean()) if len(vb) else None,
            "diff": None, "ci_low": None, "ci_high": None, "test": None, "statistic": None, "p": None,
-           "effect_size": None, "warning": None}
+           "t": None, "p_t": None, "effect_size": None, "warning": None}
     if not len(va) or not len(vb):
         row["warning"] = "a run has no value for this metric"
         return row
@@ -64,6 +62,7 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
         if nz:
             stat, p = stats.wilcoxon_p(d)
             row.update(statistic=stat, p=p)
+        row["t"], row["p_t"] = stats.paired_t(d)
         row["warning"] = (stats._power_warning("Wilcoxon", nz, stats.min_p_wilcoxon(nz), alpha)
                           if nz else "no non-zero paired differences")
     else:
@@ -85,14 +84,16 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, alpha: float = stats.A
     if not matches:
         raise ConvsimError(f"the runs share no variant (A: {va}, B: {vb}) and do not have one variant each",
                            file=str(run_b), field="variant")
-    ra, rb = a.ok_records, b.ok_records
-    shared_metrics = [m for m in metric_names(ra) if m in set(metric_names(rb)) and m not in NOT_COMPARED]
+    ta, tb = metric_table(a.ok_records), metric_table(b.ok_records)
+    shared_metrics = [m for m in ta.names if m in tb.columns and m not in NOT_COMPARED]
     rows = []
     for var_a, var_b in matches:
         for m in shared_metrics:
             rows.append({"variant_a": var_a, "variant_b": var_b, "metric": m,
-                         **compare_metric(_values(ra, var_a, m), _values(rb, var_b, m), alpha=alpha)})
-    for row, adj in zip(rows, stats.holm([r["p"] for r in rows])):
+                         **compare_metric(_values(ta, var_a, m), _values(tb, var_b, m), alpha=alpha)})
+    for row, adj, adj_t in zip(rows, stats.holm([r["p"] for r in rows]), stats.holm([r["p_t"] for r in rows])):
         row["p_holm"] = adj
         row["significant"] = None if adj is None else bool(adj < alpha)
-    return {"run_a": str(a.run_dir), "run_b": str(b.run_dir), "alpha": alpha, "rows": rows}
+        row["p_t_holm"] = adj_t
+    return {"run_a": str(a.run_dir), "run_b": str(b.run_dir), "alpha": alpha,
+            "correction": "Holm across every row (all metrics and variants compared)", "rows": rows}

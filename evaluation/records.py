@@ -8,14 +8,15 @@ ones named ``judge_<criterion>`` (agents/judge.py), minus the bookkeeping flags.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+import numpy as np
 
-from convsim import ConvsimError, flatten_metrics, read_jsonl
+from convsim import ConvsimError, flatten_metrics
+from convsim.aggregate import record_sort_key
+from convsim.textio import load_json, load_yaml, read_jsonl
 
 JUDGE_PREFIX = "judge_"
 # bookkeeping that shares the judge_ prefix but is not a judge score (never correlated or tested)
@@ -24,6 +25,10 @@ JUDGE_FLAGS = ("judge_failed", "judge_heuristic", "judge_failures", "judge_calls
 
 # the engine's flattening, so the report sees exactly the metrics of metrics.csv
 flat_numeric = flatten_metrics
+
+
+def sort_records(records: Sequence[Mapping]) -> list:
+    return sorted(records, key=record_sort_key)
 
 
 @dataclass
@@ -47,36 +52,63 @@ class RunData:
         return seen
 
 
+# field -> the types a result record may hold there (absent is fine): what the analysis relies on
+RECORD_FIELDS = {"variant": (str, int), "session_id": (str, int), "trial": (int,), "status": (str,),
+                 "dialogue_metrics": (dict, type(None)), "transcript": (list, type(None)),
+                 "turn_metrics": (list, type(None))}
+
+
+def check_record(rec: Mapping, *, file: object, record: object = None) -> None:
+    """A result record whose fields have the types the analysis reads, else a ConvsimError naming the field."""
+    for name in ("variant", "session_id"):
+        if name not in rec:
+            raise ConvsimError(f"a result record needs {name!r}", file=file, record=record, field=name)
+    for name, types in RECORD_FIELDS.items():
+        if name in rec and (not isinstance(rec[name], types) or isinstance(rec[name], bool)):
+            wanted = " or ".join("null" if t is type(None) else {"str": "string", "int": "integer", "dict": "object",
+                                                                   "list": "array"}[t.__name__] for t in types)
+            raise ConvsimError(f"{name} must be {wanted}, got {type(rec[name]).__name__}", file=file,
+                               record=record, field=name)
+
+
 def load_run(run_dir: str | Path) -> RunData:
-    """config.yaml, results.jsonl, summary.json and metrics.csv of a run (the last two optional)."""
+    """config.yaml, results.jsonl, summary.json and metrics.csv of a run (the last two optional).
+
+    Records are sorted by (variant, session id, trial); every file goes through convsim.textio
+    (UTF-8, bounded nesting, one-line errors naming the file)."""
     run_dir = Path(run_dir)
     results = run_dir / "results.jsonl"
     if not results.exists():
         raise ConvsimError("not a run directory: results.jsonl is missing", file=str(run_dir))
-    data = RunData(run_dir=run_dir, records=read_jsonl(results))
+    records = read_jsonl(results)
+    if not records:
+        raise ConvsimError("results.jsonl holds no records", file=results)
+    for i, r in enumerate(records, 1):
+        check_record(r, file=results, record=f"line {i}")
+    data = RunData(run_dir=run_dir, records=sort_records(records))
     cfg = run_dir / "config.yaml"
     if cfg.exists():
-        try:
-            data.config = yaml.safe_load(cfg.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise ConvsimError(f"config.yaml is not valid YAML: {exc}", file=str(cfg)) from None
+        data.config = load_yaml(cfg) or {}
+        if not isinstance(data.config, dict):
+            raise ConvsimError("config.yaml must be a YAML mapping", file=cfg)
     summary = run_dir / "summary.json"
     if summary.exists():
-        data.summary = json.loads(summary.read_text(encoding="utf-8"))
+        data.summary = load_json(summary)
+        if not isinstance(data.summary, dict):
+            raise ConvsimError("summary.json must be a JSON object", file=summary)
     csv_path = run_dir / "metrics.csv"
     if csv_path.exists():
-        with open(csv_path, encoding="utf-8", newline="") as fh:
-            data.metrics_rows = list(csv.DictReader(fh))
+        try:
+            with open(csv_path, encoding="utf-8", newline="") as fh:
+                data.metrics_rows = list(csv.DictReader(fh))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise ConvsimError(f"unreadable CSV: {str(exc).splitlines()[0]}", file=csv_path) from None
     return data
 
 
 def metric_names(records: Sequence[Mapping]) -> list[str]:
     """Numeric dialogue metrics that have at least one value, in first-seen order."""
-    names: dict[str, bool] = {}
-    for r in records:
-        for k, v in flat_numeric(r.get("dialogue_metrics")).items():
-            names[k] = names.get(k, False) or v is not None
-    return [k for k, has in names.items() if has]
+    return metric_names_of([flat_numeric(r.get("dialogue_metrics")) for r in records])
 
 
 def is_judge_metric(name: str) -> bool:
@@ -97,6 +129,56 @@ def metric_by_variant(records: Sequence[Mapping], metric: str) -> dict[str, dict
         if value is not None:
             bucket[pair_key(r)] = value
     return out
+
+
+@dataclass
+class MetricTable:
+    """Every record's numeric dialogue metrics, flattened once: a column (float array, NaN where a
+    session has no value) per metric, beside each record's variant, pair key and seed. Building it
+    costs one flatten per record, where asking the records metric by metric cost one per metric."""
+    variants: list[str]
+    keys: list[str]
+    seeds: list
+    columns: dict[str, np.ndarray]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.columns)
+
+    def by_variant(self, metric: str) -> dict[str, dict[str, float]]:
+        """``{variant: {pair_key: value}}`` like :func:`metric_by_variant`."""
+        out: dict[str, dict[str, float]] = {}
+        col = self.columns.get(metric)
+        for i, (v, k) in enumerate(zip(self.variants, self.keys)):
+            bucket = out.setdefault(v, {})
+            if col is not None and not np.isnan(col[i]):
+                bucket[k] = float(col[i])
+        return out
+
+    def values(self, metric: str, variant: str | None = None) -> list[float | None]:
+        """One value per record (None where missing), optionally only ``variant``'s records."""
+        col = self.columns[metric]
+        return [None if np.isnan(x) else float(x) for x, v in zip(col, self.variants)
+                if variant is None or v == variant]
+
+
+def metric_table(records: Sequence[Mapping]) -> MetricTable:
+    """The :class:`MetricTable` of ``records`` (metrics in first-seen order, those with a value only)."""
+    flats = [flat_numeric(r.get("dialogue_metrics")) for r in records]
+    columns: dict[str, np.ndarray] = {}
+    for name in metric_names_of(flats):
+        columns[name] = np.array([np.nan if f.get(name) is None else f[name] for f in flats], dtype=float)
+    return MetricTable(variants=[str(r.get("variant", "default")) for r in records],
+                       keys=[pair_key(r) for r in records], seeds=[r.get("seed") for r in records],
+                       columns=columns)
+
+
+def metric_names_of(flats: Sequence[Mapping]) -> list[str]:
+    names: dict[str, bool] = {}
+    for f in flats:
+        for k, v in f.items():
+            names[k] = names.get(k, False) or v is not None
+    return [k for k, has in names.items() if has]
 
 
 def is_paired(records: Sequence[Mapping]) -> bool:

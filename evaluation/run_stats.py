@@ -15,7 +15,7 @@ from pathlib import Path
 from convsim import ConvsimError, load_graph_module
 from evaluation import plots, stats
 from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_judge_metric, is_paired, load_run,
-                                metric_by_variant, metric_names)
+                                MetricTable, metric_table, sort_records)
 
 log = logging.getLogger(__name__)
 
@@ -37,29 +37,63 @@ def judge_failures(records: Sequence[Mapping]) -> dict[str, dict]:
     return out
 
 
-def correlations(records: Sequence[Mapping], metrics: Sequence[str], *, seed: int = 0) -> list[dict]:
-    """Spearman (bootstrap CI) of every automatic metric against every judge metric, all sessions."""
-    judge = [m for m in metrics if is_judge_metric(m)]
-    auto = [m for m in metrics if not m.startswith("judge_") and m not in JUDGE_FLAGS]
-    flat = [flat_numeric(r.get("dialogue_metrics")) for r in records]
+def correlations(records: Sequence[Mapping] | MetricTable, metrics: Sequence[str], *, seed: int = 0,
+                 variant: str | None = None) -> list[dict]:
+    """Spearman (bootstrap CI) of every automatic metric against every judge metric: all sessions
+    pooled, or one variant's sessions when ``variant`` is given (then each row names it)."""
+    table = records if isinstance(records, MetricTable) else metric_table(records)
+    judge = [m for m in metrics if is_judge_metric(m) and m in table.columns]
+    auto = [m for m in metrics if not m.startswith("judge_") and m not in JUDGE_FLAGS and m in table.columns]
     out = []
     for a in auto:
+        xs = table.values(a, variant)
         for j in judge:
-            res = stats.spearman_bootstrap([f.get(a) for f in flat], [f.get(j) for f in flat], seed=seed, n_boot=500)
-            out.append({"automatic": a, "judge": j, **res})
+            res = stats.spearman_bootstrap(xs, table.values(j, variant), seed=seed, n_boot=500)
+            out.append({**({"variant": variant} if variant is not None else {}), "automatic": a, "judge": j, **res})
     return out
 
 
+def across_metrics(per_metric: Mapping[str, Mapping], *, alpha: float) -> dict:
+    """Holm across the metrics tested in one comparison (the family is one pair of variants, or the
+    omnibus test), beside the per-metric correction across pairs. Rows: group1, group2, metric,
+    test, p, p_holm_metrics, reject."""
+    families: dict[tuple[str, str], list[dict]] = {}
+    for m, res in per_metric.items():
+        for row in res.get("wilcoxon", {}).get("pairs", []):
+            families.setdefault((row["group1"], row["group2"]), []).append(
+                {"group1": row["group1"], "group2": row["group2"], "metric": m, "test": "paired Wilcoxon",
+                 "p": row.get("p")})
+        if not res.get("wilcoxon"):
+            for row in res.get("tukey", {}).get("pairs", []):
+                families.setdefault((row["group1"], row["group2"]), []).append(
+                    {"group1": row["group1"], "group2": row["group2"], "metric": m, "test": "Tukey HSD",
+                     "p": row.get("p_adj")})
+        omnibus = res.get("friedman") or res.get("anova") or {}
+        if len(res.get("variants", {})) >= 3:  # with two variants the pair is the omnibus
+            families.setdefault(("*", "*"), []).append(
+                {"group1": "*", "group2": "*", "metric": m, "test": omnibus.get("test"), "p": omnibus.get("p")})
+    rows = []
+    for key in sorted(families):
+        fam = families[key]
+        for row, adj in zip(fam, stats.holm([r["p"] for r in fam])):
+            rows.append({**row, "p_holm_metrics": adj, "reject": None if adj is None else bool(adj < alpha)})
+    return {"method": "Holm", "family": "all metrics tested for one pair of variants (group1 vs group2), "
+            "or for the omnibus test (group '*')", "alpha": alpha, "rows": rows}
+
+
 def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
-    """Everything that goes into stats.json for a list of ok records."""
-    metrics = metric_names(records)
+    """Everything that goes into stats.json for a list of ok records (sorted by variant, session id and
+    trial first, so the file does not depend on the order the sessions finished in)."""
+    records = sort_records(records)
+    table = metric_table(records)
+    metrics = table.names
     paired = is_paired(records)
     per_metric = {}
     warnings = []
     for m in metrics:
         if m in NOT_TESTED:
             continue
-        res = stats.compare_variants(metric_by_variant(records, m), paired=paired, alpha=alpha, seed=seed)
+        res = stats.compare_variants(table.by_variant(m), paired=paired, alpha=alpha, seed=seed)
         per_metric[m] = res
         for test in ("anova", "tukey", "friedman"):
             if res.get(test, {}).get("warning"):
@@ -67,11 +101,15 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
         for row in res.get("wilcoxon", {}).get("pairs", []):
             if row.get("warning"):
                 warnings.append(f"{m}: {row['group1']} vs {row['group2']}: {row['warning']}")
-    corr = correlations(records, metrics, seed=seed)
+    corr = correlations(table, metrics, seed=seed)
     warnings += [f"{c['automatic']} ~ {c['judge']}: {c['warning']}" for c in corr if c.get("warning")]
+    variants = sorted({str(r.get("variant")) for r in records})
+    corr_by_variant = [row for v in variants for row in correlations(table, metrics, seed=seed, variant=v)] \
+        if len(variants) > 1 else []
     return {"alpha": alpha, "design": "paired" if paired else "independent", "n_records": len(records),
-            "metrics": per_metric, "correlations": corr, "judge_failures": judge_failures(records),
-            "warnings": sorted(set(warnings))}
+            "metrics": per_metric, "across_metrics": across_metrics(per_metric, alpha=alpha),
+            "correlations": corr, "correlations_by_variant": corr_by_variant,
+            "judge_failures": judge_failures(records), "warnings": sorted(set(warnings))}
 
 
 def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
@@ -89,7 +127,8 @@ def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
     stems += plots.judge_radar({v: {m: describe[m].get(v, {}).get("mean") for m in judge}
                                 for v in run.variants}, out_dir)
     stems += plots.correlation_heatmap(records, metrics, out_dir)
-    stems += plots.distributions({m: {v: list(vals.values()) for v, vals in metric_by_variant(records, m).items()}
+    table = metric_table(records)
+    stems += plots.distributions({m: {v: list(vals.values()) for v, vals in table.by_variant(m).items()}
                                   for m in per_metric}, out_dir)
     tas = [m for m in metrics if m.startswith("tas")][:3]
     stems += plots.scatter_against(records, tas, judge, out_dir)

@@ -8,10 +8,16 @@ smallest attainable two-sided p is 2/2**5 = 0.0625).
 
 Fixes relative to the original `context-aware/statistical_analysis.py`: all Tukey pairs are
 reported (not only the significant ones), with effect sizes, and paired designs get paired tests.
+
+Bounds at scale: every p-value comes from scipy (exact Wilcoxon only up to ``EXACT_WILCOXON_MAX``
+differences, the normal approximation above), the smallest attainable p is computed in log space
+(no factorial or power that overflows a float), and every bootstrap resamples in chunks
+(convsim.aggregate) from data sorted first, so the numbers do not depend on record order.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from itertools import combinations
@@ -19,7 +25,16 @@ from itertools import combinations
 import numpy as np
 from scipy import stats as sps
 
+from convsim.aggregate import bootstrap_means, bootstrap_statistic
+
 ALPHA = 0.05
+# scipy's exact signed-rank distribution costs O(n^3) time and O(n^2) memory; above this many
+# non-zero differences the normal approximation is within 1e-3 of it.
+EXACT_WILCOXON_MAX = 50
+# A bootstrap of Spearman's rho re-ranks every resample (O(n_boot * n log n)): 11 s per pair at
+# n = 50,000. Above this many pairs the CI is the Fisher z interval with the Bonett-Wright (2000)
+# variance (1 + rho^2 / 2) / (n - 3), which at such n agrees with the bootstrap to about 1e-3.
+SPEARMAN_BOOTSTRAP_MAX = 500
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -90,13 +105,14 @@ def eta_squared(groups: Mapping[str, Sequence[float]]) -> float | None:
 # ---------------------------------------------------------------- attainable significance
 
 def min_p_wilcoxon(n: int) -> float:
-    """Smallest two-sided exact p of the Wilcoxon signed-rank test with n non-zero differences: 2 / 2**n."""
-    return min(1.0, 2.0 / 2**n) if n > 0 else 1.0
+    """Smallest two-sided exact p of the Wilcoxon signed-rank test with n non-zero differences: 2 / 2**n
+    (computed as 2**(1-n), which underflows to 0.0 beyond n = 1075 instead of overflowing)."""
+    return min(1.0, math.ldexp(1.0, 1 - n)) if n > 0 else 1.0
 
 
 def min_p_spearman(n: int) -> float:
-    """Smallest two-sided exact permutation p of Spearman's rho with n pairs: 2 / n!."""
-    # via lgamma: 2 / n! overflows a float from n = 171 on (it underflows to 0.0 here instead)
+    """Smallest two-sided exact permutation p of Spearman's rho with n pairs: 2 / n!, computed as
+    exp(ln 2 - lgamma(n + 1)) so that it underflows to 0.0 (n >= 171) instead of overflowing."""
     return min(1.0, math.exp(math.log(2.0) - math.lgamma(n + 1))) if n > 0 else 1.0
 
 
@@ -109,12 +125,14 @@ def min_p_friedman(n: int, k: int) -> float:
 
 def wilcoxon_p(diffs: np.ndarray) -> tuple[float, float]:
     """(statistic, two-sided p) of the Wilcoxon signed-rank test on non-zero paired differences:
-    the exact distribution when the |d| have no ties, else the normal approximation with tie
-    correction (scipy's permutation fallback for tied small samples costs seconds per call)."""
+    the exact distribution when the |d| have no ties and n <= EXACT_WILCOXON_MAX, else the normal
+    approximation with tie correction (scipy's permutation fallback for tied small samples costs
+    seconds per call; its exact distribution at n = 50,000 would need gigabytes)."""
     d = np.asarray(diffs, dtype=float)
     d = d[d != 0]
     tied = len(np.unique(np.abs(d))) < len(d)
-    res = sps.wilcoxon(d, zero_method="wilcox", method="approx" if tied else "exact")
+    exact = not tied and len(d) <= EXACT_WILCOXON_MAX
+    res = sps.wilcoxon(d, zero_method="wilcox", method="exact" if exact else "approx")
     return float(res.statistic), float(res.pvalue)
 
 
@@ -147,6 +165,12 @@ def anova_oneway(groups: Mapping[str, Sequence[float]]) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _q_crit(alpha: float, k: int, df: int) -> float:
+    """Studentized-range quantile (numerical integration, ~0.15 s): one per (alpha, k, df), not per metric."""
+    return float(sps.studentized_range.ppf(1 - alpha, k, df))
+
+
 def tukey_hsd(groups: Mapping[str, Sequence[float]], *, alpha: float = ALPHA) -> dict:
     """Tukey HSD over ALL pairs, the same numbers as statsmodels' ``pairwise_tukeyhsd``.
 
@@ -164,7 +188,7 @@ def tukey_hsd(groups: Mapping[str, Sequence[float]], *, alpha: float = ALPHA) ->
         out["warning"] = "Tukey HSD needs at least 2 variants with data and N - k >= 1"
         return out
     mse = sum(((a - a.mean()) ** 2).sum() for a in arrays.values()) / df
-    q_crit = float(sps.studentized_range.ppf(1 - alpha, k, df))
+    q_crit = _q_crit(alpha, k, df)
     for g1, g2 in combinations(arrays, 2):
         a, b = arrays[g1], arrays[g2]
         diff = float(b.mean() - a.mean())
@@ -217,20 +241,33 @@ def friedman(paired: Mapping[str, Mapping[str, float]], *, alpha: float = ALPHA)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
-    """Holm step-down adjusted p-values (= statsmodels multipletests(method='holm')); None stays None."""
+    """Holm step-down adjusted p-values; None stays None. Equal to statsmodels'
+    multipletests(method='holm') (tests/test_stats.py checks it), written out because that function
+    runs a full gc.collect() per call (0.27 s here; a run tests hundreds of families)."""
     idx = [i for i, p in enumerate(pvalues) if p is not None]
     m = len(idx)
-    order = sorted(idx, key=lambda i: pvalues[i])
+    order = sorted(idx, key=lambda i: (pvalues[i], i))
     adjusted: list[float | None] = [None] * len(pvalues)
     running = 0.0
     for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        running = max(running, min(1.0, (m - rank) * float(pvalues[i])))
         adjusted[i] = running
     return adjusted
 
 
+def paired_t(diffs: np.ndarray) -> tuple[float | None, float | None]:
+    """(t, two-sided p) of the paired t-test (scipy.stats.ttest_rel on d against 0); None when n < 2
+    or every difference is equal (t is undefined)."""
+    d = np.asarray(diffs, dtype=float)
+    if len(d) < 2 or np.all(d == d[0]):
+        return None, None
+    res = sps.ttest_rel(d, np.zeros_like(d))
+    return _f(res.statistic), _f(res.pvalue)
+
+
 def paired_wilcoxon_holm(paired: Mapping[str, Mapping[str, float]], *, alpha: float = ALPHA) -> dict:
-    """Paired Wilcoxon signed-rank test for every pair of variants over their common sessions, Holm-adjusted.
+    """Paired Wilcoxon signed-rank test for every pair of variants over their common sessions, Holm-adjusted
+    over the pairs, with the paired t-test beside it (``t``, ``p_t``, ``p_t_holm``).
 
     Per pair: n (non-zero differences), statistic, p, p_holm, mean difference (g2 - g1), d_z,
     matched-pairs rank-biserial r, the smallest attainable p and a warning when it exceeds alpha.
@@ -251,49 +288,78 @@ def paired_wilcoxon_holm(paired: Mapping[str, Mapping[str, float]], *, alpha: fl
             stat, p = wilcoxon_p(diffs)
             row.update(statistic=_f(stat), p=_f(p))
             row["warning"] = _power_warning("Wilcoxon", nz, row["min_attainable_p"], alpha)
+        row["t"], row["p_t"] = paired_t(diffs)
         pairs.append(row)
-    for row, adj in zip(pairs, holm([r["p"] for r in pairs])):
+    for row, adj, adj_t in zip(pairs, holm([r["p"] for r in pairs]), holm([r["p_t"] for r in pairs])):
         row["p_holm"] = adj
         row["reject"] = None if adj is None else bool(adj < alpha)
-    return {"test": "paired Wilcoxon signed-rank, Holm-adjusted", "alpha": alpha, "pairs": pairs}
+        row["p_t_holm"] = adj_t
+    return {"test": "paired Wilcoxon signed-rank, Holm-adjusted", "also": "paired t-test (p_t, p_t_holm)",
+            "alpha": alpha, "pairs": pairs}
 
 
 # ---------------------------------------------------------------- correlation
+
+def spearman_fisher_ci(rho: float, n: int, *, alpha: float = ALPHA) -> tuple[float | None, float | None]:
+    """tanh(atanh(rho) -/+ z_{1-alpha/2} * sqrt((1 + rho^2/2) / (n - 3))) (Bonett & Wright 2000)."""
+    if n <= 3 or not math.isfinite(rho):
+        return None, None
+    rho = max(-0.999999, min(0.999999, rho))
+    half = float(sps.norm.ppf(1 - alpha / 2)) * math.sqrt((1 + rho * rho / 2) / (n - 3))
+    return _f(math.tanh(math.atanh(rho) - half)), _f(math.tanh(math.atanh(rho) + half))
+
+
+def _centered_ranks(values: np.ndarray) -> np.ndarray:
+    r = sps.rankdata(values, axis=1)
+    return r - r.mean(axis=1, keepdims=True)
+
 
 def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 1000,
                        seed: int = 0, alpha: float = ALPHA) -> dict:
     """Spearman's rho (scipy.stats.spearmanr) with a percentile bootstrap CI over resampled pairs.
 
-    Pairs with a missing value in either list are dropped. rho is None when n < 3 or a side is constant.
+    Pairs with a missing value in either list are dropped. rho, p and the CI are None (with a
+    warning saying why) when n < 3 or a side is constant. The CI is also None, with ``ci_undefined``
+    giving the reason, when any resample has a constant side: rho is undefined on that resample,
+    and dropping those resamples would report an interval for a different statistic.
     """
     if len(x) != len(y):
         raise ValueError(f"spearman_bootstrap: x has {len(x)} values, y has {len(y)}")
-    keep = [(a, b) for a, b in zip(x, y) if a is not None and b is not None
-            and math.isfinite(float(a)) and math.isfinite(float(b))]
+    keep = sorted((float(a), float(b)) for a, b in zip(x, y) if a is not None and b is not None
+                  and math.isfinite(float(a)) and math.isfinite(float(b)))
     n = len(keep)
-    out = {"n": n, "rho": None, "p": None, "ci_low": None, "ci_high": None,
+    out = {"n": n, "rho": None, "p": None, "ci_low": None, "ci_high": None, "ci_method": None, "ci_undefined": None,
            "min_attainable_p": min_p_spearman(n), "warning": None}
     if n < 3:
         out["warning"] = f"Spearman needs at least 3 pairs, got {n}"
+        out["ci_undefined"] = out["warning"]
         return out
     xa, ya = np.array([a for a, _ in keep], float), np.array([b for _, b in keep], float)
     if np.all(xa == xa[0]) or np.all(ya == ya[0]):
         out["warning"] = "a variable is constant; Spearman's rho is undefined"
+        out["ci_undefined"] = out["warning"]
         return out
     res = sps.spearmanr(xa, ya)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, (n_boot, n))
-    # Spearman = Pearson of ranks, vectorised over the resamples; constant resamples are dropped.
-    rx = sps.rankdata(xa[idx], axis=1)
-    ry = sps.rankdata(ya[idx], axis=1)
-    rx -= rx.mean(axis=1, keepdims=True)
-    ry -= ry.mean(axis=1, keepdims=True)
-    denom = np.sqrt((rx ** 2).sum(axis=1) * (ry ** 2).sum(axis=1))
-    ok = denom > 0
-    boots = (rx * ry).sum(axis=1)[ok] / denom[ok]
-    out.update(rho=_f(res.statistic), p=_f(res.pvalue),
+    out.update(rho=_f(res.statistic), p=_f(res.pvalue), ci_method="percentile bootstrap",
                warning=_power_warning("Spearman", n, out["min_attainable_p"], alpha))
-    if len(boots):
+    if n > SPEARMAN_BOOTSTRAP_MAX:
+        out["ci_low"], out["ci_high"] = spearman_fisher_ci(float(res.statistic), n, alpha=alpha)
+        out["ci_method"] = "Fisher z, Bonett-Wright variance"
+        return out
+
+    def rho_of(idx: np.ndarray) -> np.ndarray:
+        # Spearman = Pearson of ranks, vectorised over one chunk of resamples; NaN where constant
+        rx, ry = _centered_ranks(xa[idx]), _centered_ranks(ya[idx])
+        denom = np.sqrt((rx ** 2).sum(axis=1) * (ry ** 2).sum(axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(denom > 0, (rx * ry).sum(axis=1) / np.where(denom > 0, denom, 1.0), np.nan)
+
+    boots = bootstrap_statistic(n, rho_of, n_boot=n_boot, seed=seed)
+    constant = int(np.isnan(boots).sum())
+    if constant:
+        out["ci_undefined"] = (f"{constant} of {n_boot} bootstrap resamples have a constant variable "
+                               "(rho undefined there); no interval is reported")
+    else:
         out["ci_low"] = _f(np.quantile(boots, alpha / 2))
         out["ci_high"] = _f(np.quantile(boots, 1 - alpha / 2))
     return out
@@ -302,14 +368,15 @@ def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
 # ---------------------------------------------------------------- one metric, all tests
 
 def describe(values: Sequence[float], *, seed: int = 0, n_boot: int = 1000, alpha: float = ALPHA) -> dict:
-    """n, mean, sd, median and a percentile-bootstrap (1-alpha) CI of the mean; mean None when n = 0."""
-    arr = _clean(values)
+    """n, mean, sd, median and a percentile-bootstrap (1-alpha) CI of the mean; mean None when n = 0.
+
+    Values are sorted first, so neither the mean's last bits nor the CI depend on their order."""
+    arr = np.sort(_clean(values))
     n = len(arr)
     out = {"n": n, "mean": None, "sd": None, "median": None, "ci_low": None, "ci_high": None}
     if n == 0:
         return out
-    rng = np.random.default_rng(seed)
-    means = arr[rng.integers(0, n, (n_boot, n))].mean(axis=1)
+    means = bootstrap_means(arr, n_boot=n_boot, seed=seed)
     out.update(mean=_f(arr.mean()), sd=_f(arr.std(ddof=1)) if n > 1 else None, median=_f(np.median(arr)),
                ci_low=_f(np.quantile(means, alpha / 2)), ci_high=_f(np.quantile(means, 1 - alpha / 2)))
     return out
@@ -321,7 +388,8 @@ def compare_variants(values: Mapping[str, Mapping[str, float]], *, paired: bool,
     paired designs (keys = session id + trial, the same seeds in every variant), Friedman and
     Holm-adjusted paired Wilcoxon over the sessions every variant has.
     """
-    groups = {v: list(vals.values()) for v, vals in values.items()}
+    # sorted by variant and pair key: every sum below runs in the same order whatever the record order
+    groups = {v: [values[v][k] for k in sorted(values[v])] for v in sorted(values)}
     out = {"variants": {v: describe(g, seed=seed) for v, g in sorted(groups.items())},
            "anova": anova_oneway(groups), "tukey": tukey_hsd(groups, alpha=alpha)}
     if paired and len(values) >= 2:

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from convsim import ChatModel, ConvsimError, load_graph_module, parse_model_spec
+from convsim.textio import iter_jsonl, load_json, load_yaml
 
 SYSTEM_SPEAKERS = ("system", "assistant", "recommender", "crs", "agent")
 
@@ -43,11 +45,23 @@ def import_record(obj: Any, path: Path, line: int) -> dict:
         tr = obj["transcript"]
         if not isinstance(tr, list):
             _fail("transcript must be a list of turns", path, line, "transcript")
+        tr, turn_no = [dict(t) if isinstance(t, dict) else t for t in tr], 0
         for i, t in enumerate(tr):
             if not isinstance(t, dict) or not isinstance(t.get("text"), str) or not isinstance(t.get("speaker"), str):
                 _fail("every transcript turn needs string speaker and text", path, line, f"transcript[{i}]")
+            turn_no += t["speaker"].lower() == "user"
+            t.setdefault("turn", turn_no)
+            t["meta"] = dict(t.get("meta") or {}) if isinstance(t.get("meta", {}), (dict, type(None))) else \
+                _fail("meta must be an object", path, line, f"transcript[{i}].meta")
+            if not isinstance(t["turn"], int) or isinstance(t["turn"], bool):
+                _fail("turn must be an integer", path, line, f"transcript[{i}].turn")
+            if t["speaker"].lower() == "user" and not isinstance(t["meta"].setdefault("constraints", {}), dict):
+                _fail("meta.constraints must be an object", path, line, f"transcript[{i}].meta.constraints")
+        trial = obj.get("trial", 0)
+        if not isinstance(trial, int) or isinstance(trial, bool):
+            _fail("trial must be an integer", path, line, "trial")
         return {"variant": str(obj.get("variant", "imported")), "session_id": str(obj.get("session_id", f"line{line}")),
-                "trial": obj.get("trial", 0), "seed": obj.get("seed"), "transcript": tr}
+                "trial": trial, "seed": obj.get("seed"), "transcript": tr}
     turns = obj.get("turns")
     if not isinstance(turns, list) or not turns:
         _fail("a record needs a non-empty 'turns' list (or a 'transcript')", path, line, "turns")
@@ -84,52 +98,113 @@ def import_record(obj: Any, path: Path, line: int) -> dict:
 
 
 def read_transcripts(path: str | Path) -> list[dict]:
+    """Every record of a JSONL file (streamed line by line) or of a ``.json`` list, validated; the
+    file is read through convsim.textio (UTF-8 only, bounded nesting, errors naming file and line)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConvsimError(f"cannot read transcripts: {exc.strerror}", file=str(path)) from None
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConvsimError(f"not valid JSON: {exc.msg}", file=str(path), record=f"line {exc.lineno}") from None
-        return [import_record(o, path, i) for i, o in enumerate(items, 1)]
-    out = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConvsimError(f"not valid JSON: {exc.msg}", file=str(path), record=f"line {lineno}") from None
-        out.append(import_record(obj, path, lineno))
+    head = read_bytes_head(path)
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        items = load_json(path, what="transcripts")
+        out = [import_record(o, path, i) for i, o in enumerate(items, 1)]
+    else:
+        out = [import_record(obj, path, lineno)
+               for lineno, obj in iter_jsonl(path, what="transcripts", numbered=True)]
     if not out:
         raise ConvsimError("no records", file=str(path))
     return out
 
 
-def evaluate_transcripts(path: str | Path, *, graph: str = "crs_shift", out: str | Path | None = None,
+def read_bytes_head(path: Path, size: int = 4096) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(size)
+    except FileNotFoundError:
+        raise ConvsimError("cannot read transcripts: not found", file=str(path)) from None
+    except OSError as exc:
+        raise ConvsimError(f"cannot read transcripts: {exc.strerror or exc}", file=str(path)) from None
+
+
+def source_config(path: Path) -> dict:
+    """The config.yaml of the run that wrote ``path`` (beside it), or {} when there is none."""
+    cfg_path = path.parent / "config.yaml"
+    if not cfg_path.is_file():
+        return {}
+    cfg = load_yaml(cfg_path)
+    if not isinstance(cfg, dict):
+        raise ConvsimError("config.yaml must be a YAML mapping", file=str(cfg_path))
+    return cfg
+
+
+def _variant_params(cfg: dict) -> dict[str, dict]:
+    out = {}
+    for i, v in enumerate(cfg.get("variants") or []):
+        if isinstance(v, dict) and isinstance(v.get("params", {}), dict):
+            out[str(v.get("name"))] = v.get("params") or {}
+        else:
+            raise ConvsimError("a variant must be a mapping with a params mapping", field=f"variants[{i}]")
+    return out
+
+
+def record_params(rec: dict, cfg: dict, overrides: dict) -> dict:
+    """The params a record was produced with: the source run's params and its variant's (from
+    config.yaml), else the record's own ``params``; then ``--set`` overrides on top."""
+    if cfg:
+        base = dict(cfg.get("params") or {})
+        base.update(_variant_params(cfg).get(rec["variant"], {}))
+    else:
+        base = dict(rec.get("params") or {}) if isinstance(rec.get("params"), dict) else {}
+    base.update(overrides)
+    return base
+
+
+def _make_params(module, values: dict, where: str):
+    try:
+        return module.Params(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err.get("loc", ())) or None
+        raise ConvsimError(f"{err.get('msg', 'invalid value')} (from {where})",
+                           field=f"params.{loc}" if loc else "params") from None
+
+
+def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str | Path | None = None,
                          params: dict | None = None, models: dict | None = None, embedder: str = "tfidf",
                          analyze: bool = True) -> Path:
-    """Evaluate every transcript of ``path`` with ``graph``'s evaluation; returns the run directory."""
+    """Evaluate every transcript of ``path`` with ``graph``'s evaluation; returns the run directory.
+
+    When ``path`` lies in a run directory (a config.yaml beside it), its records are evaluated with
+    that run's params (per variant) and, unless ``graph`` is given, that run's graph; ``params``
+    (``--set``) override on top. The output directory is itself a run directory that ``convsim
+    report`` and ``convsim compare`` accept (its config.yaml is a valid experiment config).
+    """
     path = Path(path)
+    cfg = source_config(path)
+    graph = graph or (cfg.get("graph") if isinstance(cfg.get("graph"), str) else None) or "crs_shift"
     module = load_graph_module(graph)
     hook = getattr(module, "evaluate_transcript", None)
     if not callable(hook):
         raise ConvsimError(f"graph {graph!r} has no evaluate_transcript(transcript, ctx) hook", field="graph")
     records = read_transcripts(path)
+    overrides = dict(params or {})
+    where = str(path.parent / "config.yaml") if cfg else "--set"
+    base = _make_params(module, {**(cfg.get("params") or {}), **overrides}, where)
+    by_variant = {}
+    for rec in records:  # validated before anything is written
+        if rec["variant"] not in by_variant:
+            by_variant[rec["variant"]] = _make_params(module, record_params(rec, cfg, overrides), where)
     run_dir = Path(out) if out is not None else Path("runs") / f"eval-{path.stem}"
     run_dir.mkdir(parents=True, exist_ok=True)
     model_specs = {role: parse_model_spec(spec, where=f"models.{role}") for role, spec in (models or {}).items()}
-    p = module.Params(**(params or {}))
-    (run_dir / "config.yaml").write_text(yaml.safe_dump({
-        "name": f"eval-{path.stem}", "graph": graph, "source": str(path), "params": p.model_dump(),
-        "models": {r: s.settings for r, s in model_specs.items()}, "embedder": embedder,
+    base_dump = base.model_dump()
+    variants = [{"name": v, "params": {k: x for k, x in p.model_dump().items() if base_dump.get(k) != x}}
+                for v, p in by_variant.items()]
+    header = f"# convsim eval of {path} (graph {graph}; params from {where})\n"
+    (run_dir / "config.yaml").write_text(header + yaml.safe_dump({
+        "name": f"eval-{path.stem}", "graph": graph, "params": base_dump,
+        "models": {r: s.settings for r, s in model_specs.items()}, "embedder": embedder, "variants": variants,
         "analysis": ["evaluation.analysis:analyze_run"]}, sort_keys=False), encoding="utf-8")
     with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
         for rec in records:
+            p = by_variant[rec["variant"]]
             handles = {r: ChatModel(spec=s, role=r) for r, s in model_specs.items()}
             ctx = module.Context(params=p, models=handles, embedder_spec=embedder, seed=0,
                                  session_id=rec["session_id"], trial=rec["trial"], run_dir=str(run_dir))

@@ -28,7 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from agents.crs.recommender import CRSParams, crs_turn, new_crs_state
+from agents.crs.recommender import CRSParams, crs_turn, new_crs_state, off_catalog_titles
 from agents.crs.user import UserSimParams, paraphrase, user_turn
 from catalog.movies.concepts import ConceptExtractor
 from catalog.movies.catalog import MovieCatalog, load_movie_catalog
@@ -296,6 +296,13 @@ def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:
                    "dialogue_details": {}}
     for entry in transcript:
         state["transcript"] = state["transcript"] + [entry]
+        if entry["speaker"] == "system" and "off_catalog_titles" not in entry.get("meta", {}):
+            # an imported system turn: the same title checks the project's recommender makes
+            text, extractor = entry["text"], _extractor(ctx)
+            entry = {**entry, "meta": {**entry.get("meta", {}), "off_catalog_titles": off_catalog_titles(
+                extractor, text), "mentioned_ids": [i for i in extractor.extract_titles(text)
+                                                    if i in _catalog(ctx).by_id]}}
+            state["transcript"][-1] = entry
         if entry["speaker"] == "system" and len(state["transcript"]) >= 2 \
                 and state["transcript"][-2]["speaker"] == "user":
             state["turn"] = entry["turn"]

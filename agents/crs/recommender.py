@@ -270,7 +270,7 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
                                       params.history_turns)
     mentioned = [i for i in extractor.extract_titles(text) if i in catalog.by_id]
     # a title-like span the catalog cannot resolve is a recommendation outside the catalog
-    off_catalog = [t for t in extractor.candidate_titles(text) if not _resolves(extractor, t)]
+    off_catalog = off_catalog_titles(extractor, text)
     # the logged ranking: what the answer named first, then the remaining candidates
     rec_ids = list(dict.fromkeys(mentioned + [m.id for m in ranked]))[:params.top_k]
     state = dict(state, shown=list(dict.fromkeys(state["shown"] + mentioned)))
@@ -281,6 +281,11 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
 
 
 _TRAILING_YEAR = re.compile(r"\s*\(?\s*\d{4}\s*\)?\s*$")
+
+
+def off_catalog_titles(extractor, text: str) -> list[str]:
+    """Title-like spans of ``text`` that name no catalog film (also used for imported transcripts)."""
+    return [t for t in extractor.candidate_titles(text) if not _resolves(extractor, t)]
 
 
 def _resolves(extractor, span: str) -> bool:

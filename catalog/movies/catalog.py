@@ -18,7 +18,6 @@ See docs/movie_catalog.md.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from collections import Counter, defaultdict
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from convsim import ConvsimError
+from convsim.textio import load_json
 
 FIELDS = ("genre", "actor", "director", "writer", "language", "year")
 LIST_FIELDS = ("genre", "actor", "director", "writer", "language")
@@ -254,15 +254,7 @@ class MovieCatalog:
         (OpenDialKG when every record carries ``original_id``, as the KB's records do)."""
         path = Path(path) if path is not None else PROJECT_CATALOG
         file = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConvsimError(f"cannot read movie catalog: {exc.strerror}", file=file) from exc
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConvsimError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
-                               file=file) from exc
+        data = load_json(path, what="movie catalog")  # UTF-8, bounded nesting, one-line errors
         if not isinstance(data, dict) or not data:
             raise ConvsimError("a movie catalog must be a non-empty JSON object keyed by title",
                                file=file)

@@ -28,6 +28,7 @@ from rapidfuzz import fuzz
 from catalog.service.normalize import (DONTCARE, canonical_name, names_match,
                                        normalize_slot_name, normalize_value)
 from convsim import ConvsimError
+from convsim.textio import load_json
 
 PROJECT_DB_DIR = Path(__file__).resolve().parents[1] / "data" / "service"
 DOMAINS = ("restaurant", "hotel", "attraction", "train")
@@ -74,12 +75,7 @@ class ServiceSchema:
 
 
 def _read_json(path: Path) -> object:
-    if not path.exists():
-        raise ConvsimError("file not found", file=path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ConvsimError(f"not valid JSON: {err.msg} at line {err.lineno}", file=path) from None
+    return load_json(path)  # UTF-8, bounded nesting, one-line errors naming file and position
 
 
 @functools.lru_cache(maxsize=8)

@@ -23,12 +23,12 @@ user informs a ``book*`` slot of a bookable domain in that turn, else ``find_<do
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from catalog.service.db import MULTIWOZ_DOMAINS
 from catalog.service.normalize import normalize_slot_name, normalize_value
 from convsim import ConvsimError
+from convsim.textio import load_json
 
 BOOKABLE = ("restaurant", "hotel", "train", "taxi")
 # MultiWOZ act names that our agents express with a more general act of the same meaning.
@@ -55,12 +55,7 @@ def _intent_name(intent: str) -> str:
 
 
 def _read(path: Path) -> object:
-    if not path.exists():
-        raise ConvsimError("dialogue file not found", file=path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ConvsimError(f"not valid JSON: {err.msg} at line {err.lineno}", file=path) from None
+    return load_json(path, what="dialogue file")  # UTF-8, bounded nesting, one-line errors
 
 
 def _pairs(turns: list, file: Path, did: str, speaker_key, user_value: str) -> list[tuple]:

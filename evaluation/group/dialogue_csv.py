@@ -15,12 +15,14 @@ name, else inferred from the dialogue. A malformed file raises ``ConvsimError`` 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from pathlib import Path
 
 from catalog.travel import KINDS, TravelDB, load_travel_db, travel_db_from_ref_info
 from convsim import ConvsimError
+from convsim.textio import parse_json, read_text
 from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
 from evaluation.group.plan_parse import intent_slot
 
@@ -67,22 +69,23 @@ def _json_cell(value: str, *, file: str, line: int, column: str):
     if not value.strip():
         return None
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise ConvsimError(f"invalid JSON in column {column!r}: {exc.msg}", file=file,
+        return parse_json(value, file=file, record=f"line {line}")  # bounded nesting
+    except ConvsimError as exc:
+        raise ConvsimError(f"invalid JSON in column {column!r}: {exc.message}", file=file,
                            record=f"line {line}", field=column) from None
 
 
 def read_group_csv(path: str | Path) -> dict:
     """``{"turns", "plan", "ref_info", "flags"}`` from a dialogue CSV (validated)."""
     file = str(path)
-    try:
-        fh = Path(path).open(newline="", encoding="utf-8")
-    except FileNotFoundError:
-        raise ConvsimError("dialogue CSV not found", file=file) from None
+    # UTF-8 only, binary refused, errors naming the file (convsim.textio); dialogue CSVs are small
+    fh = io.StringIO(read_text(path, what="dialogue CSV"), newline="")
     with fh:
         reader = csv.DictReader(fh)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        try:
+            missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        except csv.Error as exc:
+            raise ConvsimError(f"malformed CSV: {exc}", file=file, record="line 1") from None
         if missing:
             raise ConvsimError(f"missing column(s) {missing}", file=file, record="line 1", field=missing[0])
         turns, plan, ref, first_meta = [], None, {k: [] for k in KINDS}, None
