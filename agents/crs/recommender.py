@@ -126,17 +126,24 @@ def update_constraints(state: dict, user_text: str, concepts, turn: int) -> dict
 
 # --- retrieval -----------------------------------------------------------------------------
 
-def retrieve(catalog: MovieCatalog, state: dict, history_concepts) -> tuple[list[Movie], list[str]]:
+def _oldest(active: dict, stated_at: dict) -> str:
+    return min(active, key=lambda f: (stated_at.get(f, 0), FIELDS.index(f)))
+
+
+def retrieve(catalog: MovieCatalog, state: dict, history_concepts, n_fresh: int = 0
+             ) -> tuple[list[Movie], list[str]]:
     """Candidates for the tracked constraints and the fields relaxed to find any.
 
     Relaxation drops the least recently stated field (ties: FIELDS order) until some film
     matches. Ranking: films not yet shown first, then by Σ idf of the dialogue's user concepts
-    the film has (``history_concepts``), then title."""
+    the film has (``history_concepts``), then title. When fewer than ``n_fresh`` candidates are
+    new to the user, films of further relaxed constraints that are new follow the new
+    candidates (a recommender that has shown every match widens rather than repeats)."""
     active = dict(state["constraints"])
     relaxed: list[str] = []
     candidates = catalog.search(active)
     while not candidates and active:
-        oldest = min(active, key=lambda f: (state["stated_at"].get(f, 0), FIELDS.index(f)))
+        oldest = _oldest(active, state["stated_at"])
         relaxed.append(oldest)
         del active[oldest]
         candidates = catalog.search(active)
@@ -146,11 +153,22 @@ def retrieve(catalog: MovieCatalog, state: dict, history_concepts) -> tuple[list
     def relevance(movie: Movie) -> float:
         return sum(w for (f, v), w in weights.items() if v in movie.values(f))
 
-    def richness(movie: Movie) -> int:
-        # a popularity proxy: well-known films have fuller catalog entries
-        return sum(len(movie.values(f)) for f in FIELDS)
+    def key(movie: Movie):
+        # richness, a popularity proxy: well-known films have fuller catalog entries
+        return (movie.id in shown, -relevance(movie), -movie.richness)
 
-    ranked = sorted(candidates, key=lambda m: (m.id in shown, -relevance(m), -richness(m)))
+    ranked = sorted(candidates, key=key)
+    fresh = [m for m in ranked if m.id not in shown]
+    if len(fresh) < n_fresh:
+        widened, ids = dict(active), {m.id for m in ranked}
+        extra: list[Movie] = []
+        while len(fresh) + len(extra) < n_fresh and widened:
+            del widened[_oldest(widened, state["stated_at"])]
+            more = [m for m in catalog.search(widened) if m.id not in shown and m.id not in ids]
+            more.sort(key=key)
+            extra += more[:n_fresh - len(fresh) - len(extra)]
+            ids.update(m.id for m in more)
+        ranked = fresh + extra + [m for m in ranked if m.id in shown]
     return ranked, relaxed
 
 
@@ -255,7 +273,7 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
     """One CRS turn -> (answer, next state, crs_meta)."""
     state = update_constraints(state, user_text, user_concepts, turn)
     update = state.pop("update")
-    ranked, relaxed = retrieve(catalog, state, history_concepts)
+    ranked, relaxed = retrieve(catalog, state, history_concepts, params.n_mention)
     constraints = state["constraints"]
     active = {f: v for f, v in constraints.items() if f not in relaxed}
     relaxed_values = [v for f in relaxed for v in constraints[f]]

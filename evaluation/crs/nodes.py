@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from evaluation.crs.health import health_metrics, pooled_health
 from evaluation.crs.tas import (
     concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
     mean_or_none, recovery, segment_scores, segments, tas_turn,
@@ -147,9 +148,13 @@ def concept_accounting(state: dict, settings: TASSettings, idf) -> tuple[dict, d
             {})
 
 
+def simulator_health(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
+    return health_metrics(state.get("transcript") or []), {}
+
+
 Contributor = Callable[[dict, TASSettings, object], tuple[dict, dict]]
 DIALOGUE_CONTRIBUTORS: list[Contributor] = [grounded_tas, segment_alignment, shift_recovery,
-                                            concept_accounting]
+                                            concept_accounting, simulator_health]
 
 
 def dialogue_evaluation(state: dict, settings: TASSettings, idf,
@@ -179,4 +184,5 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
             "off_catalog_titles_total": off, "recommended_titles_total": rec,
             "off_catalog_rate_pooled": off / (off + rec) if off + rec else None,
             "crs_generation_failures_total": sum(d.get("crs_generation_failures", 0) for d in dm),
-            "user_paraphrase_fallbacks_total": sum(d.get("user_paraphrase_fallbacks", 0) for d in dm)}
+            "user_paraphrase_fallbacks_total": sum(d.get("user_paraphrase_fallbacks", 0) for d in dm),
+            **pooled_health(ok)}
