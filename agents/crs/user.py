@@ -89,7 +89,7 @@ def constraints_phrase(constraints: dict[str, str]) -> str:
 OPENINGS = (
     "I'm in the mood for {genre_article} movie. Could you recommend a few?",
     "Can you suggest a good {genre} film for tonight?",
-    "I feel like watching something {genre}. Any ideas?",
+    "I feel like watching a {genre} film. Any ideas?",
 )
 DETAILS = {
     "cast": ("I liked the cast of {anchor}. Who else is good in {focus}?",
@@ -112,7 +112,7 @@ FOLLOW_UPS = (
     "Any more {focus} you could suggest?",
 )
 CONTRADICTIONS = {
-    "correct_genre": ("Actually, scratch that: I said {wrong} but I really meant {right} films.",),
+    "correct_genre": ("Actually, scratch that: I said {wrong} films but I really meant {right} films.",),
     "drop": ("Hmm, forget what I said about {value}; that doesn't matter to me anymore.",),
     "waver": ("Wait, do I really want {focus}? Yes, I do: {focus} it is.",
               "Hmm, maybe not {focus}... no, actually {focus} are exactly what I want."),
@@ -316,7 +316,9 @@ def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
     if droppable and rng.random() < 0.5:
         field = rng.choice(droppable)
         constraints = {k: v for k, v in state["constraints"].items() if k != field}
-        text = rng.choice(CONTRADICTIONS["drop"]).format(value=state["constraints"][field])
+        value = state["constraints"][field]
+        text = rng.choice(CONTRADICTIONS["drop"]).format(
+            value=f"{value.lower()} films" if field == "genre" else value)
         return dict(state, constraints=constraints), "drop", text
     return state, "waver", rng.choice(CONTRADICTIONS["waver"]).format(focus=_focus_phrase(state))
 
