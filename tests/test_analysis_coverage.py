@@ -40,3 +40,10 @@ def test_the_users_own_anchors_are_not_targets():
     out = cov.coverage_metrics(tr, cov.hidden_targets(state), ks=(1,))
     assert out["recall_at_1"] == 0.0 and out["pc_final"] == 0.0
     assert cov.coverage_metrics(tr, cov.hidden_targets({"transcript": tr}), ks=(1,))["recall_at_1"] is None
+
+
+def test_hidden_targets_from_the_transcript_when_the_state_is_gone():
+    tr = [{"speaker": "user", "text": "x", "meta": {"hidden_targets": ["m7"]}},
+          {"speaker": "system", "text": "y", "meta": {"top_k": ["m7"]}}]
+    assert cov.hidden_targets({"transcript": tr}) == {"m7"}
+    assert cov.hidden_targets({"transcript": tr, "user_state": {"targets": ["m8"]}}) == {"m8"}

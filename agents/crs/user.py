@@ -374,6 +374,8 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
             "anchor_title": anchor.title, "template": text, "contradiction": contradiction,
             "reaction": reaction, "true_genre": state["true_genre"],
             "n_satisfying": _count(catalog, state["constraints"])}
+    if turn == 1:  # logged for offline re-evaluation (evaluation/crs/coverage.py); never said
+        meta["hidden_targets"] = list(state["targets"])
     return UserTurn(template=text, state=state, meta=meta)
 
 

@@ -52,9 +52,17 @@ def system_top_k(turn: Mapping) -> list[str]:
 
 
 def hidden_targets(state: Mapping) -> set[str]:
-    """The simulated user's hidden target films of a finished session (empty when unknown)."""
+    """The simulated user's hidden target films of a finished session: its final state's, else
+    those its first turn logged in ``meta.hidden_targets`` (a transcript evaluated offline);
+    empty when unknown."""
     user_state = state.get("user_state") or {}
-    return {str(t) for t in user_state.get("targets") or []}
+    if user_state.get("targets"):
+        return {str(t) for t in user_state["targets"]}
+    for turn in state.get("transcript") or []:
+        meta = turn.get("meta") or {}
+        if str(turn.get("speaker", "")).lower() == "user" and meta.get("hidden_targets"):
+            return {str(t) for t in meta["hidden_targets"]}
+    return set()
 
 
 def coverage_metrics(transcript: Sequence[Mapping], targets: set[str] | frozenset[str], *,
