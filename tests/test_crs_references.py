@@ -71,3 +71,15 @@ def test_references_say_what_they_are(means):
 def test_echo_reply_restates_concepts_in_field_order():
     assert concepts_phrase({("actor", "Tom Hanks"), ("genre", "Drama")}) == "drama films, Tom Hanks"
     assert "Tom Hanks" in echo_reply({("actor", "Tom Hanks")})
+
+
+def test_strict_pairing_users_identical_across_systems(means):
+    """accept_title_prob = 0: every system meets the same user, turn for turn."""
+    _, records = means
+    by_agent: dict = {}
+    for r in records:
+        users = [e["text"] for e in r["transcript"] if e["speaker"] == "user"]
+        by_agent.setdefault(r["params"]["crs_agent"], []).append(users)
+    first = by_agent["template"]
+    for agent, dialogues in by_agent.items():
+        assert dialogues == first, agent
