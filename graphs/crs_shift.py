@@ -1,4 +1,4 @@
-"""Movie recommender under controlled preference shifts (spec 000, issue 2; docs/crs_shift.md).
+"""Movie recommender under controlled preference shifts (grounded TAS; docs/crs_shift.md).
 
 Topology: START -> user -> crs -> evaluate_turn -> (user ... until n_turns) -> [dialogue-stage
 nodes] -> evaluate_dialogue -> END.

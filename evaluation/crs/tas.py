@@ -1,6 +1,6 @@
 """Grounded Topic Adaptation Score (TAS) and its diagnostics, as pure functions.
 
-Spec: ../shared/spec/000_553880153d674c13.txt (§3 TAS, §4 shift recovery, §5 segments); exact
+Spec: the grounded-TAS spec (§3 TAS, §4 shift recovery, §5 segments); exact
 definitions and the original's defects: ../shared/reference/crs.md §1.3.
 
 A *concept* is a hashable catalog-grounded pair ``(field, value)``; a concept set is any iterable
@@ -54,7 +54,7 @@ def _idf_of(idf: IdfLike, concept: Concept) -> float:
 
 
 def cross_coherence(u_concepts: Iterable[Concept], s_concepts: Iterable[Concept]) -> float | None:
-    """Cross-coherence CC(t) = |E(U) ∩ E(S)| / |E(U) ∪ E(S)| (Jaccard), spec 000_553880153d674c13.txt §3.
+    """Cross-coherence CC(t) = |E(U) ∩ E(S)| / |E(U) ∪ E(S)| (Jaccard), the grounded-TAS spec §3.
 
     Returns ``None`` when both sets are empty (not applicable; the original returned 1.0), and 0.0
     when exactly one is empty.
@@ -68,7 +68,7 @@ def cross_coherence(u_concepts: Iterable[Concept], s_concepts: Iterable[Concept]
 
 def weighted_cosine(u_counts: Mapping[Concept, float], s_counts: Mapping[Concept, float],
                     idf: IdfLike) -> float | None:
-    """cos(φ(U), φ(S)) with φ(x)_c = count_x(c) · idf(c), spec 000_553880153d674c13.txt §3 and §5.
+    """cos(φ(U), φ(S)) with φ(x)_c = count_x(c) · idf(c), the grounded-TAS spec §3 and §5.
 
     The turn-level CR uses binary counts; segment CR sums the binary vectors of its turns.
     Returns ``None`` when both vectors are empty, 0.0 when one has zero norm.
@@ -90,7 +90,7 @@ def weighted_cosine(u_counts: Mapping[Concept, float], s_counts: Mapping[Concept
 
 def context_retention(u_concepts: Iterable[Concept], s_concepts: Iterable[Concept],
                       idf: IdfLike) -> float | None:
-    """Context retention CR(t) = φ(U)·φ(S) / (‖φ(U)‖ ‖φ(S)‖), spec 000_553880153d674c13.txt §3.
+    """Context retention CR(t) = φ(U)·φ(S) / (‖φ(U)‖ ‖φ(S)‖), the grounded-TAS spec §3.
 
     φ(x) is the binary concept-indicator vector of E(x) times smooth IDF,
     idf(f, v) = ln((1+N)/(1+df(f, v))) + 1 over the catalog (crs.md §1.3). ``idf`` is a callable
@@ -115,7 +115,7 @@ def word_ngrams(text: str, n: int) -> frozenset[tuple[str, ...]]:
 
 
 def copy_penalty(user_text: str, system_text: str, ns: Sequence[int] = (3, 4)) -> float | None:
-    """Copy penalty I(t) = max_{n∈{3,4}} |G_n(S) ∩ G_n(U)| / |G_n(S)|, spec 000_553880153d674c13.txt §3.
+    """Copy penalty I(t) = max_{n∈{3,4}} |G_n(S) ∩ G_n(U)| / |G_n(S)|, the grounded-TAS spec §3.
 
     G_n are *sets* of lower-cased word n-grams. An n for which S has no n-gram is skipped;
     returns ``None`` when S has no n-gram for any n (too short to copy anything).
@@ -131,7 +131,7 @@ def copy_penalty(user_text: str, system_text: str, ns: Sequence[int] = (3, 4)) -
 
 def tas_turn(cc: float | None, cr: float | None, i: float | None, *, alpha: float = 1.0,
              beta: float = 1.0, gamma: float = 1.0) -> float | None:
-    """TAS(t) = clip(α·CC(t) + β·CR(t) − γ·I(t), −1, 1), spec 000_553880153d674c13.txt §3.
+    """TAS(t) = clip(α·CC(t) + β·CR(t) − γ·I(t), −1, 1), the grounded-TAS spec §3.
 
     Returns ``None`` when CC or CR is ``None`` (∅/∅ turn). A ``None`` copy penalty (system text
     without a 3-gram) contributes nothing.
@@ -149,7 +149,7 @@ def mean_or_none(values: Iterable[float | None]) -> float | None:
 
 
 def dialogue_tas(tas_by_turn: Sequence[float | None]) -> float | None:
-    """Dialogue TAS = mean over turns of TAS(t), spec 000_553880153d674c13.txt §3.
+    """Dialogue TAS = mean over turns of TAS(t), the grounded-TAS spec §3.
 
     ``None`` turns (∅/∅) are excluded; ``None`` when no turn is applicable.
     """
@@ -157,7 +157,7 @@ def dialogue_tas(tas_by_turn: Sequence[float | None]) -> float | None:
 
 
 def segments(shift_turns: Iterable[int], n_turns: int) -> list[tuple[int, int]]:
-    """Segments [a, b] (inclusive, 1-based) bounded by [1] + shift turns, spec 000_553880153d674c13.txt §5.
+    """Segments [a, b] (inclusive, 1-based) bounded by [1] + shift turns, the grounded-TAS spec §5.
 
     A shift at turn 1 opens the first segment; duplicate shift turns count once.
     """
@@ -178,7 +178,7 @@ def segment_scores(segment_bounds: Sequence[tuple[int, int]],
                    s_concepts_by_turn: Sequence[Iterable[Concept]], idf: IdfLike, *,
                    penalties_by_turn: Sequence[float | None] | None = None, alpha: float = 1.0,
                    beta: float = 1.0, gamma: float = 1.0) -> list[dict]:
-    """Segment-level CC, CR, I and TAS, spec 000_553880153d674c13.txt §5 (crs.md §1.3 "Segments").
+    """Segment-level CC, CR, I and TAS, the grounded-TAS spec §5 (crs.md §1.3 "Segments").
 
     For segment [a, b]: CC = Jaccard(∪_t E(U_t), ∪_t E(S_t)); CR = cos of the summed binary×IDF
     vectors Σ_t φ(U_t), Σ_t φ(S_t); I = mean of the turns' non-None penalties; TAS clipped as
@@ -206,7 +206,7 @@ def segment_scores(segment_bounds: Sequence[tuple[int, int]],
 def recovery(shift_turns: Iterable[int], cc_by_turn: Sequence[float | None],
              cr_by_turn: Sequence[float | None], *, window: int = 3, tau: float = 0.65,
              rule: str = "cc", cc_floor: float = 0.35) -> dict:
-    """Shift recovery rate and delay, spec 000_553880153d674c13.txt §4 (crs.md §1.3 "Recovery").
+    """Shift recovery rate and delay, the grounded-TAS spec §4 (crs.md §1.3 "Recovery").
 
     Shift s is recovered if ∃ d ∈ [0, W−1] with s+d ≤ T such that
     rule ``"cc"`` (the spec): CC(s+d) ≥ τ; rule ``"original"`` (the original code):

@@ -1,4 +1,4 @@
-"""TAS/CAS, the five-component Topic/Context Adaptation Score of spec 001_7a143b81fde40554.txt.
+"""TAS/CAS, the five-component Topic/Context Adaptation Score of the TAS/CAS write-up.
 
 Reported as ``tas_cas`` (and ``tas_cas_<component>``), beside the grounded TAS of spec 000
 (``tas_grounded``). Exact legacy definitions: reference crs.md §1.4. What is fixed here:
