@@ -60,18 +60,18 @@ def test_retrieval_relaxes_the_oldest_field_and_records_it(catalog):
     assert catalog.search({"genre": genre}) and not catalog.search({"genre": genre, "actor": actor})
     state = dict(new_crs_state(), constraints={"genre": [genre], "actor": [actor]},
                  stated_at={"genre": 1, "actor": 2})
-    ranked, relaxed = retrieve(catalog, state, set())
+    ranked, relaxed, n = retrieve(catalog, state, set())
     assert relaxed == ["genre"]
     assert ranked and all(actor in m.actors for m in ranked)
 
 
 def test_retrieval_is_deterministic_and_prefers_unseen(catalog):
     state = dict(new_crs_state(), constraints={"genre": ["Drama"]}, stated_at={"genre": 1})
-    first, _ = retrieve(catalog, state, {("genre", "Drama")})
-    again, _ = retrieve(catalog, state, {("genre", "Drama")})
+    first, _, _ = retrieve(catalog, state, {("genre", "Drama")})
+    again, _, _ = retrieve(catalog, state, {("genre", "Drama")})
     assert [m.id for m in first] == [m.id for m in again]
     seen = dict(state, shown=[first[0].id])
-    after, _ = retrieve(catalog, seen, {("genre", "Drama")})
+    after, _, _ = retrieve(catalog, seen, {("genre", "Drama")})
     assert after[-1].id == first[0].id and after[0].id == first[1].id
 
 
@@ -147,11 +147,23 @@ def test_retrieve_widens_rather_than_repeats(catalog):
     """With every match already shown, new films of a relaxed request come before repeats."""
     state = {"constraints": {"genre": ["Drama"], "actor": ["Tom Hanks"]},
              "stated_at": {"genre": 1, "actor": 2}, "shown": []}
-    matches, _ = retrieve(catalog, state, set())
+    matches, _, _ = retrieve(catalog, state, set())
     seen = dict(state, shown=[m.id for m in matches])
-    widened, _ = retrieve(catalog, seen, set(), n_fresh=2)
+    widened, _, _ = retrieve(catalog, seen, set(), n_fresh=2)
     assert widened[0].id not in seen["shown"] and widened[1].id not in seen["shown"]
     # the oldest constraint (genre) was relaxed: the new films still star Tom Hanks
     assert all("Tom Hanks" in m.actors for m in widened[:2])
-    no_widening, _ = retrieve(catalog, seen, set(), n_fresh=0)
+    no_widening, _, _ = retrieve(catalog, seen, set(), n_fresh=0)
     assert {m.id for m in no_widening} == set(seen["shown"])
+
+
+def test_retrieve_with_a_limit_ranks_the_same_head_without_sorting_everything(catalog):
+    state = {"constraints": {"genre": ["Drama"]}, "stated_at": {"genre": 1}, "shown": []}
+    history = {("genre", "Drama"), ("actor", "Tom Hanks")}
+    full, _, n = retrieve(catalog, state, history)
+    head, _, n_head = retrieve(catalog, state, history, limit=7)
+    assert [m.id for m in head] == [m.id for m in full[:7]] and n == n_head == len(full)
+    seen = dict(state, shown=[m.id for m in full[:3]])
+    full_seen, _, _ = retrieve(catalog, seen, history)
+    head_seen, _, _ = retrieve(catalog, seen, history, limit=5)
+    assert [m.id for m in head_seen] == [m.id for m in full_seen[:5]]

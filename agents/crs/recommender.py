@@ -16,6 +16,7 @@ shuffle, recorded relaxation instead of an "Inception" fallback, and a post-chec
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
 
@@ -145,15 +146,18 @@ def _oldest(active: dict, stated_at: dict) -> str:
     return min(active, key=lambda f: (stated_at.get(f, 0), FIELDS.index(f)))
 
 
-def retrieve(catalog: MovieCatalog, state: dict, history_concepts, n_fresh: int = 0
-             ) -> tuple[list[Movie], list[str]]:
-    """Candidates for the tracked constraints and the fields relaxed to find any.
+def retrieve(catalog: MovieCatalog, state: dict, history_concepts, n_fresh: int = 0,
+             limit: int | None = None) -> tuple[list[Movie], list[str], int]:
+    """Candidates for the tracked constraints, the fields relaxed to find any, and how many
+    films the (relaxed) constraints match.
 
     Relaxation drops the least recently stated field (ties: FIELDS order) until some film
     matches. Ranking: films not yet shown first, then by Σ idf of the dialogue's user concepts
-    the film has (``history_concepts``), then title. When fewer than ``n_fresh`` candidates are
-    new to the user, films of further relaxed constraints that are new follow the new
-    candidates (a recommender that has shown every match widens rather than repeats)."""
+    the film has (``history_concepts``), then the film's catalog richness. When fewer than
+    ``n_fresh`` candidates are new to the user, films of further relaxed constraints that are
+    new follow the new candidates (a recommender that has shown every match widens rather than
+    repeats). With ``limit`` only the first ``limit`` films are ranked (a partial selection,
+    not a sort of every candidate)."""
     active = dict(state["constraints"])
     relaxed: list[str] = []
     candidates = catalog.search(active)
@@ -172,19 +176,22 @@ def retrieve(catalog: MovieCatalog, state: dict, history_concepts, n_fresh: int 
         # richness, a popularity proxy: well-known films have fuller catalog entries
         return (movie.id in shown, -relevance(movie), -movie.richness)
 
-    ranked = sorted(candidates, key=key)
-    fresh = [m for m in ranked if m.id not in shown]
-    if len(fresh) < n_fresh:
-        widened, ids = dict(active), {m.id for m in ranked}
+    def rank(films: list[Movie], k: int | None) -> list[Movie]:
+        return sorted(films, key=key) if k is None or k >= len(films) else heapq.nsmallest(k, films, key=key)
+
+    ranked = rank(candidates, limit)
+    n_new = sum(1 for m in candidates if m.id not in shown)
+    if n_new < n_fresh:
+        widened, ids = dict(active), {m.id for m in candidates}
         extra: list[Movie] = []
-        while len(fresh) + len(extra) < n_fresh and widened:
+        while n_new + len(extra) < n_fresh and widened:
             del widened[_oldest(widened, state["stated_at"])]
             more = [m for m in catalog.search(widened) if m.id not in shown and m.id not in ids]
-            more.sort(key=key)
-            extra += more[:n_fresh - len(fresh) - len(extra)]
+            extra += rank(more, n_fresh - n_new - len(extra))[:n_fresh - n_new - len(extra)]
             ids.update(m.id for m in more)
-        ranked = fresh + extra + [m for m in ranked if m.id in shown]
-    return ranked, relaxed
+        # the new candidates are first in ``ranked`` (all of them: n_new < n_fresh <= limit)
+        ranked = ranked[:n_new] + extra + ranked[n_new:]
+    return (ranked if limit is None else ranked[:limit]), relaxed, len(candidates)
 
 
 # --- template answers ----------------------------------------------------------------------
@@ -315,7 +322,9 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
     ``oracle_view`` (the user's latent taste, constraints and focus) is read by ``oracle`` only."""
     state = update_constraints(state, user_text, user_concepts, turn)
     update = state.pop("update")
-    ranked, relaxed = retrieve(catalog, state, history_concepts, params.n_mention)
+    ranked, relaxed, n_candidates = retrieve(
+        catalog, state, history_concepts, params.n_mention,
+        limit=max(params.top_k, params.n_mention, params.n_prompt_candidates))
     constraints = state["constraints"]
     active = {f: v for f, v in constraints.items() if f not in relaxed}
     relaxed_values = [v for f in relaxed for v in constraints[f]]
@@ -358,7 +367,7 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
     rec_ids = list(dict.fromkeys(mentioned + ranked_ids[:params.top_k]))[:params.top_k]
     state = dict(state, shown=list(dict.fromkeys(state["shown"] + mentioned)))
     meta = {"constraints": constraints, "relaxed": relaxed, "update": update,
-            "n_candidates": len(ranked), "rec_ids": rec_ids, "mentioned_ids": mentioned,
+            "n_candidates": n_candidates, "rec_ids": rec_ids, "mentioned_ids": mentioned,
             "off_catalog_titles": off_catalog, "generation": generation}
     return text, state, meta
 
