@@ -83,6 +83,7 @@ _ROLE_BEFORE = (("director", re.compile(r"\b(directed by|director|directors|dire
 _ROLE_AFTER = (("director", re.compile(r"^'s\s+(directing|direction)", re.I)),
                ("writer", re.compile(r"^'s\s+(writing|script)", re.I)),
                ("actor", re.compile(r"^'s\s+(acting|performance)", re.I)))
+_ROLE_ANY = re.compile("|".join(f"(?P<{field}>{cue.pattern})" for field, cue in _ROLE_BEFORE), re.I)
 _CLAUSE_END = re.compile(r"[.;!?]")
 _ROLE_WINDOW = 60  # characters before a name in which a role cue still applies ("starring A, B and C")
 _TOKEN = re.compile(r"\w+")
@@ -227,7 +228,8 @@ class ConceptExtractor:
         """Longest-first matches: (start_token, end_token, [accepted entries]); plus tokens.
         With ``titles=False`` catalog titles are ignored (they neither match nor consume)."""
         toks = _tokens(text)
-        folded = [fold(t) for _, _, t in toks]
+        # ASCII text: lower() is the fold and keeps token boundaries (one C-level pass)
+        folded = _TOKEN.findall(text.lower()) if text.isascii() else [fold(t) for _, _, t in toks]
         matches, i, n = [], 0, len(toks)
         while i < n:
             node, best = self._trie, None
@@ -260,6 +262,12 @@ class ConceptExtractor:
         consumed = [False] * len(toks)
         for i, j, entries in matches:
             consumed[i:j] = [True] * (j - i)
+            if len(entries) == 1:  # the common case: one value or one title, nothing to resolve
+                e = entries[0]
+                if e.kind == "value" and (e.field != "genre" or j - i > 1 or folded[i] not in CONTEXT_GENRES
+                                          or self._genre_context(text, toks, folded, i, j)):
+                    concepts.add((e.field, e.value))
+                continue
             values = [e for e in entries if e.kind == "value"]
             if len(values) < len(entries) and any(e.kind == "title" for e in entries):
                 values = [e for e in values if self._field_context(e.field, text, toks, folded, i, j)]
@@ -317,11 +325,9 @@ class ConceptExtractor:
             if cue.match(text[end:]):
                 return field
         window = _CLAUSE_END.split(text[max(0, start - _ROLE_WINDOW):start])[-1]
-        last, found = -1, None
-        for field, cue in _ROLE_BEFORE:
-            for m in cue.finditer(window):
-                if m.end() > last:
-                    last, found = m.end(), field
+        found = None
+        for m in _ROLE_ANY.finditer(window):  # the last cue in the window wins
+            found = m.lastgroup
         return found
 
     def _years_in(self, toks, folded, consumed):
