@@ -49,6 +49,7 @@ class State(TypedDict, total=False):
     turn: int
     user_state: dict | None         # the simulator's latent state (focus, constraints, anchor)
     crs_state: dict                 # the recommender's tracked constraints and shown films
+    user_concepts: list             # [turn, E(U_turn)] extracted by the crs node, reused by evaluate_turn
     transcript: Annotated[list[dict], operator.add]
     turn_metrics: Annotated[list[dict], operator.add]
     turn_details: Annotated[list[dict], operator.add]   # concept sets per turn
@@ -220,15 +221,19 @@ def crs(state: State, runtime: Runtime[Context]) -> dict:
         prompt_template=_prompt("crs_respond.txt"), history=_history(state),
         oracle_view=_oracle_view(state) if params.crs_agent == "oracle" else None)
     crs_state = dict(crs_state, history_concepts=sorted([f, v] for f, v in seen))
-    return {"crs_state": crs_state,
+    return {"crs_state": crs_state, "user_concepts": [state["turn"], sorted(map(list, concepts))],
             "transcript": [{"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}]}
 
 
 def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     user_entry, system_entry = state["transcript"][-2], state["transcript"][-1]
+    # the crs node already extracted this user turn with the same extractor: not scanned twice
+    shared = state.get("user_concepts")
+    known = shared[1] if shared and shared[0] == state["turn"] else None
     metrics, details = turn_evaluation(user_entry, system_entry, extractor=_extractor(ctx),
-                                       idf=_catalog(ctx).idf, settings=_params(ctx).tas_settings())
+                                       idf=_catalog(ctx).idf, settings=_params(ctx).tas_settings(),
+                                       user_concepts=known)
     emit_metrics(runtime, turn=state["turn"],
                  metrics={k: metrics[k] for k in ("cc", "cr", "copy_penalty", "tas")
                           if metrics[k] is not None})

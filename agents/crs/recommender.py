@@ -358,9 +358,10 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
         text, generation = llm_answer(model, prompt_template, films, history or [],
                                       params.history_turns)
     if named is None:
-        mentioned = [i for i in extractor.extract_titles(text) if i in catalog.by_id]
+        ids, candidates = extractor.titles_and_candidates(text)  # one scan of the answer
+        mentioned = [i for i in ids if i in catalog.by_id]
         # a title-like span the catalog cannot resolve is a recommendation outside the catalog
-        off_catalog = [t for t in extractor.candidate_titles(text) if not _resolves(extractor, t)]
+        off_catalog = [t for t in candidates if not _resolves(extractor, t)]
     else:  # a reference names catalog films it knows
         mentioned, off_catalog = list(named), []
     # the logged ranking: what the answer named first, then the remaining candidates

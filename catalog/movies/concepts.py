@@ -402,7 +402,11 @@ class ConceptExtractor:
         titles = [e.value for e in node.get(_END, ()) if e.kind == "title"] if node else []
         return titles[0] if titles else None
 
-    def candidate_titles(self, text: str) -> list[str]:
+    def titles_and_candidates(self, text: str) -> tuple[list[str], list[str]]:
+        """``(extract_titles(text), candidate_titles(text))`` from one scan of the text."""
+        return self.candidate_titles(text, with_ids=True)
+
+    def candidate_titles(self, text: str, *, with_ids: bool = False):
         """Title-like spans: quoted text, catalog titles, and Title Case runs of >= 2 words
         (connectors such as "of the" allowed inside) that are not field values or near-miss
         person names. A heuristic for counting recommended titles that are not in the catalog:
@@ -412,10 +416,12 @@ class ConceptExtractor:
             spans.append(m.group(1).strip())
         toks, _, matches = self._scan(text)
         blocked = [False] * len(toks)
+        ids: list[str] = []
         for i, j, entries in matches:
             blocked[i:j] = [True] * (j - i)  # a known value or title is never part of a run
             if any(e.kind == "title" for e in entries):
                 spans.append(text[toks[i][0]:toks[j - 1][1]])
+                ids += [e.value for e in entries if e.kind == "title" and e.value not in ids]
         k, n = 0, len(toks)
         while k < n:
             if blocked[k] or not toks[k][2][:1].isupper():
@@ -440,7 +446,7 @@ class ConceptExtractor:
             if span and span not in out and not self._is_field_value(span) \
                     and not self._near_name(span):
                 out.append(span)
-        return out
+        return (ids, out) if with_ids else out
 
     def _near_name(self, span: str) -> bool:
         if self.fuzzy_threshold is None:

@@ -44,15 +44,15 @@ def _pairs(items) -> set[tuple[str, str]]:
     return {(f, v) for f, v in items}
 
 
-def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSettings
-                    ) -> tuple[dict, dict]:
+def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSettings,
+                    user_concepts: list | None = None) -> tuple[dict, dict]:
     """Metrics and details of one turn from its user and system transcript entries.
 
     Returns (metrics, details): metrics are the turn's numbers (cc, cr, copy_penalty, tas, DST
     scores against the simulator's gold constraints, gap counts, off-catalog titles); details
     hold the concept sets the dialogue metrics need.
     """
-    u = grounded_concepts(extractor, user["text"])
+    u = sorted(user_concepts) if user_concepts is not None else grounded_concepts(extractor, user["text"])
     s = grounded_concepts(extractor, system["text"])
     u_set, s_set = _pairs(u), _pairs(s)
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
