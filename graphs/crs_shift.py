@@ -32,7 +32,7 @@ from agents.crs.recommender import CRSParams, crs_turn, new_crs_state, off_catal
 from agents.crs.user import UserSimParams, paraphrase, user_turn
 from catalog.movies.concepts import ConceptExtractor
 from catalog.movies.catalog import MovieCatalog, load_movie_catalog
-from agents.crs.pepper_judge import judge_conversation, pepper_metrics
+from agents.crs.pepper_judge import judge_conversation, labelled_judge_metrics
 from convsim import compile_with_default_context
 from convsim import SessionContext, emit_metrics
 from evaluation.crs.nodes import (
@@ -41,7 +41,8 @@ from evaluation.crs.nodes import (
 )
 from evaluation.crs.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
 
-PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROMPTS = PROJECT_ROOT / "prompts"
 
 
 class State(TypedDict, total=False):
@@ -49,6 +50,7 @@ class State(TypedDict, total=False):
     turn: int
     user_state: dict | None         # the simulator's latent state (focus, constraints, anchor)
     crs_state: dict                 # the recommender's tracked constraints and shown films
+    user_concepts: list             # [turn, E(U_turn)] extracted by the crs node, reused by evaluate_turn
     transcript: Annotated[list[dict], operator.add]
     turn_metrics: Annotated[list[dict], operator.add]
     turn_details: Annotated[list[dict], operator.add]   # concept sets per turn
@@ -74,9 +76,16 @@ class Params(BaseModel):
     sequential_bias: float = Field(0.55, ge=0, le=1, description="next field in sequential order")
     details_per_anchor: int = Field(3, ge=1, le=4, description="detail turns before a forced shift")
     accept_title_prob: float = Field(0.3, ge=0, le=1,
-                                     description="adopt a fitting recommended film as anchor")
+                                     description="adopt a fitting recommended film as anchor; "
+                                                 "0 = strict pairing (the user never reacts)")
+    min_candidates: int = Field(5, ge=1, description="films that must satisfy the user's "
+                                                     "constraints after a shift")
+    n_targets: int = Field(5, ge=1, description="hidden target films drawn per user")
+    reveal_prob: float = Field(0.5, ge=0, le=1, description="a shift asks for a liked value")
     paraphrase_user: bool = Field(True, description="paraphrase templates when a user model is set")
-    # recommender (agents/crs/recommender.py)
+    # recommender (agents/crs/recommender.py; references in agents/crs/references.py)
+    crs_agent: Literal["template", "echo", "random", "titles_only", "oracle", "restating"] = Field(
+        "template", description="template (the LLM when models.crs is set) or a reference system")
     top_k: int = Field(10, ge=1, description="recommended ids logged per turn")
     n_mention: int = Field(2, ge=1, description="films named per template answer")
     n_prompt_candidates: int = Field(5, ge=1, description="candidates listed in the LLM prompt")
@@ -92,18 +101,31 @@ class Params(BaseModel):
     # TAS/CAS of the multi-model CRS experiment and the PEPPER-style judge (docs/analysis.md)
     topic_mode: Literal["lda", "keyword", "llm"] = Field(
         "lda", description="TAS/CAS topics: LDA on the catalog, keyword heuristic, or the 'topics' model")
+    shift_rule: Literal["and", "or"] = Field(
+        "and", description="TAS/CAS shift detector: lexical AND topical departure, or either (paper)")
+    shift_compare: Literal["segment", "consecutive"] = Field(
+        "segment", description="detector compares a user turn with the running segment, or with "
+                               "the previous user turn (paper)")
+    recovery_shifts: Literal["simulator", "detector"] = Field(
+        "simulator", description="TAS/CAS recovery on the simulator's true shifts, or on the "
+                                 "detected ones (paper)")
     judge: bool = Field(True, description="run the PEPPER-style judge (heuristic with model none)")
+    report_heuristic_judge: bool = Field(
+        False, description="put the heuristic judge's scores (judge_heuristic_*, model none) in "
+                           "dialogue_metrics, where correlations and rankings read them")
 
     def user_params(self) -> UserSimParams:
         return UserSimParams(
             first_shift_turn=self.first_shift_turn, shift_prob=self.shift_prob,
             contradiction_prob=self.contradiction_prob, wrong_genre_prob=self.wrong_genre_prob,
             drop_constraint_prob=self.drop_constraint_prob, sequential_bias=self.sequential_bias,
-            details_per_anchor=self.details_per_anchor, accept_title_prob=self.accept_title_prob)
+            details_per_anchor=self.details_per_anchor, accept_title_prob=self.accept_title_prob,
+            min_candidates=self.min_candidates, n_targets=self.n_targets,
+            reveal_prob=self.reveal_prob)
 
     def crs_params(self) -> CRSParams:
         return CRSParams(top_k=self.top_k, n_mention=self.n_mention,
-                         n_prompt_candidates=self.n_prompt_candidates)
+                         n_prompt_candidates=self.n_prompt_candidates, agent=self.crs_agent)
 
     def tas_settings(self) -> TASSettings:
         return TASSettings(alpha=self.alpha, beta=self.beta, gamma=self.gamma,
@@ -132,8 +154,18 @@ def _params(ctx: Context) -> Params:
     return ctx.params if ctx.params is not None else Params()
 
 
+def catalog_location(path: str | None) -> str | None:
+    """A relative ``catalog_path`` is read from the working directory when it exists there,
+    else from the project root (so a config may say ../shared/data/... from anywhere)."""
+    if path is None or Path(path).is_absolute() or Path(path).exists():
+        return path
+    return str(PROJECT_ROOT / path)
+
+
 def _catalog(ctx: Context) -> MovieCatalog:
-    return ctx.catalog if ctx.catalog is not None else load_movie_catalog(_params(ctx).catalog_path)
+    if ctx.catalog is not None:
+        return ctx.catalog
+    return load_movie_catalog(catalog_location(_params(ctx).catalog_path))
 
 
 def _extractor(ctx: Context) -> ConceptExtractor:
@@ -169,6 +201,14 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
     return update
 
 
+def _oracle_view(state: State) -> dict:
+    """What the oracle reference may read: the user's latent taste and its current constraints
+    and focus (never the hidden target list)."""
+    meta = state["transcript"][-1]["meta"]
+    return {"liked": (state.get("user_state") or {}).get("liked", []),
+            "constraints": meta["constraints"], "focus": [meta["focus_field"], meta["focus_value"]]}
+
+
 def crs(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     params, catalog, extractor = _params(ctx), _catalog(ctx), _extractor(ctx)
@@ -180,17 +220,22 @@ def crs(state: State, runtime: Runtime[Context]) -> dict:
         crs_state, user_text=user_entry["text"], user_concepts=concepts,
         history_concepts=seen, turn=state["turn"], seed=ctx.seed, catalog=catalog,
         extractor=extractor, params=params.crs_params(), model=ctx.model("crs"),
-        prompt_template=_prompt("crs_respond.txt"), history=_history(state))
+        prompt_template=_prompt("crs_respond.txt"), history=_history(state),
+        oracle_view=_oracle_view(state) if params.crs_agent == "oracle" else None)
     crs_state = dict(crs_state, history_concepts=sorted([f, v] for f, v in seen))
-    return {"crs_state": crs_state,
+    return {"crs_state": crs_state, "user_concepts": [state["turn"], sorted(map(list, concepts))],
             "transcript": [{"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}]}
 
 
 def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     user_entry, system_entry = state["transcript"][-2], state["transcript"][-1]
+    # the crs node already extracted this user turn with the same extractor: not scanned twice
+    shared = state.get("user_concepts")
+    known = shared[1] if shared and shared[0] == state["turn"] else None
     metrics, details = turn_evaluation(user_entry, system_entry, extractor=_extractor(ctx),
-                                       idf=_catalog(ctx).idf, settings=_params(ctx).tas_settings())
+                                       idf=_catalog(ctx).idf, settings=_params(ctx).tas_settings(),
+                                       user_concepts=known)
     emit_metrics(runtime, turn=state["turn"],
                  metrics={k: metrics[k] for k in ("cc", "cr", "copy_penalty", "tas")
                           if metrics[k] is not None})
@@ -210,18 +255,22 @@ def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
     """TAS/CAS of the multi-model CRS experiment (``tas_cas*``, beside ``tas_grounded``), detected-vs-true shift scores,
     PEPPER preference coverage and Recall@K (evaluation/crs/tas_cas_eval.py)."""
     ctx = runtime.context
+    params = _params(ctx)
     metrics = tas_cas_metrics(state, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,
-                              topic_mode=_params(ctx).topic_mode, run_dir=ctx.run_dir,
-                              model=ctx.model("topics"))
+                              topic_mode=params.topic_mode, run_dir=ctx.run_dir,
+                              model=ctx.model("topics"), rule=params.shift_rule,
+                              compare=params.shift_compare, recovery_on=params.recovery_shifts)
     return merge_dialogue_metrics(state, metrics)
 
 
 def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
     """PEPPER-style judge (agents/crs/pepper_judge.py): judge_* scores, failures counted, never dropped."""
-    if not _params(runtime.context).judge:
+    params = _params(runtime.context)
+    if not params.judge:
         return {}
     verdict = judge_conversation(runtime.context.model("judge"), state.get("transcript", []))
-    return {**merge_dialogue_metrics(state, pepper_metrics(verdict)), "judge_verdict": verdict}
+    metrics = labelled_judge_metrics(verdict, report_heuristic=params.report_heuristic_judge)
+    return {**merge_dialogue_metrics(state, metrics), "judge_verdict": verdict}
 
 
 # Nodes run once after the last turn, before evaluate_dialogue: (name, fn) pairs.
@@ -263,9 +312,11 @@ def sessions(params: Params, ctx: Context):
 
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
-SUMMARY_METRICS = ["tas_grounded", "cc_mean", "cr_mean", "copy_penalty_mean", "recovery_rate",
+SUMMARY_METRICS = ["tas_grounded", "tas_echo_ceiling", "echo_turn_share", "recall_at_10", "pc_final",
+                   "cc_mean", "cr_mean", "copy_penalty_mean", "recovery_rate",
                    "avg_recovery_delay", "tas_cas", "shift_detect_precision", "shift_detect_recall",
-                   "judge_proactiveness", "judge_coherence", "judge_personalization"]
+                   "judge_proactiveness", "judge_coherence", "judge_personalization",
+                   "health_candidates_ge3_share", "health_repeat_rate"]
 
 
 # Which state keys feed each turn metric and below which value it counts as low: the trace links a

@@ -21,10 +21,29 @@ def test_recall_at_k_uses_the_last_list():
         cov.recall_at_k(lists, {"t"}, 0)
 
 
-def test_coverage_metrics_from_a_transcript():
-    tr = [{"speaker": "user", "text": "x", "meta": {"user_meta": {"anchor": "m1"}}},
+def test_coverage_metrics_from_a_transcript_against_hidden_targets():
+    tr = [{"speaker": "user", "text": "x", "meta": {"anchor": "m1"}},
           {"speaker": "system", "text": "y", "meta": {"top_k": ["m2", "m1"]}},
           {"speaker": "user", "text": "x", "meta": {"anchor": "m3"}},
           {"speaker": "system", "text": "y", "meta": {"top_k": ["m4"]}}]
-    out = cov.coverage_metrics(tr, ks=(1, 2))
+    out = cov.coverage_metrics(tr, {"m2", "m9"}, ks=(1, 2))
+    # PC_1 = |{m2, m1} ∩ T| / 2 = 0.5, PC_2 = 0.5; last list [m4] holds no target
     assert out == {"pc_final": 0.5, "pc_mean": 0.5, "recall_at_1": 0.0, "recall_at_2": 0.0}
+
+
+def test_the_users_own_anchors_are_not_targets():
+    """The leak: a system that repeats the film the user named scored Recall@1 = 1.0. Targets are
+    now the hidden ones of the final user state; the anchors do not count."""
+    tr = [{"speaker": "user", "text": "I loved m1", "meta": {"anchor": "m1"}},
+          {"speaker": "system", "text": "m1!", "meta": {"top_k": ["m1"]}}]
+    state = {"transcript": tr, "user_state": {"targets": ["m7", "m8"]}}
+    out = cov.coverage_metrics(tr, cov.hidden_targets(state), ks=(1,))
+    assert out["recall_at_1"] == 0.0 and out["pc_final"] == 0.0
+    assert cov.coverage_metrics(tr, cov.hidden_targets({"transcript": tr}), ks=(1,))["recall_at_1"] is None
+
+
+def test_hidden_targets_from_the_transcript_when_the_state_is_gone():
+    tr = [{"speaker": "user", "text": "x", "meta": {"hidden_targets": ["m7"]}},
+          {"speaker": "system", "text": "y", "meta": {"top_k": ["m7"]}}]
+    assert cov.hidden_targets({"transcript": tr}) == {"m7"}
+    assert cov.hidden_targets({"transcript": tr, "user_state": {"targets": ["m8"]}}) == {"m8"}

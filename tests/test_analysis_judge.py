@@ -117,3 +117,19 @@ def test_llm_topics_validate_and_fall_back_on_garbage():
     bad = LlmTopics(scripted("war, love"), fallback)
     assert bad.topics("a war and love film") == {"war", "love"}  # the keyword fallback
     assert bad.failures[0]["raw"] == "war, love"
+
+
+def test_heuristic_judge_is_labelled_and_left_out_unless_asked():
+    from agents.crs.pepper_judge import labelled_judge_metrics
+    heuristic = {"method": "heuristic", "ok": True,
+                 "scores": {"proactiveness": 5, "coherence": 4, "personalization": 2}}
+    default = labelled_judge_metrics(heuristic)
+    assert not any(k in default for k in ("judge_proactiveness", "judge_personalization"))
+    assert not any(k.startswith("judge_heuristic_") for k in default)
+    assert default["judge_heuristic"] == 1
+    asked = labelled_judge_metrics(heuristic, report_heuristic=True)
+    assert asked["judge_heuristic_personalization"] == 2
+    assert "judge_personalization" not in asked
+    llm = {"method": "llm", "ok": True, "scores": {"proactiveness": 5, "coherence": 4,
+                                                    "personalization": 2}}
+    assert labelled_judge_metrics(llm)["judge_personalization"] == 2

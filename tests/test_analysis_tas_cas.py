@@ -118,3 +118,26 @@ def test_dialogue_bundle_uses_true_shifts_and_scores_the_detectors():
     assert out["shift_detect_precision"] == 1.0 and out["shift_detect_legacy_precision"] == pytest.approx(0.2)
     assert out["shift_detected_legacy_n"] == 5 and out["shift_detected_n"] == 1
     assert 0 <= out["tas_cas"] <= 1
+
+
+def test_paper_detector_or_rule_between_consecutive_turns():
+    # consecutive + OR is the paper's rule: with Jaccard(∅, ∅) = 0 it equals the legacy detector
+    paper = tc.detect_shifts(USER_TEXTS, USER_TOPICS, sim=word_jaccard, rule="or", compare="consecutive")
+    assert paper == tc.detect_shifts_legacy(USER_TEXTS, USER_TOPICS, sim=word_jaccard)
+    # consecutive + AND: only transitions departing both lexically and topically;
+    # 5 ("Anything else with Tom Hanks and drama?") shares "tom hanks" with nothing at 4 (no topics)
+    both = tc.detect_shifts(USER_TEXTS, USER_TOPICS, sim=word_jaccard, rule="and", compare="consecutive")
+    assert set(both) <= set(paper) and 1 in both
+    with pytest.raises(ValueError):
+        tc.detect_shifts(USER_TEXTS, USER_TOPICS, sim=word_jaccard, compare="window")
+
+
+def test_recovery_on_detected_shifts_is_selectable():
+    system = ["War movie: Saving Private Ryan", "Tom Sizemore stars", "It is about war",
+              "Tom Hanks is in Cast Away", "Big with Tom Hanks", "Philadelphia is a Tom Hanks drama"]
+    sys_topics = [{"war"}, set(), {"war"}, {"tom hanks"}, {"tom hanks"}, {"tom hanks", "drama"}]
+    out = tc.tas_cas_dialogue(USER_TEXTS, system, USER_TOPICS, sys_topics, sim=word_jaccard,
+                              true_shifts=[3], rule="or", compare="consecutive", recovery_on="detector")
+    assert out["tas_cas_shift_source"] == "detector" and out["tas_cas_n_shifts"] == 5
+    # the detector is still scored against the true shift
+    assert out["shift_detect_precision"] == pytest.approx(0.2) and out["shift_detect_recall"] == 1.0

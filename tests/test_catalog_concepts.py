@@ -139,7 +139,8 @@ def test_titles_are_matched_and_consumed(traps):
     assert traps.extract_titles("I loved the sound of music and Heat.") == \
         ["The Sound of Music", "Heat"]
     keep = ConceptExtractor(TRAPS, consume_titles=False)
-    assert keep.extract("I loved The Sound of Music") == {("genre", "Music")}
+    # without title consumption the title's words are re-read (here in genre context)
+    assert keep.extract("I loved The Sound of Music film") == {("genre", "Music")}
 
 
 def test_single_word_titles_are_guarded(traps):
@@ -185,3 +186,48 @@ def test_project_catalog_extraction(project_extractor):
     assert project_extractor.extract("amelie by jean-pierre jeunet") >= \
         {("director", "Jean-Pierre Jeunet")}
     assert project_extractor.extract_titles("Amelie or Parasite?") == ["Amélie", "Parasite"]
+
+
+# --- titles first, one concept per person, genre words only in genre context -------------------
+
+@needs_kb
+@pytest.mark.parametrize("text, title, not_read_as", [
+    ("Have you seen Zulu? It is great.", "Zulu", ("language", "Zulu")),
+    ("I loved War, the Jet Li film.", "War", ("genre", "War")),
+    ('Try "2012", a disaster film.', "2012", ("year", "2012")),
+    ("Try The Good German with George Clooney.", "The Good German", ("language", "German")),
+])
+def test_a_title_is_the_film_not_a_field_value(kb_extractor, text, title, not_read_as):
+    assert title in kb_extractor.extract_titles(text)
+    assert not_read_as not in kb_extractor.extract(text)
+
+
+@needs_kb
+def test_a_title_word_in_its_fields_context_is_the_value(kb_extractor):
+    assert ("language", "Zulu") in kb_extractor.extract("Any films in Zulu?")
+    assert ("genre", "War") in kb_extractor.extract("War films are what I want.")
+    assert ("year", "2012") in kb_extractor.extract("Something from 2012, please.")
+
+
+@needs_kb
+def test_a_person_mentioned_once_counts_once(kb_extractor):
+    e = kb_extractor
+    assert e.extract("Anything starring Bruce Willis?") == {("actor", "Bruce Willis")}
+    assert e.extract("Films directed by Clint Eastwood") == {("director", "Clint Eastwood")}
+    assert e.extract("I like Clint Eastwood's directing") == {("director", "Clint Eastwood")}
+    assert e.extract("Something written by Quentin Tarantino") == {("writer", "Quentin Tarantino")}
+    # no cue: one person concept, the field where the catalog has most of their films
+    plain = e.extract("Clint Eastwood is great")
+    assert len(plain) == 1 and next(iter(plain))[1] == "Clint Eastwood"
+    # a list after one cue keeps that cue's role; a later cue takes over
+    assert e.extract("directed by Christopher Nolan, starring Christian Bale and Michael Caine") == {
+        ("director", "Christopher Nolan"), ("actor", "Christian Bale"), ("actor", "Michael Caine")}
+
+
+def test_genre_words_count_only_in_genre_context(project_extractor):
+    e = project_extractor
+    assert e.extract("I like stories about love, war and family.") == frozenset()
+    assert e.extract("I like war and family films.") == {("genre", "War"), ("genre", "Family")}
+    assert ("genre", "War") in e.extract("I'm in the mood for a war movie.")
+    assert ("genre", "Music") in e.extract("Maybe something in the music genre")
+    assert e.extract("The war ended. Films came later.") == frozenset()

@@ -108,3 +108,29 @@ def test_dataset_metrics_pool_over_shifts(graph_module):
     assert out["off_catalog_titles_total"] == 1
     assert out["off_catalog_rate_pooled"] == pytest.approx(1 / 8)
     assert graph_module.dataset_metrics([])["recovery_rate_pooled"] is None
+
+
+def test_each_turn_text_is_scanned_once_per_reader(graph_module):
+    """The user turn is scanned once (the crs node's concepts are reused by evaluate_turn); the
+    system turn once by the recommender (titles and title-like spans together) and once by the
+    evaluator."""
+    from collections import Counter
+
+    from catalog.movies.catalog import load_movie_catalog
+    from catalog.movies.concepts import ConceptExtractor
+
+    scans: Counter = Counter()
+
+    class Counting(ConceptExtractor):
+        def _scan(self, text, **kw):
+            scans[text] += 1
+            return super()._scan(text, **kw)
+
+    p = graph_module.Params(n_turns=4, judge=False, topic_mode="keyword")
+    init = next(iter(graph_module.sessions(p, None)))
+    ctx = graph_module.Context(params=p, seed=3, session_id=init["session_id"],
+                               extractor=Counting(load_movie_catalog()))
+    out = graph_module.graph.invoke({**init, "transcript": [], "turn_metrics": [],
+                                     "dialogue_metrics": {}}, context=ctx)
+    for e in out["transcript"]:
+        assert scans[e["text"]] == (1 if e["speaker"] == "user" else 2), e

@@ -60,18 +60,18 @@ def test_retrieval_relaxes_the_oldest_field_and_records_it(catalog):
     assert catalog.search({"genre": genre}) and not catalog.search({"genre": genre, "actor": actor})
     state = dict(new_crs_state(), constraints={"genre": [genre], "actor": [actor]},
                  stated_at={"genre": 1, "actor": 2})
-    ranked, relaxed = retrieve(catalog, state, set())
+    ranked, relaxed, n = retrieve(catalog, state, set())
     assert relaxed == ["genre"]
     assert ranked and all(actor in m.actors for m in ranked)
 
 
 def test_retrieval_is_deterministic_and_prefers_unseen(catalog):
     state = dict(new_crs_state(), constraints={"genre": ["Drama"]}, stated_at={"genre": 1})
-    first, _ = retrieve(catalog, state, {("genre", "Drama")})
-    again, _ = retrieve(catalog, state, {("genre", "Drama")})
+    first, _, _ = retrieve(catalog, state, {("genre", "Drama")})
+    again, _, _ = retrieve(catalog, state, {("genre", "Drama")})
     assert [m.id for m in first] == [m.id for m in again]
     seen = dict(state, shown=[first[0].id])
-    after, _ = retrieve(catalog, seen, {("genre", "Drama")})
+    after, _, _ = retrieve(catalog, seen, {("genre", "Drama")})
     assert after[-1].id == first[0].id and after[0].id == first[1].id
 
 
@@ -82,10 +82,8 @@ def run_turn(catalog, extractor, text, state=None, turn=1, params=CRSParams(), *
                     extractor=extractor, params=params, **kw)
 
 
-def test_template_answer_mentions_matched_concepts_and_catalog_titles(catalog, extractor):
+def test_template_answer_names_catalog_films_matching_the_request(catalog, extractor):
     text, state, meta = run_turn(catalog, extractor, "Any drama films starring Tom Hanks?")
-    said = extractor.extract(text)
-    assert {("genre", "Drama"), ("actor", "Tom Hanks")} <= said
     assert meta["mentioned_ids"] and all(i in catalog.by_id for i in meta["mentioned_ids"])
     for i in meta["mentioned_ids"]:
         assert "Tom Hanks" in catalog.by_id[i].actors
@@ -93,6 +91,22 @@ def test_template_answer_mentions_matched_concepts_and_catalog_titles(catalog, e
     assert meta["rec_ids"][:len(meta["mentioned_ids"])] == meta["mentioned_ids"]
     assert len(meta["rec_ids"]) == min(10, meta["n_candidates"])
     assert state["shown"] == meta["mentioned_ids"]
+
+
+def test_template_gives_one_reason_and_only_restating_restates(catalog, extractor):
+    """The template CRS names films with the fact linking them to the latest request; it does
+    not restate every constraint (the restating reference does)."""
+    state = None
+    for turn, text in enumerate(["I want a drama.", "Something in English please.",
+                                 "Ideally starring Tom Hanks."], 1):
+        answer, state, meta = run_turn(catalog, extractor, text, state=state, turn=turn)
+    assert set(meta["constraints"]) == {"genre", "language", "actor"}
+    assert "English" not in answer, "an older constraint is not restated"
+    assert "Tom Hanks" in answer
+    restating, _, _ = run_turn(catalog, extractor, "Any drama films in English starring Tom Hanks?",
+                               params=CRSParams(agent="restating"))
+    assert {("genre", "Drama"), ("language", "English"), ("actor", "Tom Hanks")} <= \
+        extractor.extract(restating)
 
 
 def test_top_k_is_a_parameter(catalog, extractor):
@@ -127,3 +141,29 @@ def test_empty_llm_answer_is_kept_and_flagged(catalog, extractor, prompt):
                              prompt_template=prompt, history=[])
     assert text == ""
     assert meta["generation"]["ok"] is False and meta["generation"]["raw"] == "  "
+
+
+def test_retrieve_widens_rather_than_repeats(catalog):
+    """With every match already shown, new films of a relaxed request come before repeats."""
+    state = {"constraints": {"genre": ["Drama"], "actor": ["Tom Hanks"]},
+             "stated_at": {"genre": 1, "actor": 2}, "shown": []}
+    matches, _, _ = retrieve(catalog, state, set())
+    seen = dict(state, shown=[m.id for m in matches])
+    widened, _, _ = retrieve(catalog, seen, set(), n_fresh=2)
+    assert widened[0].id not in seen["shown"] and widened[1].id not in seen["shown"]
+    # the oldest constraint (genre) was relaxed: the new films still star Tom Hanks
+    assert all("Tom Hanks" in m.actors for m in widened[:2])
+    no_widening, _, _ = retrieve(catalog, seen, set(), n_fresh=0)
+    assert {m.id for m in no_widening} == set(seen["shown"])
+
+
+def test_retrieve_with_a_limit_ranks_the_same_head_without_sorting_everything(catalog):
+    state = {"constraints": {"genre": ["Drama"]}, "stated_at": {"genre": 1}, "shown": []}
+    history = {("genre", "Drama"), ("actor", "Tom Hanks")}
+    full, _, n = retrieve(catalog, state, history)
+    head, _, n_head = retrieve(catalog, state, history, limit=7)
+    assert [m.id for m in head] == [m.id for m in full[:7]] and n == n_head == len(full)
+    seen = dict(state, shown=[m.id for m in full[:3]])
+    full_seen, _, _ = retrieve(catalog, seen, history)
+    head_seen, _, _ = retrieve(catalog, seen, history, limit=5)
+    assert [m.id for m in head_seen] == [m.id for m in full_seen[:5]]

@@ -196,3 +196,28 @@ def test_dst_scores():
     assert dst_scores(set(), {A}) == {"precision": None, "recall": 0.0, "f1": None, "joint": 0.0}
     assert dst_scores({B}, {A})["f1"] == 0.0
     assert dst_scores(set(), set())["joint"] is None
+
+
+def test_echo_turn_flags_restating_without_a_film():
+    from evaluation.crs.nodes import echo_turn
+    u = {("genre", "Drama"), ("actor", "Tom Hanks")}
+    assert echo_turn(u, {("genre", "Drama"), ("actor", "Tom Hanks")}, named_film=False) == 1
+    assert echo_turn(u, {("genre", "Drama")}, named_film=False) == 1          # 1/1 copied
+    # naming a film, adding own concepts (1 of 5 copied < 0.8) or saying nothing grounded: no echo
+    assert echo_turn(u, {("genre", "Drama"), ("actor", "Tom Hanks")}, named_film=True) == 0
+    own = {("genre", "Drama"), ("actor", "A"), ("actor", "B"), ("director", "C"), ("year", "1999")}
+    assert echo_turn(u, own, named_film=False) == 0
+    assert echo_turn(u, set(), named_film=False) == 0
+
+
+def test_tas_echo_ceiling_is_reported_per_turn():
+    from catalog.movies.catalog import load_movie_catalog
+    from catalog.movies.concepts import ConceptExtractor
+    from evaluation.crs.nodes import TASSettings, turn_evaluation
+    cat = load_movie_catalog()
+    ex = ConceptExtractor(cat)
+    user = {"turn": 1, "text": "Any drama films starring Tom Hanks?", "meta": {"constraints": {}}}
+    system = {"text": "Try Cast Away.", "meta": {"mentioned_ids": ["x"]}}
+    m, _ = turn_evaluation(user, system, extractor=ex, idf=cat.idf, settings=TASSettings())
+    # the echo reply restates both concepts: CC = CR = 1, a copied 3-gram or not, TAS near 1
+    assert m["echo"] == 0 and m["tas_echo"] >= 0.75 and m["tas_echo"] > m["tas"]

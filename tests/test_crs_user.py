@@ -67,7 +67,7 @@ def test_shift_events_are_well_formed(catalog, seed):
     turns = simulate(catalog, seed, UserSimParams(), n_turns=20)
     shifts = [t.meta["shift"] for t in turns if t.meta["shift_event"]]
     assert shifts, "20 turns with the original's defaults always hold a shift (forced at 12)"
-    prev_anchor = None
+    prev_anchor, prev_constraints = None, {}
     for t in turns:
         meta = t.meta
         if meta["shift_event"]:
@@ -78,10 +78,18 @@ def test_shift_events_are_well_formed(catalog, seed):
             anchor = catalog.by_id[ev["from_anchor"]]
             bridge = (ev["bridge_field"], ev["bridge_value"])
             assert bridge[1] in anchor.values(bridge[0]) or list(bridge) == ev["from_focus"]
-            assert meta["constraints"][ev["bridge_field"]] == ev["bridge_value"]
+            if ev["bridge_kept"]:
+                assert meta["constraints"][ev["bridge_field"]] == ev["bridge_value"]
+            else:
+                assert ev["bridge_value"] not in t.template.split(" I don't care")[0], "an unkept bridge is not asked for"
             assert meta["constraints"][meta["focus_field"]] == meta["focus_value"]
-            assert catalog.search(meta["constraints"]), "shift constraints must be satisfiable"
+            assert len(catalog.search(meta["constraints"])) >= UserSimParams().min_candidates
+            assert meta["n_satisfying"] == len(catalog.search(meta["constraints"]))
             assert ev["from_anchor"] == prev_anchor
+            assert ev["to_anchor"] != ev["from_anchor"], "an anchor is not kept across a shift"
+            before = prev_constraints | {ev["from_focus"][0]: ev["from_focus"][1]}
+            assert before.get(ev["to_focus"][0]) != ev["to_focus"][1], "the focus value is new"
+        prev_constraints = dict(meta["constraints"])
         prev_anchor = meta["anchor"]
     for i, t in enumerate(turns[:-1]):
         if t.meta["shift_event"]:

@@ -138,3 +138,16 @@ def judge_conversation(model: ChatModel, transcript: Sequence[Mapping], *, retri
 def pepper_metrics(verdict: Mapping) -> dict:
     """``judge_proactiveness`` / ``judge_coherence`` / ``judge_personalization`` + failure flags."""
     return verdict_metrics(verdict, METRICS)
+
+
+def labelled_judge_metrics(verdict: Mapping, *, report_heuristic: bool = False) -> dict:
+    """``pepper_metrics`` with the heuristic judge named as such: its scores become
+    ``judge_heuristic_<criterion>`` and are left out (only the ``judge_heuristic`` flag and
+    ``judge_failed`` remain) unless ``report_heuristic``; an LLM verdict is unchanged."""
+    metrics = pepper_metrics(verdict)
+    if verdict.get("method") != "heuristic":
+        return metrics
+    out = {k: v for k, v in metrics.items() if k in ("judge_failed", "judge_heuristic")}
+    if report_heuristic:
+        out.update({f"judge_heuristic_{m}": metrics.get(f"judge_{m}") for m in METRICS})
+    return out

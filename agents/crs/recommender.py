@@ -16,11 +16,16 @@ shuffle, recorded relaxation instead of an "Inception" fallback, and a post-chec
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
 
+from agents.crs.profile import utility
+from agents.crs.references import (
+    REFERENCE_AGENTS, echo_reply, oracle_ranking, random_reply, titles_only_reply,
+)
 from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
-from convsim import rng_for
+from convsim import ConvsimError, rng_for
 
 RESET_PHRASES = ("anything works", "whatever", "surprise me", "anything really", "start over")
 # A mention is negated when its clause starts with one of these before the value ...
@@ -46,6 +51,17 @@ class CRSParams:
     n_mention: int = 2             # films named in a template answer
     n_prompt_candidates: int = 5   # candidates listed in the LLM prompt
     history_turns: int = 6         # transcript entries shown to the LLM
+    agent: str = "template"        # template | echo | random | titles_only | oracle | restating
+
+
+AGENTS = ("template", *REFERENCE_AGENTS)
+
+
+def check_agent(agent: str) -> str:
+    if agent not in AGENTS:
+        raise ConvsimError(f"unknown crs_agent {agent!r}; expected one of {AGENTS}",
+                           field="crs_agent")
+    return agent
 
 
 def new_crs_state() -> dict:
@@ -126,17 +142,27 @@ def update_constraints(state: dict, user_text: str, concepts, turn: int) -> dict
 
 # --- retrieval -----------------------------------------------------------------------------
 
-def retrieve(catalog: MovieCatalog, state: dict, history_concepts) -> tuple[list[Movie], list[str]]:
-    """Candidates for the tracked constraints and the fields relaxed to find any.
+def _oldest(active: dict, stated_at: dict) -> str:
+    return min(active, key=lambda f: (stated_at.get(f, 0), FIELDS.index(f)))
+
+
+def retrieve(catalog: MovieCatalog, state: dict, history_concepts, n_fresh: int = 0,
+             limit: int | None = None) -> tuple[list[Movie], list[str], int]:
+    """Candidates for the tracked constraints, the fields relaxed to find any, and how many
+    films the (relaxed) constraints match.
 
     Relaxation drops the least recently stated field (ties: FIELDS order) until some film
     matches. Ranking: films not yet shown first, then by Σ idf of the dialogue's user concepts
-    the film has (``history_concepts``), then title."""
+    the film has (``history_concepts``), then the film's catalog richness. When fewer than
+    ``n_fresh`` candidates are new to the user, films of further relaxed constraints that are
+    new follow the new candidates (a recommender that has shown every match widens rather than
+    repeats). With ``limit`` only the first ``limit`` films are ranked (a partial selection,
+    not a sort of every candidate)."""
     active = dict(state["constraints"])
     relaxed: list[str] = []
     candidates = catalog.search(active)
     while not candidates and active:
-        oldest = min(active, key=lambda f: (state["stated_at"].get(f, 0), FIELDS.index(f)))
+        oldest = _oldest(active, state["stated_at"])
         relaxed.append(oldest)
         del active[oldest]
         candidates = catalog.search(active)
@@ -146,12 +172,26 @@ def retrieve(catalog: MovieCatalog, state: dict, history_concepts) -> tuple[list
     def relevance(movie: Movie) -> float:
         return sum(w for (f, v), w in weights.items() if v in movie.values(f))
 
-    def richness(movie: Movie) -> int:
-        # a popularity proxy: well-known films have fuller catalog entries
-        return sum(len(movie.values(f)) for f in FIELDS)
+    def key(movie: Movie):
+        # richness, a popularity proxy: well-known films have fuller catalog entries
+        return (movie.id in shown, -relevance(movie), -movie.richness)
 
-    ranked = sorted(candidates, key=lambda m: (m.id in shown, -relevance(m), -richness(m)))
-    return ranked, relaxed
+    def rank(films: list[Movie], k: int | None) -> list[Movie]:
+        return sorted(films, key=key) if k is None or k >= len(films) else heapq.nsmallest(k, films, key=key)
+
+    ranked = rank(candidates, limit)
+    n_new = sum(1 for m in candidates if m.id not in shown)
+    if n_new < n_fresh:
+        widened, ids = dict(active), {m.id for m in candidates}
+        extra: list[Movie] = []
+        while n_new + len(extra) < n_fresh and widened:
+            del widened[_oldest(widened, state["stated_at"])]
+            more = [m for m in catalog.search(widened) if m.id not in shown and m.id not in ids]
+            extra += rank(more, n_fresh - n_new - len(extra))[:n_fresh - n_new - len(extra)]
+            ids.update(m.id for m in more)
+        # the new candidates are first in ``ranked`` (all of them: n_new < n_fresh <= limit)
+        ranked = ranked[:n_new] + extra + ranked[n_new:]
+    return (ranked if limit is None else ranked[:limit]), relaxed, len(candidates)
 
 
 # --- template answers ----------------------------------------------------------------------
@@ -204,6 +244,31 @@ def describe_film(movie: Movie, constraints: dict[str, list[str]], rng) -> str:
     return head + ", " + ", ".join([" ".join(bits[:2])] + bits[2:])
 
 
+FOCUSED = ("Try {film}.", "I'd suggest {film}.", "{film_cap} could be a good fit.",
+           "You could watch {film}.")
+
+
+def latest_constraint(constraints: dict[str, list[str]], stated_at: dict[str, int]) -> dict:
+    """The most recently stated constraint only (ties: FIELDS order), the one reason given."""
+    if not constraints:
+        return {}
+    field = max(constraints, key=lambda f: (stated_at.get(f, 0), -FIELDS.index(f)))
+    return {field: constraints[field]}
+
+
+def focused_answer(films: list[Movie], reason: dict[str, list[str]], rng) -> str:
+    """The template recommender: names films, each with the fact that links it to the user's
+    latest request plus one or two other facts; it does not restate the constraints."""
+    if not films:
+        return "I'm sorry, I have nothing in my catalog for that. Could you tell me more?"
+    parts = []
+    for k, movie in enumerate(films):
+        desc = describe_film(movie, reason, rng)
+        pool = FOCUSED if k == 0 else SECONDS
+        parts.append(rng.choice(pool).format(film=desc, film_cap=desc[:1].upper() + desc[1:]))
+    return " ".join(parts)
+
+
 def template_answer(films: list[Movie], constraints: dict[str, list[str]], relaxed: list[str],
                     relaxed_values: list[str], rng) -> str:
     if not films:
@@ -250,32 +315,60 @@ def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tu
 
 def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, turn: int, seed: int,
              catalog: MovieCatalog, extractor, params: CRSParams, model=None,
-             prompt_template: str | None = None, history: list[tuple[str, str]] | None = None
-             ) -> tuple[str, dict, dict]:
-    """One CRS turn -> (answer, next state, crs_meta)."""
+             prompt_template: str | None = None, history: list[tuple[str, str]] | None = None,
+             oracle_view: dict | None = None) -> tuple[str, dict, dict]:
+    """One CRS turn -> (answer, next state, crs_meta). ``params.agent`` selects the template
+    recommender (or the LLM when ``model`` is set) or a reference (agents/crs/references.py);
+    ``oracle_view`` (the user's latent taste, constraints and focus) is read by ``oracle`` only."""
     state = update_constraints(state, user_text, user_concepts, turn)
     update = state.pop("update")
-    ranked, relaxed = retrieve(catalog, state, history_concepts)
+    ranked, relaxed, n_candidates = retrieve(
+        catalog, state, history_concepts, params.n_mention,
+        limit=max(params.top_k, params.n_mention, params.n_prompt_candidates))
     constraints = state["constraints"]
     active = {f: v for f, v in constraints.items() if f not in relaxed}
     relaxed_values = [v for f in relaxed for v in constraints[f]]
-    generation = None
-    if model is None or model.is_none:
-        films = ranked[:params.n_mention]
-        text = template_answer(films, active, relaxed, relaxed_values,
-                               rng_for(seed, turn, "crs_template"))
+    generation, named, ranked_ids = None, None, [m.id for m in ranked]
+    agent = params.agent
+    rng = rng_for(seed, turn, "crs_template")
+    if agent == "echo":
+        text, named, ranked_ids = echo_reply(user_concepts), [], []
+    elif agent == "random":
+        text, named, ranked_ids = random_reply(catalog, seed=seed, turn=turn,
+                                               n_mention=params.n_mention, top_k=params.top_k)
+    elif agent == "titles_only":
+        text, named, _ = titles_only_reply(ranked[:params.n_mention])
+    elif agent == "oracle":
+        view = oracle_view or {}
+        taste, wanted = utility(catalog, view.get("liked", [])), view.get("constraints", {})
+        # names the best films not yet shown; logs its list by taste alone (shown or not)
+        fresh = oracle_ranking(catalog, taste, wanted, set(state["shown"]))
+        ranked_ids = oracle_ranking(catalog, taste, wanted, set())
+        films = [catalog.by_id[i] for i in fresh[:params.n_mention]]
+        focus = view.get("focus")
+        text = focused_answer(films, {focus[0]: [focus[1]]} if focus else {}, rng)
+        named = [m.id for m in films]
+    elif agent == "restating":
+        text = template_answer(ranked[:params.n_mention], active, relaxed, relaxed_values, rng)
+    elif model is None or model.is_none:
+        text = focused_answer(ranked[:params.n_mention],
+                              latest_constraint(active, state["stated_at"]), rng)
     else:
         films = ranked[:params.n_prompt_candidates]
         text, generation = llm_answer(model, prompt_template, films, history or [],
                                       params.history_turns)
-    mentioned = [i for i in extractor.extract_titles(text) if i in catalog.by_id]
-    # a title-like span the catalog cannot resolve is a recommendation outside the catalog
-    off_catalog = off_catalog_titles(extractor, text)
+    if named is None:
+        ids, candidates = extractor.titles_and_candidates(text)  # one scan of the answer
+        mentioned = [i for i in ids if i in catalog.by_id]
+        # a title-like span the catalog cannot resolve is a recommendation outside the catalog
+        off_catalog = [t for t in candidates if not _resolves(extractor, t)]
+    else:  # a reference names catalog films it knows
+        mentioned, off_catalog = list(named), []
     # the logged ranking: what the answer named first, then the remaining candidates
-    rec_ids = list(dict.fromkeys(mentioned + [m.id for m in ranked]))[:params.top_k]
+    rec_ids = list(dict.fromkeys(mentioned + ranked_ids[:params.top_k]))[:params.top_k]
     state = dict(state, shown=list(dict.fromkeys(state["shown"] + mentioned)))
     meta = {"constraints": constraints, "relaxed": relaxed, "update": update,
-            "n_candidates": len(ranked), "rec_ids": rec_ids, "mentioned_ids": mentioned,
+            "n_candidates": n_candidates, "rec_ids": rec_ids, "mentioned_ids": mentioned,
             "off_catalog_titles": off_catalog, "generation": generation}
     return text, state, meta
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agents.crs.profile import draw_liked, draw_targets
 from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
 
@@ -40,15 +41,22 @@ class UserSimParams:
     details_per_anchor: int = 3       # detail questions before a forced shift (original: 3 kinds)
     accept_title_prob: float = 0.3    # new: explicit reaction (original: always, from shared RNG)
     min_genre_titles: int = 3         # a genre needs this many films to be drawn
+    min_candidates: int = 5           # new: films that must satisfy the constraints after a shift
+    n_targets: int = 5                # new: hidden target films drawn at the start
+    reveal_prob: float = 0.5          # new: a shift asks for a liked value of its field when it can
+    target_temperature: float = 0.5   # new: softmax temperature of the target draw over utility
 
     def __post_init__(self):
         for name in ("shift_prob", "contradiction_prob", "wrong_genre_prob",
-                     "drop_constraint_prob", "sequential_bias", "accept_title_prob"):
+                     "drop_constraint_prob", "sequential_bias", "accept_title_prob", "reveal_prob"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConvsimError(f"{name} must be a probability in [0, 1], got {value!r}", field=name)
         if self.first_shift_turn < 2:
             raise ConvsimError("first_shift_turn must be >= 2", field="first_shift_turn")
+        if self.min_candidates < 1 or self.n_targets < 1 or self.target_temperature <= 0:
+            raise ConvsimError("min_candidates and n_targets must be >= 1, target_temperature > 0",
+                               field="min_candidates")
         if not 1 <= self.details_per_anchor <= len(DETAIL_KINDS):
             raise ConvsimError(f"details_per_anchor must be in 1..{len(DETAIL_KINDS)}",
                                field="details_per_anchor")
@@ -81,7 +89,7 @@ def constraints_phrase(constraints: dict[str, str]) -> str:
 OPENINGS = (
     "I'm in the mood for {genre_article} movie. Could you recommend a few?",
     "Can you suggest a good {genre} film for tonight?",
-    "I feel like watching something {genre}. Any ideas?",
+    "I feel like watching a {genre} film. Any ideas?",
 )
 DETAILS = {
     "cast": ("I liked the cast of {anchor}. Who else is good in {focus}?",
@@ -98,12 +106,13 @@ SHIFTS = (
     "{bridge_cap} reminds me: what about {target}?",
     "Let's change direction. Since I like {bridge}, show me {target}.",
 )
+PLAIN_SHIFTS = ("Let's change direction: show me {target}.", "I'd now rather see {target}.")
 FOLLOW_UPS = (
     "Just checking, do you have more {focus} like that?",
     "Any more {focus} you could suggest?",
 )
 CONTRADICTIONS = {
-    "correct_genre": ("Actually, scratch that: I said {wrong} but I really meant {right} films.",),
+    "correct_genre": ("Actually, scratch that: I said {wrong} films but I really meant {right} films.",),
     "drop": ("Hmm, forget what I said about {value}; that doesn't matter to me anymore.",),
     "waver": ("Wait, do I really want {focus}? Yes, I do: {focus} it is.",
               "Hmm, maybe not {focus}... no, actually {focus} are exactly what I want."),
@@ -122,36 +131,55 @@ def _focus_phrase(state: dict) -> str:
     return value_phrase(*state["focus"])
 
 
-def _satisfiable(catalog: MovieCatalog, constraints: dict[str, str]) -> bool:
-    return bool(catalog.search(constraints, limit=1))
+def _count(catalog: MovieCatalog, constraints: dict[str, str]) -> int:
+    return len(catalog.search(constraints)) if constraints else len(catalog)
 
 
-def _pick_anchor(catalog: MovieCatalog, constraints: dict, rng, avoid: str | None) -> str:
+def _pick_anchor(catalog: MovieCatalog, constraints: dict, rng, avoid: set[str]) -> str:
+    """A film satisfying the constraints, never one in ``avoid`` (the old anchor, the hidden
+    targets) unless nothing else satisfies them."""
     matching = [m.id for m in catalog.search(constraints)]
-    pool = [i for i in matching if i != avoid] or matching
+    pool = [i for i in matching if i not in avoid] or matching
     if not pool:
         raise ConvsimError(f"no catalog film satisfies the simulator's constraints {constraints}",
                            file=catalog.source, field="constraints")
     return rng.choice(pool)
 
 
+def relax(catalog: MovieCatalog, constraints: dict[str, str], keep: set[str],
+          min_candidates: int) -> tuple[dict[str, str], list[list[str]]]:
+    """Drop constraints (older fields first, FIELDS order; never those in ``keep``) until at least
+    ``min_candidates`` films satisfy them, as a user who learns that nothing fits would."""
+    constraints, dropped = dict(constraints), []
+    for field in [f for f in FIELDS if f in constraints and f not in keep]:
+        if _count(catalog, constraints) >= min_candidates:
+            break
+        dropped.append([field, constraints.pop(field)])
+    return constraints, dropped
+
+
 def start_state(catalog: MovieCatalog, seed: int, params: UserSimParams) -> dict:
-    """The latent profile of one simulated user (true genre, opening genre, anchor)."""
+    """The latent profile of one simulated user (true genre, taste, hidden targets, opening
+    genre, anchor)."""
+    floor = max(params.min_genre_titles, params.min_candidates)
     genres = [g for g in catalog.values("genre")
-              if len(g) > 2 and catalog.doc_freq("genre", g) >= params.min_genre_titles]
+              if len(g) > 2 and catalog.doc_freq("genre", g) >= floor]
     if len(genres) < 2:
-        raise ConvsimError("the catalog needs at least two genres with "
-                           f"{params.min_genre_titles}+ films for the user simulator",
-                           file=catalog.source, field="genre")
+        raise ConvsimError(f"the catalog needs at least two genres with {floor}+ films for the "
+                           "user simulator", file=catalog.source, field="genre")
     rng = rng_for(seed, 0, "profile")
     true_genre = rng.choice(genres)
+    liked = draw_liked(catalog, true_genre, seed)
+    targets = draw_targets(catalog, liked, true_genre, seed, params.n_targets,
+                           params.target_temperature)
     wrong_start = rng_for(seed, 0, "wrong_start").random() < params.wrong_genre_prob
     opening = rng_for(seed, 0, "wrong_genre").choice([g for g in genres if g != true_genre]) \
         if wrong_start else true_genre
     constraints = {"genre": opening}
-    return {"true_genre": true_genre, "opening_genre": opening, "wrong_start_pending": wrong_start,
+    return {"true_genre": true_genre, "liked": liked, "targets": targets,
+            "opening_genre": opening, "wrong_start_pending": wrong_start,
             "focus": ["genre", opening], "constraints": constraints,
-            "anchor": _pick_anchor(catalog, constraints, rng_for(seed, 0, "anchor"), None),
+            "anchor": _pick_anchor(catalog, constraints, rng_for(seed, 0, "anchor"), set(targets)),
             "details_left": [], "shifted": False, "last_stage": None}
 
 
@@ -159,8 +187,9 @@ def _accept_title(state: dict, turn: int, seed: int, catalog: MovieCatalog, para
                   system_titles: list[str]) -> dict | None:
     """The explicit reaction: adopt a recommended film that fits the constraints as new anchor."""
     draw = rng_for(seed, turn, "accept_title").random()
+    hidden = set(state.get("targets", ()))
     fitting = sorted({i for i in system_titles if i in catalog.by_id and i != state["anchor"]
-                      and _fits(catalog.by_id[i], state["constraints"])})
+                      and i not in hidden and _fits(catalog.by_id[i], state["constraints"])})
     if not fitting or draw >= params.accept_title_prob:
         return None
     return {"accepted": rng_for(seed, turn, "accept_pick").choice(fitting),
@@ -171,12 +200,25 @@ def _fits(movie: Movie, constraints: dict[str, str]) -> bool:
     return all(value in movie.values(field) for field, value in constraints.items())
 
 
+def _target_value(state: dict, field: str, pool: list[str], seed: int, turn: int,
+                  params: UserSimParams) -> str:
+    """The new focus value: a liked value of the field when one is in the pool and the reveal
+    draw says so (the user discloses its taste), else a value drawn from the pool."""
+    liked = sorted(v for f, v in state.get("liked", ()) if f == field and v in pool)
+    if liked and rng_for(seed, turn, "shift_reveal").random() < params.reveal_prob:
+        return rng_for(seed, turn, "shift_value").choice(liked)
+    return rng_for(seed, turn, "shift_value").choice(pool)
+
+
 def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
            params: UserSimParams) -> tuple[dict, dict]:
     """Build a shift event: bridge from the anchor's values (or the focus), a new focus field
-    (sequential bias), a target value reachable from the bridge, kept/dropped constraints."""
+    (sequential bias) whose value is new (neither the old focus nor already required) and has
+    at least ``min_candidates`` films, older constraints relaxed until at least
+    ``min_candidates`` films satisfy them all, and a new anchor."""
     anchor = catalog.by_id[state["anchor"]]
     focus_field, focus_value = state["focus"]
+    required = {(f, str(v)) for f, v in state["constraints"].items()} | {(focus_field, focus_value)}
     bridges = {(focus_field, focus_value)}
     for field in FIELDS:
         values = anchor.values(field)
@@ -190,41 +232,51 @@ def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
     else:
         target_field = rng_field.choice([f for f in SEQUENTIAL_ORDER if f != focus_field])
 
-    target_value = bridge_value if target_field == bridge_field else None
-    if target_value is None:
-        # a value of the target field among the bridge's films, so the new focus is reachable
-        # from the bridge; when those films lack the field, the next field in order that has one
-        reachable = catalog.search({bridge_field: bridge_value})
-        pos = SEQUENTIAL_ORDER.index(target_field)
-        for field in SEQUENTIAL_ORDER[pos:] + SEQUENTIAL_ORDER[:pos]:
-            pool = sorted({v for m in reachable for v in m.values(field)} - {focus_value})
-            if field != focus_field and pool:
+    # a value of the target field among the bridge's films (reachable from the bridge), new,
+    # with enough films; when none, the next field in order that has one; failing that any
+    # new value of the catalog with enough films
+    reachable = catalog.search({bridge_field: bridge_value})
+    pos = SEQUENTIAL_ORDER.index(target_field)
+    order = [f for f in SEQUENTIAL_ORDER[pos:] + SEQUENTIAL_ORDER[:pos] if f != focus_field]
+    target_value = None
+    for source in (reachable, None):
+        for field in order:
+            values = {v for m in reachable for v in m.values(field)} if source is not None \
+                else set(catalog.values(field))
+            pool = sorted(v for v in values if (field, v) not in required
+                          and catalog.doc_freq(field, v) >= params.min_candidates)
+            if pool:
                 target_field = field
-                target_value = rng_for(seed, turn, "shift_value").choice(pool)
+                target_value = _target_value(state, field, pool, seed, turn, params)
                 break
-        else:  # pathological catalog: the bridge itself becomes the focus
-            target_field, target_value = bridge_field, bridge_value
+        if target_value is not None:
+            break
+    if target_value is None:
+        raise ConvsimError("the catalog has no value with min_candidates films to shift to",
+                           file=catalog.source, field="min_candidates")
 
     constraints = dict(state["constraints"])
-    constraints[bridge_field] = bridge_value
+    constraints.pop(target_field, None)  # the new focus replaces an older value of its field
     constraints[target_field] = target_value
-    core = {bridge_field, target_field}
     dropped = []
     rng_drop = rng_for(seed, turn, "drop_constraint")
-    non_core = sorted(k for k in constraints if k not in core)
+    non_core = sorted(k for k in constraints if k != target_field)
     if non_core and rng_drop.random() < params.drop_constraint_prob:
         field = rng_drop.choice(non_core)
         dropped.append([field, constraints.pop(field)])
-    for field in [f for f in FIELDS if f in constraints and f not in core]:
-        if _satisfiable(catalog, constraints):
-            break  # drop older constraints (FIELDS order) until some film satisfies them all
-        dropped.append([field, constraints.pop(field)])
-    new_anchor = _pick_anchor(catalog, constraints, rng_for(seed, turn, "shift_anchor"),
-                              state["anchor"])
+    # the bridge is kept as a constraint when enough films also have it
+    with_bridge = dict(constraints, **{bridge_field: bridge_value})
+    bridge_kept = bridge_field == target_field and bridge_value == target_value
+    if bridge_field != target_field and _count(catalog, with_bridge) >= params.min_candidates:
+        constraints, bridge_kept = with_bridge, True
+    constraints, relaxed = relax(catalog, constraints, {target_field}, params.min_candidates)
+    dropped += relaxed
+    avoid = {state["anchor"], *state.get("targets", ())}
+    new_anchor = _pick_anchor(catalog, constraints, rng_for(seed, turn, "shift_anchor"), avoid)
     event = {"turn": turn, "from_focus": [focus_field, focus_value],
              "to_focus": [target_field, target_value], "bridge_field": bridge_field,
-             "bridge_value": bridge_value, "from_anchor": state["anchor"], "to_anchor": new_anchor,
-             "dropped": dropped}
+             "bridge_value": bridge_value, "bridge_kept": bridge_kept,
+             "from_anchor": state["anchor"], "to_anchor": new_anchor, "dropped": dropped}
     # once the user has moved on, a correction of the opening genre would no longer make sense
     new_state = dict(state, focus=[target_field, target_value], constraints=constraints,
                      anchor=new_anchor, shifted=True, wrong_start_pending=False)
@@ -238,27 +290,35 @@ def _shift_text(event: dict, rng) -> str:
                                      target=target)
     if (event["bridge_field"], event["bridge_value"]) == tuple(event["to_focus"]):
         text = f"I'd now like to focus on {target}."
+    elif not event.get("bridge_kept", True):
+        # the bridge would leave too few films: the user does not ask for it
+        text = rng.choice(PLAIN_SHIFTS).format(target=target)
     if event["dropped"]:
         text += " I don't care about " + " or ".join(v for _, v in event["dropped"]) + " anymore."
     return text
 
 
-def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog) -> tuple[dict, str, str]:
+def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
+                   params: UserSimParams) -> tuple[dict, str, str]:
     rng = rng_for(seed, turn, "contradiction_kind")
     if state["wrong_start_pending"]:
         wrong, right = state["opening_genre"], state["true_genre"]
-        constraints = dict(state["constraints"], genre=right)
         focus = ["genre", right] if state["focus"][0] == "genre" else state["focus"]
+        constraints, _ = relax(catalog, dict(state["constraints"], genre=right),
+                               {"genre", focus[0]}, params.min_candidates)
         text = rng.choice(CONTRADICTIONS["correct_genre"]).format(wrong=wrong.lower(),
                                                                   right=right.lower())
         return dict(state, constraints=constraints, focus=focus, wrong_start_pending=False,
                     anchor=_pick_anchor(catalog, constraints, rng_for(seed, turn, "anchor"),
-                                        state["anchor"])), "correct_genre", text
+                                        {state["anchor"], *state.get("targets", ())})), \
+            "correct_genre", text
     droppable = sorted(f for f in state["constraints"] if f != state["focus"][0])
     if droppable and rng.random() < 0.5:
         field = rng.choice(droppable)
         constraints = {k: v for k, v in state["constraints"].items() if k != field}
-        text = rng.choice(CONTRADICTIONS["drop"]).format(value=state["constraints"][field])
+        value = state["constraints"][field]
+        text = rng.choice(CONTRADICTIONS["drop"]).format(
+            value=f"{value.lower()} films" if field == "genre" else value)
         return dict(state, constraints=constraints), "drop", text
     return state, "waver", rng.choice(CONTRADICTIONS["waver"]).format(focus=_focus_phrase(state))
 
@@ -291,7 +351,7 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
         text = _shift_text(shift, template_rng)
     elif rng_for(seed, turn, "contradiction").random() < params.contradiction_prob:
         stage = "contradiction"
-        state, contradiction, text = _contradiction(state, turn, seed, catalog)
+        state, contradiction, text = _contradiction(state, turn, seed, catalog, params)
     else:
         stage = "details"
         kind = state["details_left"][0]
@@ -312,7 +372,10 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
             "focus_value": state["focus"][1], "shift_event": shift is not None, "shift": shift,
             "constraints": dict(state["constraints"]), "anchor": anchor.id,
             "anchor_title": anchor.title, "template": text, "contradiction": contradiction,
-            "reaction": reaction, "true_genre": state["true_genre"]}
+            "reaction": reaction, "true_genre": state["true_genre"],
+            "n_satisfying": _count(catalog, state["constraints"])}
+    if turn == 1:  # logged for offline re-evaluation (evaluation/crs/coverage.py); never said
+        meta["hidden_targets"] = list(state["targets"])
     return UserTurn(template=text, state=state, meta=meta)
 
 

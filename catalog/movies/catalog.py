@@ -110,6 +110,12 @@ class Movie:
             raise ConvsimError(f"unknown field {field!r}; expected one of {FIELDS}", field=field)
         return getattr(self, attr)
 
+    @functools.cached_property
+    def richness(self) -> int:
+        """How many field values the entry has (a popularity proxy: well-known films have
+        fuller catalog entries); computed once per film."""
+        return sum(len(self.values(f)) for f in FIELDS)
+
 
 _FIELD_ATTR = {"genre": "genres", "actor": "actors", "director": "directors",
                "writer": "writers", "language": "languages"}

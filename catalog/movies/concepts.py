@@ -69,6 +69,23 @@ GENRE_ALIASES: dict[str, tuple[str, ...]] = {
     "family friendly": ("Family",), "independent film": ("Indie",), "indie": ("Indie",),
 }
 
+# Genres that are also everyday nouns ("love, war and family"): they count as a genre only in
+# genre context, i.e. followed (through a list of genre words) by a film noun, or after "genre".
+CONTEXT_GENRES = frozenset({"action", "adventure", "crime", "family", "fantasy", "history", "music",
+                            "mystery", "romance", "sport", "war"})
+_FILM_NOUNS = frozenset("film films movie movies flick flicks genre genres picture pictures "
+                        "one ones story stories drama dramas".split())
+_LIST_WORDS = frozenset("and or".split())
+# Role cues that say which field a person's name fills ("directed by X", "X's directing").
+_ROLE_BEFORE = (("director", re.compile(r"\b(directed by|director|directors|direction of|by director)\b", re.I)),
+                ("writer", re.compile(r"\b(written by|writer|writers|screenplay by|script by)\b", re.I)),
+                ("actor", re.compile(r"\b(starring|stars|star|with|actor|actress|actors|featuring|cast)\b", re.I)))
+_ROLE_AFTER = (("director", re.compile(r"^'s\s+(directing|direction)", re.I)),
+               ("writer", re.compile(r"^'s\s+(writing|script)", re.I)),
+               ("actor", re.compile(r"^'s\s+(acting|performance)", re.I)))
+_ROLE_ANY = re.compile("|".join(f"(?P<{field}>{cue.pattern})" for field, cue in _ROLE_BEFORE), re.I)
+_CLAUSE_END = re.compile(r"[.;!?]")
+_ROLE_WINDOW = 60  # characters before a name in which a role cue still applies ("starring A, B and C")
 _TOKEN = re.compile(r"\w+")
 _YEAR = re.compile(r"(19\d\d|20[0-2]\d)")
 _DECADE = re.compile(r"(?:(19|20)?(\d)0)s")
@@ -119,6 +136,7 @@ class ConceptExtractor:
         self.consume_titles = consume_titles
         self.expand_decades = expand_decades
         self._years = frozenset(catalog.values("year")) if "year" in self.fields else frozenset()
+        self._genre_words = frozenset(fold(g) for g in catalog.values("genre")) | frozenset(GENRE_ALIASES)
         self._trie: dict = {}
         for field in self.fields:
             if field != "year":
@@ -210,7 +228,8 @@ class ConceptExtractor:
         """Longest-first matches: (start_token, end_token, [accepted entries]); plus tokens.
         With ``titles=False`` catalog titles are ignored (they neither match nor consume)."""
         toks = _tokens(text)
-        folded = [fold(t) for _, _, t in toks]
+        # ASCII text: lower() is the fold and keeps token boundaries (one C-level pass)
+        folded = _TOKEN.findall(text.lower()) if text.isascii() else [fold(t) for _, _, t in toks]
         matches, i, n = [], 0, len(toks)
         while i < n:
             node, best = self._trie, None
@@ -232,18 +251,84 @@ class ConceptExtractor:
         return toks, folded, matches
 
     def extract(self, text: str) -> frozenset[tuple[str, str]]:
-        """Grounded (field, canonical value) pairs mentioned in ``text``."""
+        """Grounded (field, canonical value) pairs mentioned in ``text``.
+
+        A span that is a catalog title is the film, not a field value ("Zulu", "The Good
+        German"), unless the field's context says otherwise ("films in Zulu"); a person named
+        once is one concept (the role its cue names, else the field with most films); a genre
+        that is an everyday noun counts only in genre context."""
         toks, folded, matches = self._scan(text, titles=self.consume_titles)
         concepts: set[tuple[str, str]] = set()
         consumed = [False] * len(toks)
         for i, j, entries in matches:
             consumed[i:j] = [True] * (j - i)
-            concepts.update((e.field, e.value) for e in entries if e.kind == "value")
+            if len(entries) == 1:  # the common case: one value or one title, nothing to resolve
+                e = entries[0]
+                if e.kind == "value" and (e.field != "genre" or j - i > 1 or folded[i] not in CONTEXT_GENRES
+                                          or self._genre_context(text, toks, folded, i, j)):
+                    concepts.add((e.field, e.value))
+                continue
+            values = [e for e in entries if e.kind == "value"]
+            if len(values) < len(entries) and any(e.kind == "title" for e in entries):
+                values = [e for e in values if self._field_context(e.field, text, toks, folded, i, j)]
+            values = [e for e in values if e.field != "genre" or " ".join(folded[i:j]) not in CONTEXT_GENRES
+                      or self._genre_context(text, toks, folded, i, j)]
+            concepts.update(self._one_person(values, text, toks, i, j))
         if self._years:
             concepts.update(self._years_in(toks, folded, consumed))
         if self.fuzzy_threshold is not None and self._names_by_len:
             concepts.update(self._fuzzy_names(toks, folded, consumed))
         return frozenset(concepts)
+
+    def _genre_context(self, text, toks, folded, i: int, j: int) -> bool:
+        """A genre word followed, through a list of genre words ("war and family"), by a film
+        noun in the same clause, or preceded by "genre"."""
+        if i > 0 and folded[i - 1] in ("genre", "genres"):
+            return True
+        k = j
+        while k < len(toks) and not _CLAUSE_END.search(text[toks[k - 1][1]:toks[k][0]]):
+            word = folded[k]
+            if word in _FILM_NOUNS:
+                return True
+            if word not in _LIST_WORDS and word not in CONTEXT_GENRES and word not in self._genre_words:
+                return False
+            k += 1
+        return False
+
+    def _field_context(self, field: str, text, toks, folded, i: int, j: int) -> bool:
+        """Whether a span that is also a title is meant as a value of ``field``."""
+        before = folded[i - 1] if i > 0 else ""
+        if field == "language":
+            return before in ("in", "spoken") or (j < len(toks) and folded[j] in ("language", "dubbed"))
+        if field == "genre":
+            return self._genre_context(text, toks, folded, i, j)
+        if field == "year":
+            return before in ("from", "in", "of")
+        return False  # a person whose name is a title: the title wins
+
+    def _one_person(self, values, text, toks, i: int, j: int):
+        persons = [e for e in values if e.field in PERSON_FIELDS]
+        if len(persons) <= 1:
+            return [(e.field, e.value) for e in values]
+        others = [(e.field, e.value) for e in values if e.field not in PERSON_FIELDS]
+        fields = {e.field: e for e in persons}
+        cued = self._role_cue(text, toks[i][0], toks[j - 1][1])
+        if cued in fields:
+            return others + [(cued, fields[cued].value)]
+        best = max(persons, key=lambda e: (self.catalog.doc_freq(e.field, e.value),
+                                           -PERSON_FIELDS.index(e.field)))
+        return others + [(best.field, best.value)]
+
+    @staticmethod
+    def _role_cue(text: str, start: int, end: int) -> str | None:
+        for field, cue in _ROLE_AFTER:
+            if cue.match(text[end:]):
+                return field
+        window = _CLAUSE_END.split(text[max(0, start - _ROLE_WINDOW):start])[-1]
+        found = None
+        for m in _ROLE_ANY.finditer(window):  # the last cue in the window wins
+            found = m.lastgroup
+        return found
 
     def _years_in(self, toks, folded, consumed):
         for k, word in enumerate(folded):
@@ -317,7 +402,11 @@ class ConceptExtractor:
         titles = [e.value for e in node.get(_END, ()) if e.kind == "title"] if node else []
         return titles[0] if titles else None
 
-    def candidate_titles(self, text: str) -> list[str]:
+    def titles_and_candidates(self, text: str) -> tuple[list[str], list[str]]:
+        """``(extract_titles(text), candidate_titles(text))`` from one scan of the text."""
+        return self.candidate_titles(text, with_ids=True)
+
+    def candidate_titles(self, text: str, *, with_ids: bool = False):
         """Title-like spans: quoted text, catalog titles, and Title Case runs of >= 2 words
         (connectors such as "of the" allowed inside) that are not field values or near-miss
         person names. A heuristic for counting recommended titles that are not in the catalog:
@@ -327,10 +416,12 @@ class ConceptExtractor:
             spans.append(m.group(1).strip())
         toks, _, matches = self._scan(text)
         blocked = [False] * len(toks)
+        ids: list[str] = []
         for i, j, entries in matches:
             blocked[i:j] = [True] * (j - i)  # a known value or title is never part of a run
             if any(e.kind == "title" for e in entries):
                 spans.append(text[toks[i][0]:toks[j - 1][1]])
+                ids += [e.value for e in entries if e.kind == "title" and e.value not in ids]
         k, n = 0, len(toks)
         while k < n:
             if blocked[k] or not toks[k][2][:1].isupper():
@@ -355,7 +446,7 @@ class ConceptExtractor:
             if span and span not in out and not self._is_field_value(span) \
                     and not self._near_name(span):
                 out.append(span)
-        return out
+        return (ids, out) if with_ids else out
 
     def _near_name(self, span: str) -> bool:
         if self.fuzzy_threshold is None:

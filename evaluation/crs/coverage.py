@@ -3,8 +3,11 @@
 * PEPPER Preference Coverage: PC_t = |(∪_{t' ≤ t} top-k_{t'}) ∩ targets| / |targets|.
 * iEvaLM Recall@K: 1 if a target is in the top-K of the *last* turn that has a recommendation list.
 
-Targets come from the simulator (never shown to the CRS): by default the anchor films the
-simulated user held during the session (``user_meta.anchor``), which satisfy its constraints.
+Targets are the simulated user's *hidden* target films (agents/crs/profile.py): drawn at the
+start from its latent taste, never named by the user, never shown to the CRS. They are read from
+the session's final ``user_state["targets"]``; a transcript without them gets None, not a score.
+(Scoring against the anchors the user named itself, as an earlier version did, gave Recall = 1.0
+in every session: a recommender repeating the user's own film "found" it.)
 """
 
 from __future__ import annotations
@@ -48,21 +51,25 @@ def system_top_k(turn: Mapping) -> list[str]:
     return []
 
 
-def session_targets(transcript: Sequence[Mapping]) -> set[str]:
-    """The simulator's target items: every anchor film of the user's turns."""
-    out = set()
-    for turn in transcript:
+def hidden_targets(state: Mapping) -> set[str]:
+    """The simulated user's hidden target films of a finished session: its final state's, else
+    those its first turn logged in ``meta.hidden_targets`` (a transcript evaluated offline);
+    empty when unknown."""
+    user_state = state.get("user_state") or {}
+    if user_state.get("targets"):
+        return {str(t) for t in user_state["targets"]}
+    for turn in state.get("transcript") or []:
         meta = turn.get("meta") or {}
-        meta = meta.get("user_meta", meta) if isinstance(meta.get("user_meta"), dict) else meta
-        if str(turn.get("speaker", "")).lower() == "user" and meta.get("anchor"):
-            out.add(str(meta["anchor"]))
-    return out
+        if str(turn.get("speaker", "")).lower() == "user" and meta.get("hidden_targets"):
+            return {str(t) for t in meta["hidden_targets"]}
+    return set()
 
 
-def coverage_metrics(transcript: Sequence[Mapping], *, ks: Sequence[int] = (1, 5, 10)) -> dict:
-    """``pc_final`` (PC at the last turn), ``pc_mean`` (mean PC over turns) and ``recall_at_<k>``."""
+def coverage_metrics(transcript: Sequence[Mapping], targets: set[str] | frozenset[str], *,
+                     ks: Sequence[int] = (1, 5, 10)) -> dict:
+    """``pc_final`` (PC at the last turn), ``pc_mean`` (mean PC over turns) and ``recall_at_<k>``
+    against the hidden ``targets``."""
     lists = [system_top_k(t) for t in transcript if str(t.get("speaker", "")).lower() != "user"]
-    targets = session_targets(transcript)
     pc = preference_coverage(lists, targets) if lists else None
     out = {"pc_final": pc[-1] if pc else None, "pc_mean": sum(pc) / len(pc) if pc else None}
     for k in ks:

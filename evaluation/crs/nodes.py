@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agents.crs.references import echo_reply
+from evaluation.crs.health import health_metrics, pooled_health
 from evaluation.crs.tas import (
     concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
     mean_or_none, recovery, segment_scores, segments, tas_turn,
@@ -42,15 +44,15 @@ def _pairs(items) -> set[tuple[str, str]]:
     return {(f, v) for f, v in items}
 
 
-def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSettings
-                    ) -> tuple[dict, dict]:
+def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSettings,
+                    user_concepts: list | None = None) -> tuple[dict, dict]:
     """Metrics and details of one turn from its user and system transcript entries.
 
     Returns (metrics, details): metrics are the turn's numbers (cc, cr, copy_penalty, tas, DST
     scores against the simulator's gold constraints, gap counts, off-catalog titles); details
     hold the concept sets the dialogue metrics need.
     """
-    u = grounded_concepts(extractor, user["text"])
+    u = sorted(user_concepts) if user_concepts is not None else grounded_concepts(extractor, user["text"])
     s = grounded_concepts(extractor, system["text"])
     u_set, s_set = _pairs(u), _pairs(s)
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
@@ -60,6 +62,13 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     gaps = concept_gaps(u_set, s_set)
     dst = dst_scores(s_set, _pairs(gold))
     crs_meta = system.get("meta", {})
+    echo = echo_turn(u_set, s_set, named_film=bool(crs_meta.get("mentioned_ids"))
+                     or bool(extractor.extract_titles(system["text"])))
+    echo_text = echo_reply(u_set)
+    e_set = _pairs(grounded_concepts(extractor, echo_text))
+    tas_echo = tas_turn(cross_coherence(u_set, e_set), context_retention(u_set, e_set, idf),
+                        copy_penalty(user["text"], echo_text), alpha=settings.alpha,
+                        beta=settings.beta, gamma=settings.gamma)
     metrics = {
         "turn": user["turn"], "cc": cc, "cr": cr, "copy_penalty": pen,
         "tas": tas_turn(cc, cr, pen, alpha=settings.alpha, beta=settings.beta, gamma=settings.gamma),
@@ -70,11 +79,23 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
         "dst_joint": dst["joint"],
         "n_recommended": len(crs_meta.get("mentioned_ids", [])),
         "off_catalog_titles": len(crs_meta.get("off_catalog_titles", [])),
+        "echo": echo, "tas_echo": tas_echo,
     }
     details = {"turn": user["turn"], "user_concepts": u, "system_concepts": s, "gold": gold,
                "missing": [list(c) for c in gaps["missing"]],
                "hallucinated": [list(c) for c in gaps["hallucinated"]]}
     return metrics, details
+
+
+ECHO_SHARE = 0.8
+
+
+def echo_turn(u_set: set, s_set: set, *, named_film: bool) -> int:
+    """1 when a system turn is an echo: it names no film and its concepts are non-empty and
+    mostly (>= ECHO_SHARE) the user's own, i.e. it restates the request without recommending."""
+    if named_film or not s_set:
+        return 0
+    return int(len(s_set & u_set) / len(s_set) >= ECHO_SHARE)
 
 
 def shift_turns(transcript: list[dict]) -> list[int]:
@@ -95,6 +116,8 @@ def grounded_tas(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
     return ({"tas_grounded": dialogue_tas(tas), "cc_mean": mean_or_none(_column(rows, "cc")),
              "cr_mean": mean_or_none(_column(rows, "cr")),
              "copy_penalty_mean": mean_or_none(_column(rows, "copy_penalty")),
+             "echo_turn_share": mean_or_none(_column(rows, "echo")),
+             "tas_echo_ceiling": dialogue_tas(_column(rows, "tas_echo")),
              "n_turns": len(rows), "n_turns_not_applicable": sum(t is None for t in tas)}, {})
 
 
@@ -147,9 +170,13 @@ def concept_accounting(state: dict, settings: TASSettings, idf) -> tuple[dict, d
             {})
 
 
+def simulator_health(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
+    return health_metrics(state.get("transcript") or []), {}
+
+
 Contributor = Callable[[dict, TASSettings, object], tuple[dict, dict]]
 DIALOGUE_CONTRIBUTORS: list[Contributor] = [grounded_tas, segment_alignment, shift_recovery,
-                                            concept_accounting]
+                                            concept_accounting, simulator_health]
 
 
 def dialogue_evaluation(state: dict, settings: TASSettings, idf,
@@ -179,4 +206,20 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
             "off_catalog_titles_total": off, "recommended_titles_total": rec,
             "off_catalog_rate_pooled": off / (off + rec) if off + rec else None,
             "crs_generation_failures_total": sum(d.get("crs_generation_failures", 0) for d in dm),
-            "user_paraphrase_fallbacks_total": sum(d.get("user_paraphrase_fallbacks", 0) for d in dm)}
+            "user_paraphrase_fallbacks_total": sum(d.get("user_paraphrase_fallbacks", 0) for d in dm),
+            **pooled_health(ok), **gameable_note(dm)}
+
+
+def gameable_note(dm: list[dict]) -> dict:
+    """Where grounded TAS is gameable, stated beside the figures: the TAS that a reply restating
+    the user's concepts and naming no film (the echo reference) gets on the same user turns."""
+    ceiling = mean_or_none(d.get("tas_echo_ceiling") for d in dm)
+    echo = mean_or_none(d.get("echo_turn_share") for d in dm)
+    tas = mean_or_none(d.get("tas_grounded") for d in dm)
+    if ceiling is None:
+        return {"tas_echo_ceiling": None, "echo_turn_share": echo, "tas_gameable_note": None}
+    note = (f"grounded TAS rewards restating the user's concepts: a reply that only restates them "
+            f"and names no film scores {ceiling:.2f} on these user turns (this system: "
+            f"{'n/a' if tas is None else f'{tas:.2f}'}, echo turns {0 if echo is None else echo:.0%}); "
+            "read TAS beside echo_turn_share, recall_at_k and the echo/oracle references")
+    return {"tas_echo_ceiling": ceiling, "echo_turn_share": echo, "tas_gameable_note": note}

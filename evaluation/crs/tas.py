@@ -110,7 +110,10 @@ def tokens(text: str) -> list[str]:
 
 def word_ngrams(text: str, n: int) -> frozenset[tuple[str, ...]]:
     """The set G_n(x) of word n-grams of ``text``."""
-    toks = tokens(text)
+    return _ngrams(tokens(text), n)
+
+
+def _ngrams(toks: Sequence[str], n: int) -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
 
 
@@ -120,12 +123,12 @@ def copy_penalty(user_text: str, system_text: str, ns: Sequence[int] = (3, 4)) -
     G_n are *sets* of lower-cased word n-grams. An n for which S has no n-gram is skipped;
     returns ``None`` when S has no n-gram for any n (too short to copy anything).
     """
-    u_text_grams = {n: word_ngrams(user_text, n) for n in ns}
+    u_toks, s_toks = tokens(user_text), tokens(system_text)  # each text tokenised once
     ratios = []
     for n in ns:
-        s_grams = word_ngrams(system_text, n)
+        s_grams = _ngrams(s_toks, n)
         if s_grams:
-            ratios.append(len(s_grams & u_text_grams[n]) / len(s_grams))
+            ratios.append(len(s_grams & _ngrams(u_toks, n)) / len(s_grams))
     return max(ratios) if ratios else None
 
 

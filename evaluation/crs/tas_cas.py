@@ -69,8 +69,12 @@ def detect_shifts_legacy(user_texts: Sequence[str], user_topics: Sequence[set], 
 
 def detect_shifts(user_texts: Sequence[str], user_topics: Sequence[set], *, sim: Sim,
                   sim_threshold: float = SIM_TOPIC_SHIFT, jaccard_threshold: float = TOPIC_JACCARD_SHIFT,
-                  rule: str = "and", segment_sim: Callable[[Sequence[int], int], float] | None = None) -> list[int]:
-    """Segment-based shift detector. Turn i > 0 is a shift when its topics T_i are non-empty, the
+                  rule: str = "and", segment_sim: Callable[[Sequence[int], int], float] | None = None,
+                  compare: str = "segment") -> list[int]:
+    """Shift detector. ``compare="consecutive"`` is the paper's: turn i > 0 is a shift when
+    sim(u_{i-1}, u_i) < SIM_TOPIC_SHIFT and/or jaccard(T_{i-1}, T_i) < TOPIC_JACCARD_SHIFT (per
+    ``rule``), Jaccard(∅, ∅) counting 0 as in the paper's code. ``compare="segment"`` (default):
+    Segment-based. Turn i > 0 is a shift when its topics T_i are non-empty, the
     current segment has topics S (union of the segment's user topics), and
     ``rule="and"``: sim(segment, u_i) < SIM_TOPIC_SHIFT and jaccard(S, T_i) < TOPIC_JACCARD_SHIFT
     ``rule="or"``:  either of the two. A topic-less turn continues the segment. Returns 0-based indices.
@@ -79,6 +83,17 @@ def detect_shifts(user_texts: Sequence[str], user_topics: Sequence[set], *, sim:
     """
     if rule not in ("and", "or"):
         raise ValueError(f"rule must be 'and' or 'or', got {rule!r}")
+    if compare not in ("segment", "consecutive"):
+        raise ValueError(f"compare must be 'segment' or 'consecutive', got {compare!r}")
+    if compare == "consecutive":
+        out = []
+        for i in range(1, len(user_texts)):
+            j = jaccard(user_topics[i - 1], user_topics[i])
+            lexical = sim(user_texts[i - 1], user_texts[i]) < sim_threshold
+            topical = (j if j is not None else 0.0) < jaccard_threshold
+            if (lexical and topical) if rule == "and" else (lexical or topical):
+                out.append(i)
+        return out
     if segment_sim is None:
         def segment_sim(seg: Sequence[int], i: int) -> float:
             return sim(" ".join(user_texts[j] for j in seg), user_texts[i])
@@ -197,26 +212,32 @@ def tas_cas_score(values: Mapping[str, float | None], weights: Mapping[str, floa
 def tas_cas_dialogue(user_texts: Sequence[str], system_texts: Sequence[str], user_topics: Sequence[set],
                      system_topics: Sequence[set], *, sim: Sim, true_shifts: Sequence[int] | None = None,
                      weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and",
-                     segment_sim: Callable[[Sequence[int], int], float] | None = None) -> dict:
+                     segment_sim: Callable[[Sequence[int], int], float] | None = None,
+                     compare: str = "segment", recovery_on: str = "simulator") -> dict:
     """All TAS/CAS outputs of one dialogue, keys prefixed ``tas_cas``; shift detection (ours and the
     legacy detector) scored against ``true_shifts`` (0-based user turns) when the simulator logged them.
-    Recovery uses the true shifts when given, else the detected ones (``tas_cas_shift_source``)."""
+    Recovery uses the true shifts when given and ``recovery_on="simulator"``, else the detected
+    ones (``tas_cas_shift_source``; the paper recovered on detected shifts)."""
+    if recovery_on not in ("simulator", "detector"):
+        raise ValueError(f"recovery_on must be 'simulator' or 'detector', got {recovery_on!r}")
     n = min(len(user_texts), len(system_texts))
     u, s = list(user_texts[:n]), list(system_texts[:n])
     ut, st = [set(x) for x in user_topics[:n]], [set(x) for x in system_topics[:n]]
     cc = cross_coherence([sim(a, b) for a, b in zip(u, s)])
     cr = context_retention([sim(s[i - 1], s[i]) for i in range(1, n)])
-    detected = detect_shifts(u, ut, sim=sim, rule=rule, segment_sim=segment_sim)
+    detected = detect_shifts(u, ut, sim=sim, rule=rule, segment_sim=segment_sim, compare=compare)
     legacy = detect_shifts_legacy(u, ut, sim=sim)
-    shifts = sorted(t for t in true_shifts if 0 < t < n) if true_shifts is not None else detected
+    true = sorted(t for t in true_shifts if 0 < t < n) if true_shifts is not None else None
+    use_true = true is not None and recovery_on == "simulator"
+    shifts = true if use_true else detected
     comps = recovery_components(shift_outcomes(shifts, ut, st, sim=sim))
     comps.update(cross_coherence=cc, context_retention=cr)
     out = {"tas_cas": tas_cas_score(comps, weights)}
     out.update({f"tas_cas_{k}": v for k, v in comps.items()})
-    out.update(tas_cas_n_shifts=len(shifts), tas_cas_shift_source="simulator" if true_shifts is not None else "detector",
+    out.update(tas_cas_n_shifts=len(shifts), tas_cas_shift_source="simulator" if use_true else "detector",
                shift_detected_n=len(detected), shift_detected_legacy_n=len(legacy))
     if true_shifts is not None:
-        ours, old = shift_detection_scores(detected, shifts), shift_detection_scores(legacy, shifts)
+        ours, old = shift_detection_scores(detected, true), shift_detection_scores(legacy, true)
         out.update(shift_detect_precision=ours["precision"], shift_detect_recall=ours["recall"],
                    shift_detect_legacy_precision=old["precision"], shift_detect_legacy_recall=old["recall"])
     return out

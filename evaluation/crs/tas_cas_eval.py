@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from convsim import make_embedder
-from evaluation.crs.coverage import coverage_metrics
+from evaluation.crs.coverage import coverage_metrics, hidden_targets
 from evaluation.crs.tas_cas import CAS_WEIGHTS, tas_cas_dialogue
 from evaluation.crs.topics import make_topic_extractor
 
@@ -85,7 +85,8 @@ def _texts(pairs) -> list[str]:
     return [str(p[0].get("text", "")) for p in pairs] + [str(p[1].get("text", "")) for p in pairs]
 
 
-def _tas_cas(pairs, topic_sets, sim: VectorSim, topic_name: str, weights, rule) -> dict:
+def _tas_cas(pairs, topic_sets, sim: VectorSim, topic_name: str, weights, rule, compare="segment",
+             recovery_on="simulator") -> dict:
     if not pairs:
         return {"tas_cas": None}
     n = len(pairs)
@@ -93,19 +94,23 @@ def _tas_cas(pairs, topic_sets, sim: VectorSim, topic_name: str, weights, rule) 
     has_meta = any("shift_event" in _user_meta(p[0]) for p in pairs)
     true = [i for i, p in enumerate(pairs) if _user_meta(p[0]).get("shift_event")] if has_meta else None
     out = tas_cas_dialogue(texts[:n], texts[n:], topic_sets[:n], topic_sets[n:], sim=sim, true_shifts=true,
-                           weights=weights, rule=rule, segment_sim=sim.segment(texts[:n]))
+                           weights=weights, rule=rule, segment_sim=sim.segment(texts[:n]),
+                           compare=compare, recovery_on=recovery_on)
     out["tas_cas_topic_mode"] = topic_name
     return out
 
 
 def tas_cas_for_transcript(transcript: Sequence[Mapping], *, topics, embedder,
-                           weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and") -> dict:
+                           weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and",
+                           compare: str = "segment", recovery_on: str = "simulator") -> dict:
     """The ``tas_cas*`` and ``shift_detect*`` metrics of one transcript (evaluation.crs.tas_cas)."""
-    return tas_cas_many([transcript], topics=topics, embedder=embedder, weights=weights, rule=rule)[0]
+    return tas_cas_many([transcript], topics=topics, embedder=embedder, weights=weights, rule=rule,
+                        compare=compare, recovery_on=recovery_on)[0]
 
 
 def tas_cas_many(transcripts: Sequence[Sequence[Mapping]], *, topics, embedder,
-                 weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and", batch: int = 64) -> list[dict]:
+                 weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and", batch: int = 64,
+                 compare: str = "segment", recovery_on: str = "simulator") -> list[dict]:
     """``tas_cas_for_transcript`` over many transcripts, topics and embeddings computed per batch
     (one vectoriser / LDA call per batch instead of per dialogue)."""
     out: list[dict] = []
@@ -120,7 +125,8 @@ def tas_cas_many(transcripts: Sequence[Sequence[Mapping]], *, topics, embedder,
         for pairs in chunk:
             k = 2 * len(pairs)
             sim = VectorSim(embedder, texts[pos:pos + k], vectors[pos:pos + k] if k else None)
-            out.append(_tas_cas(pairs, topic_sets[pos:pos + k], sim, topics.name, weights, rule))
+            out.append(_tas_cas(pairs, topic_sets[pos:pos + k], sim, topics.name, weights, rule,
+                                compare, recovery_on))
             pos += k
     return out
 
@@ -148,12 +154,14 @@ def topic_extractor(mode: str, catalog, run_dir, model=None):
 
 
 def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", topic_mode: str = "lda",
-                    run_dir=None, model=None) -> dict:
+                    run_dir=None, model=None, rule: str = "and", compare: str = "segment",
+                    recovery_on: str = "simulator") -> dict:
     """TAS/CAS + PEPPER coverage / Recall@K of a finished session's state."""
     transcript = state.get("transcript") or []
     topics = topic_extractor(topic_mode, catalog, run_dir, model)
-    out = tas_cas_for_transcript(transcript, topics=topics, embedder=_embedder(embedder_spec, catalog))
-    out.update(coverage_metrics(transcript))
+    out = tas_cas_for_transcript(transcript, topics=topics, embedder=_embedder(embedder_spec, catalog),
+                                 rule=rule, compare=compare, recovery_on=recovery_on)
+    out.update(coverage_metrics(transcript, hidden_targets(state)))
     return out
 
 

@@ -1,0 +1,76 @@
+"""Reference recommenders: systems of known quality that a metric must order correctly
+(docs/crs_shift.md "Reference systems"). Selected with the ``crs_agent`` param.
+
+* ``echo``: restates the user's concepts ("Noted: you want ..."), names no film. It has no
+  recommendation value, yet grounded TAS scores it at or near the ceiling: the echo diagnostic
+  (evaluation/crs/nodes.py) must flag it.
+* ``random``: films drawn at random from the catalog, named by title.
+* ``titles_only``: the template recommender's own films, named by title only (no attribute).
+* ``oracle``: the films that are best under the simulated user's *true latent taste*
+  (agents/crs/profile.py) among those satisfying its current constraints, in natural wording
+  (one reason per film, no restating). It reads the taste, never the hidden target list.
+* ``restating``: the earlier template recommender, which opens every answer by restating all
+  tracked constraints (kept as a named reference of a copy-prone system).
+
+Each function returns ``(text, named_ids, ranked_ids)``: the answer, the films it names (known
+exactly, not re-extracted) and its ranked list (Recall@K / coverage read the top-k of it).
+"""
+
+from __future__ import annotations
+
+from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
+from convsim import rng_for
+
+REFERENCE_AGENTS = ("echo", "random", "titles_only", "oracle", "restating")
+
+
+def concepts_phrase(concepts) -> str:
+    """The user's concepts as one phrase: "drama films, Tom Hanks, 1999"."""
+    order = {f: k for k, f in enumerate(FIELDS)}
+    parts = []
+    for field, value in sorted(concepts, key=lambda c: (order.get(c[0], 99), c[1])):
+        parts.append(f"{value.lower()} films" if field == "genre" else str(value))
+    return ", ".join(parts)
+
+
+def echo_reply(user_concepts) -> str:
+    """What the echo reference says: the user's concepts restated, no film."""
+    if not user_concepts:
+        return "Noted. Tell me more about what you would like."
+    return f"Noted: you want {concepts_phrase(user_concepts)}. Anything else?"
+
+
+def random_reply(catalog: MovieCatalog, *, seed: int, turn: int, n_mention: int, top_k: int
+                 ) -> tuple[str, list[str], list[str]]:
+    rng = rng_for(seed, turn, "crs_random")
+    picks = rng.sample(range(len(catalog.movies)), min(top_k, len(catalog.movies)))
+    ranked = [catalog.movies[i].id for i in picks]
+    named = ranked[:n_mention]
+    titles = [catalog.by_id[i].title for i in named]
+    text = "How about " + " or ".join(f'"{t}"' for t in titles) + "?"
+    return text, named, ranked
+
+
+def titles_only_reply(films: list[Movie]) -> tuple[str, list[str], list[str]]:
+    if not films:
+        return "I have nothing for that right now.", [], []
+    text = f'You might like "{films[0].title}".'
+    for movie in films[1:]:
+        text += f' "{movie.title}" is another good one.'
+    return text, [m.id for m in films], [m.id for m in films]
+
+
+def oracle_ranking(catalog: MovieCatalog, utility: dict[str, float], constraints: dict,
+                   shown: set[str]) -> list[str]:
+    """Films satisfying the user's current constraints by descending latent utility, then every
+    other film by utility: the best list the taste allows. Films in ``shown`` go last (the
+    oracle names new films rather than repeating itself)."""
+    order = {m.id: k for k, m in enumerate(catalog.movies)}
+
+    def key(i: str):
+        return -utility.get(i, 0.0), order[i]
+
+    fitting = sorted((m.id for m in catalog.search(constraints)), key=key) if constraints else []
+    taken = set(fitting)
+    ranked = fitting + sorted((i for i in order if i not in taken), key=key)
+    return [i for i in ranked if i not in shown] + [i for i in ranked if i in shown]
