@@ -68,9 +68,22 @@ def divergent_slots(turns: list[dict]) -> set[str]:
     return out
 
 
+def _reported(t: dict, key: str):
+    """The synthesis's own report of ``key`` (meta), or the sentinel ``_ABSENT`` when the turn
+    carries no such field (a CSV written elsewhere): only then do the lexical fallbacks apply."""
+    meta = t.get("meta") or {}
+    return meta[key] if key in meta else _ABSENT
+
+
+_ABSENT = object()
+STRATEGY_LINE = re.compile(r"strategy:\s*([^/\n.]+)", re.I)
+
+
 def conflict_detection_rate(turns: list[dict]) -> float | None:
-    """M2 = detected / divergent slots; detected = a synthesis turn of the slot has
-    ``meta.has_conflict`` true or says "conflict", "different" or "compromise". Spec 002, M2.
+    """M2 = detected / divergent slots; detected = a synthesis turn of the slot reports
+    ``meta.has_conflict`` true; only when the turn has no ``has_conflict`` field at all does the
+    text count ("conflict", "different", "compromise"). The system's own report decides, so a
+    synthesis that misses a conflict scores lower even if its template says "different".
     None without synthesis turns (C1/C2) or without divergent slots.
     """
     synth = _synthesis_turns(turns)
@@ -80,21 +93,26 @@ def conflict_detection_rate(turns: list[dict]) -> float | None:
     detected = 0
     for slot in divergent:
         for t in synth.get(slot, []):
-            text = t["utterance"].lower()
-            if (t.get("meta") or {}).get("has_conflict") or any(w in text for w in CONFLICT_WORDS):
+            flag = _reported(t, "has_conflict")
+            if (bool(flag) if flag is not _ABSENT
+                    else any(w in t["utterance"].lower() for w in CONFLICT_WORDS)):
                 detected += 1
                 break
     return detected / len(divergent)
 
 
 def resolution_explanation_rate(turns: list[dict]) -> float | None:
-    """M3 = explained / synthesis slots; explained = non-empty ``resolution_explanation`` or a
-    synthesis text of >= 6 tokens. Spec 002, M3. None without synthesis turns."""
+    """M3 = explained / synthesis slots; explained = the turn's own ``resolution_explanation`` has
+    >= 3 tokens; a turn without that field (CSV from elsewhere) counts when its text has >= 6
+    tokens. None without synthesis turns."""
     synth = _synthesis_turns(turns)
     if not synth:
         return None
-    explained = sum(any((t.get("meta") or {}).get("resolution_explanation") or len(tokenize(t["utterance"])) >= 6
-                        for t in ts) for ts in synth.values())
+
+    def explained(t):
+        own = _reported(t, "resolution_explanation")
+        return len(tokenize(own or "")) >= 3 if own is not _ABSENT else len(tokenize(t["utterance"])) >= 6
+    explained = sum(any(explained(t) for t in ts) for ts in synth.values())
     return explained / len(synth)
 
 
@@ -108,8 +126,13 @@ def theory_strategy_usage_rate(turns: list[dict], *, use_social_theory: bool) ->
     synth = {s: ts for s, ts in _synthesis_turns(turns).items() if s in ACTIONABLE_SLOTS}
     if not synth:
         return None
-    used = sum(any(str((t.get("meta") or {}).get("resolution_strategy") or "").strip().upper()
-                   not in ("", "N/A", "NONE") for t in ts) for ts in synth.values())
+    def strategy(t):
+        own = _reported(t, "resolution_strategy")
+        if own is _ABSENT:   # no metadata: a "Strategy: …" line of the text names one
+            m = STRATEGY_LINE.search(t["utterance"])
+            own = m.group(1) if m else ""
+        return str(own or "").strip().upper() not in ("", "N/A", "NONE")
+    used = sum(any(strategy(t) for t in ts) for ts in synth.values())
     return used / len(synth)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from catalog.travel import TravelDB, normalize_place_name
 from evaluation.group.metrics import gini, welfare
-from evaluation.group.plan_parse import (ACTIONABLE_SLOTS, plan_place_names, plan_slot_places,
-                                         plan_slot_text, poi_windows)
+from evaluation.group.plan_parse import (ACTIONABLE_SLOTS, plan_place_names, plan_places_by_field,
+                                         plan_slot_places, plan_slot_text, poi_windows)
 from evaluation.group.text import informative_tokens, normalize_text, polarity_score, tokenize
 
 M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD = 0.45, 0.42, 0.30
@@ -51,8 +51,10 @@ def preference_addressing_rate(preferences: dict, target: str, *, embedder,
 
 def plan_grounding_rate(plan: dict, db: TravelDB) -> float | None:
     """M9 = distinct plan place names found in the db / distinct plan place names (names
-    lower-cased, punctuation stripped). Spec 002, M9. None when the plan names no place."""
-    names = {normalize_place_name(n) for n in plan_place_names(plan)} - {""}
+    lower-cased, punctuation stripped), on the plan **as proposed** (``plan["as_proposed"]`` when
+    a validator repaired it afterwards; repairs are ``plan_repairs``). None when the plan names no place."""
+    proposed = plan.get("as_proposed") if isinstance(plan.get("as_proposed"), dict) else plan
+    names = {normalize_place_name(n) for n in plan_place_names(proposed)} - {""}
     if not names:
         return None
     return sum(n in db.place_names() for n in names) / len(names)
@@ -185,16 +187,37 @@ def serendipity(plan: dict, db: TravelDB, preference_texts: list[str], *, embedd
     return hits / len(grounded)
 
 
+def plan_repairs(plan: dict) -> int:
+    """Places a validator replaced after the plan was proposed (0 for a plan nobody repaired)."""
+    return len((plan.get("validation") or {}).get("unknown_places") or [])
+
+
+def _names(value) -> list[str]:
+    return [normalize_place_name(n) for n in plan_places_by_field({"days": [{"attraction": value}]})["attraction"]]
+
+
 def plan_coherence(plan: dict) -> float | None:
     """M16 = passed / total checks; per day: breakfast, lunch, dinner filled (not "" or "-"),
-    lunch != dinner, and (when the day has timed POIs) the POI windows are in order: each
-    end > start and each start >= the previous end. Spec 002, M16. None without days."""
+    lunch != dinner, (days 2+) neither lunch nor dinner is a restaurant already used for lunch or
+    dinner on an earlier day, (days with >= 2 attractions) no attraction twice in the day, and
+    (days with timed POIs) the POI windows are in order: each end > start and each start >= the
+    previous end. None without days."""
     days = [d for d in plan.get("days") or [] if isinstance(d, dict)]
     if not days:
         return None
     passed = total = 0
-    for day in days:
+    used_meals: set[str] = set()
+    for i, day in enumerate(days):
         meals = [str(day.get(k) or "").strip() for k in _MEALS]
+        served = set(_names(meals[1]) + _names(meals[2]))
+        if i > 0:
+            total += 1
+            passed += not (served & used_meals)
+        used_meals |= served
+        sights = _names(day.get("attraction"))
+        if len(sights) >= 2:
+            total += 1
+            passed += len(set(sights)) == len(sights)
         for m in meals:
             total += 1
             passed += m not in ("", "-")
