@@ -1,4 +1,4 @@
-"""Dialogue CSV export and evaluation (spec 002 columns), and errors on malformed CSVs."""
+"""Dialogue CSV export and evaluation (the metric definitions' columns), and errors on malformed CSVs."""
 
 import csv
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""M1–M16 and W1–W3 (spec 002_fa62fccfc16e3dd9.txt) on the spec's worked examples and on
+"""M1–M16 and W1–W3 (the group-planning metric definitions) on the spec's worked examples and on
 hand-built dialogues and plans, with a fake embedder whose similarities are fixed by hand."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Simulated group members for group travel planning (spec 002; reference group_and_retrieval §1b).
+"""Simulated group members for group travel planning (reference group_and_retrieval §1b).
 
 A group is a list of members ``{"member_id", "name", "role", "persona", "preferences"}`` where
 ``preferences[slot] = {"option", "also_ok", "reject", "text"}`` for every slot of ``SLOTS`` (lodging

@@ -1,4 +1,4 @@
-"""Dialogue CSV of group travel planning (spec 002's columns): export, and evaluation of CSVs
+"""Dialogue CSV of group travel planning (the metric definitions' columns): export, and evaluation of CSVs
 produced elsewhere.
 
 Columns: ``turn, speaker, intent, slot, utterance, meta, constraint_state, plan,

@@ -100,9 +100,9 @@ def group_figures(records: Sequence[Mapping], out_dir) -> list[str]:
         return []
     variants = sorted(summary)
     stems = _contrast_figure(records, out_dir)
-    # left: W over the preferences stated in the dialogue (spec 002); right: over every member's
+    # left: W over the preferences stated in the dialogue; right: over every member's
     # private preferences (simulation only), which is what C1's spokesperson leaves out
-    panels = [("stated preferences (spec 002)", "")]
+    panels = [("stated preferences", "")]
     if any(_by_variant(records, "W1_all_members").get(v) for v in variants):
         panels.append(("every member's preferences", "_all_members"))
     fig, axes = plt.subplots(1, len(panels), figsize=(1.6 + 2.4 * len(variants), 3.6), squeeze=False)

@@ -1,6 +1,6 @@
 """Group travel planning metrics M1–M7 (dialogue only), welfare W1–W3 and the Gini coefficient.
 
-Spec: ``002_fa62fccfc16e3dd9.txt`` (group travel planning metrics), with the ambiguities resolved as
+The group travel planning metric definitions, with the ambiguities resolved as
 ``reference/group_and_retrieval.md`` §1b suggests (see docs/group_planning.md). Inputs are plain
 data: ``turns`` = ``[{"speaker", "intent", "utterance", "meta": {...}}]`` and ``flags`` =
 ``{"multi_user", "enable_synthesis", "use_social_theory", "enable_feedback", "member_count"}``.
@@ -35,7 +35,7 @@ def _synthesis_turns(turns: list[dict]) -> dict[str, list[dict]]:
 def voice_coverage(turns: list[dict], *, member_count: int, multi_user: bool) -> float | None:
     """M1 = distinct speakers of ``user_provide_*`` turns / member_count (C1: 1 / member_count).
 
-    Spec 002, M1. None when member_count < 1.
+    M1. None when member_count < 1.
     """
     if member_count < 1:
         return None
@@ -119,7 +119,7 @@ def resolution_explanation_rate(turns: list[dict]) -> float | None:
 def theory_strategy_usage_rate(turns: list[dict], *, use_social_theory: bool) -> float | None:
     """M4 = actionable synthesis slots whose ``resolution_strategy`` is a real strategy (not
     "", "N/A") / actionable synthesis slots (lodging, cuisine, event, attraction; lodging's
-    room_type and house_rule count as one slot). Spec 002, M4: 0.0 when social theory is off
+    room_type and house_rule count as one slot). M4: 0.0 when social theory is off
     (C1–C3), as the spec fixes; None when theory is on but no actionable slot was synthesised."""
     if not use_social_theory:
         return 0.0
@@ -138,7 +138,7 @@ def theory_strategy_usage_rate(turns: list[dict], *, use_social_theory: bool) ->
 
 def theory_text_leakage_rate(turns: list[dict]) -> float | None:
     """M4b = candidate turns (sys_synthesize_*, sys_feedback_*, sys_present_plan) containing a
-    theory phrase / candidate turns. Spec 002, M4b. None without candidate turns."""
+    theory phrase / candidate turns. M4b. None without candidate turns."""
     cands = [t for t in turns if t["intent"].startswith(("sys_synthesize_", "sys_feedback_"))
              or t["intent"] == "sys_present_plan"]
     if not cands:
@@ -148,7 +148,7 @@ def theory_text_leakage_rate(turns: list[dict]) -> float | None:
 
 def feedback_activation_rate(turns: list[dict], *, enable_feedback: bool) -> float | None:
     """M5 = conflict slots (synthesis ``has_conflict``) with any user_feedback_/sys_feedback_
-    turn / conflict slots. Spec 002, M5: 0.0 when feedback is off (C1–C4), as the spec fixes;
+    turn / conflict slots. M5: 0.0 when feedback is off (C1–C4), as the spec fixes;
     None when feedback is on but no slot was flagged."""
     if not enable_feedback:
         return 0.0
@@ -162,7 +162,7 @@ def feedback_activation_rate(turns: list[dict], *, enable_feedback: bool) -> flo
 
 def member_acceptance_rate(turns: list[dict]) -> float | None:
     """M6 = speakers with a ``user_accept_plan`` / ``user_approve_approach`` turn / speakers who
-    gave preferences. Spec 002, M6. None when nobody gave preferences."""
+    gave preferences. M6. None when nobody gave preferences."""
     speakers = {t["speaker"] for t in turns if t["intent"].startswith("user_provide_")}
     if not speakers:
         return None
@@ -172,7 +172,7 @@ def member_acceptance_rate(turns: list[dict]) -> float | None:
 
 def dialogue_efficiency(turns: list[dict]) -> dict:
     """M7 = {total_turns, turns_per_slot = total / slots discussed, feedback_turn_overhead =
-    feedback turns / total}. Spec 002, M7. Values None when there are no turns / slots."""
+    feedback turns / total}. M7. Values None when there are no turns / slots."""
     slots = {intent_slot(t["intent"]) for t in turns} - {None}
     total = len(turns)
     fb = sum(t["intent"].startswith(("user_feedback_", "sys_feedback_")) for t in turns)
@@ -183,7 +183,7 @@ def dialogue_efficiency(turns: list[dict]) -> dict:
 def welfare(rates: dict[str, float]) -> dict:
     """W1 = mean s_i, W2 = min s_i, W3 = (prod s_i)^(1/N) over per-member satisfaction rates.
 
-    Spec 002, W1–W3. W3 is the raw geometric mean (0 when any s_i = 0) and ``W3_zero_members``
+    W1–W3. W3 is the raw geometric mean (0 when any s_i = 0) and ``W3_zero_members``
     counts the members with s_i = 0 (reference ambiguity 2). All None without members.
     """
     vals = list(rates.values())
@@ -195,7 +195,7 @@ def welfare(rates: dict[str, float]) -> dict:
 
 
 def gini(values: list[float]) -> float | None:
-    """Gini = sum_i sum_j |x_i - x_j| / (2 n^2 mu). Spec 002, M13. None when n = 0 or mu = 0."""
+    """Gini = sum_i sum_j |x_i - x_j| / (2 n^2 mu). M13. None when n = 0 or mu = 0."""
     n = len(values)
     if n == 0:
         return None

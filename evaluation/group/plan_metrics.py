@@ -1,6 +1,6 @@
 """Group travel planning metrics M8–M16 (they read the final plan) and per-member satisfaction.
 
-Spec: ``002_fa62fccfc16e3dd9.txt``. ``preferences`` is ``{(member, slot): text}`` (from the
+The group travel planning metric definitions. ``preferences`` is ``{(member, slot): text}`` (from the
 ``user_provide_*`` turns), ``plan`` the TripCraft-style itinerary, ``db`` a ``catalog.travel.TravelDB``
 and ``embedder`` anything with ``.name`` and ``.similarity(a, b) -> float`` (convsim's
 ``make_embedder``; TF-IDF by default, so the thresholds 0.45 / 0.42 / 0.30 of the spec, which were
@@ -27,7 +27,7 @@ _MEALS = ("breakfast", "lunch", "dinner")
 
 def is_addressed(preference: str, target: str, *, embedder, threshold: float = M8_THRESHOLD) -> bool:
     """A preference is addressed by ``target`` text: phrase hit, >= 2 of its top-6 informative
-    tokens, 1 token when it has only 1, or similarity >= threshold (spec 002, M8)."""
+    tokens, 1 token when it has only 1, or similarity >= threshold (M8)."""
     toks = informative_tokens(preference, k=6)
     norm_target = normalize_text(target)
     target_toks = set(norm_target.split())
@@ -41,7 +41,7 @@ def is_addressed(preference: str, target: str, *, embedder, threshold: float = M
 def preference_addressing_rate(preferences: dict, target: str, *, embedder,
                                threshold: float = M8_THRESHOLD) -> float | None:
     """M8 / M8a / M8b = addressed (member, slot) pairs / stated pairs, against ``target``
-    (synthesis + plan text, synthesis only, plan only). Spec 002, M8. None when there are no
+    (synthesis + plan text, synthesis only, plan only). M8. None when there are no
     stated pairs or the target text is empty (e.g. M8a without a synthesis phase)."""
     if not preferences or not target.strip():
         return None
@@ -83,7 +83,7 @@ def slot_satisfaction(preference: str, slot: str, *, plan: dict, db: TravelDB, e
                       threshold: float = M10_THRESHOLD) -> dict:
     """The M10 channels for one (member, slot) pair: ``room_type``, ``category``, ``lexical``,
     ``semantic`` (each True/False, or None when the channel does not apply) and ``satisfied``
-    (any channel True). Spec 002, M10."""
+    (any channel True). M10."""
     places = plan_slot_places(plan, db, slot)
     ch: dict[str, bool | None] = {"room_type": None, "category": None}
     if slot == "lodging":
@@ -123,7 +123,7 @@ def member_rates(table: dict) -> dict[str, float]:
 
 
 def satisfaction_metrics(table: dict) -> dict:
-    """M10 (pooled), M10b, M11 and W1–W3 from a satisfaction table. Spec 002.
+    """M10 (pooled), M10b, M11 and W1–W3 from a satisfaction table.
 
     M10 = satisfied pairs / pairs (pooled over members, reference ambiguity 1);
     M10b = category-satisfied / category-applicable pairs (cuisine, attraction, event);
@@ -140,7 +140,7 @@ def satisfaction_metrics(table: dict) -> dict:
 
 def semantic_satisfaction(preferences: dict, *, plan: dict, embedder) -> tuple[float | None, dict]:
     """M12 = mean over actionable (member, slot) pairs of sim(preference, the plan's slot text +
-    raw output); also the per-member means (M13's input). Spec 002, M12."""
+    raw output); also the per-member means (M13's input). M12."""
     raw = str(plan.get("raw_output", ""))
     per: dict[str, list[float]] = {}
     for (m, s), p in preferences.items():
@@ -153,13 +153,13 @@ def semantic_satisfaction(preferences: dict, *, plan: dict, embedder) -> tuple[f
 
 
 def fairness_gini(member_means: dict[str, float]) -> float | None:
-    """M13 = Gini of the per-member mean M12 scores. Spec 002, M13. None when mean is 0."""
+    """M13 = Gini of the per-member mean M12 scores. M13. None when mean is 0."""
     return gini(list(member_means.values()))
 
 
 def concession_rate(preferences: dict, explanations: dict[str, str], *, embedder) -> float | None:
     """M14 = mean over (member, slot) pairs of slots with a ``resolution_explanation`` of
-    sim(preference, explanation). Spec 002, M14. None without synthesis (C1/C2)."""
+    sim(preference, explanation). M14. None without synthesis (C1/C2)."""
     scores = [embedder.similarity(p, explanations[s]) for (m, s), p in preferences.items()
               if explanations.get(s)]
     return sum(scores) / len(scores) if scores else None
@@ -168,7 +168,7 @@ def concession_rate(preferences: dict, explanations: dict[str, str], *, embedder
 def serendipity(plan: dict, db: TravelDB, preference_texts: list[str], *, embedder,
                 threshold: float = M15_THRESHOLD) -> float | None:
     """M15 = grounded places not named in any preference whose record has sim >= threshold with
-    some preference / grounded places. Spec 002, M15. None without grounded places."""
+    some preference / grounded places. M15. None without grounded places."""
     grounded = {}
     for n in plan_place_names(plan):
         hit = db.lookup(n)

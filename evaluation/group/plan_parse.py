@@ -1,4 +1,4 @@
-"""Reading a group-planning dialogue and plan as plain data (spec 002's CSV sources).
+"""Reading a group-planning dialogue and plan as plain data (the metric definitions' CSV sources).
 
 A dialogue is a list of turns ``{"speaker", "intent", "utterance", "meta"}``; a plan is the
 TripCraft-style itinerary ``{"days": [...], "raw_output": str, ...}``. These helpers extract what

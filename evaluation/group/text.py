@@ -1,4 +1,4 @@
-"""Text matching shared by the group-planning vote round and the group metrics (spec 002).
+"""Text matching shared by the group-planning vote round and the group metrics.
 
 Pure functions over strings: tokenising, the "informative tokens" of a preference (M8, M10), and
 the deterministic window-based polarity scorer of the vote round (reference
