@@ -3,8 +3,11 @@ synthesises them (or not, by condition), a planner writes a multi-day itinerary 
 travel database, and M1–M16 / W1–W3 are computed before END.
 
 Conditions C1–C5 are presets of four flags (reference group_and_retrieval.md §1b):
-C1 one spokesperson, no synthesis; C2 all members speak, silent merge; C3 raw synthesis;
-C4 guided synthesis (canonical strategy, vote round, subgroups, coverage); C5 = C4 + feedback loop.
+C1 one spokesperson, no synthesis; C2 all members speak, silent merge; C3 raw synthesis
+(approval with coverage, or a model's own merge); C4 guided synthesis (canonical strategy, vote
+round, subgroups, coverage); C5 = C4 + feedback loop. C3–C5 choose at most ``option_budget``
+options per slot, so they differ only in how they choose. Model roles: ``synthesis``,
+``planner``, ``member`` (all ``none`` by default: rules).
 Members speak in parallel: ``ask_slot`` fans out one ``member_speak`` task per member with
 ``Send``; their turns meet in the ``member_turns`` channel (``operator.add``) before ``synthesize``.
 See docs/group_planning.md.
@@ -34,6 +37,7 @@ from agents.group.vote import option_label
 from catalog.travel import TravelDB, load_travel_db
 from convsim import SessionContext, emit_metrics, rng_for, stable_seed
 from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from evaluation.group.dataset import OPTION_SLOTS, group_dataset_metrics
 from evaluation.group.figures import group_figures
 
 CONDITIONS = {   # condition -> (multi_user, enable_synthesis, use_social_theory, enable_feedback)
@@ -374,26 +378,9 @@ def sessions(params: Params, ctx: Context):
                "start_date": start.strftime("%d-%m-%Y"), "members": make_group(group_type, seed)}
 
 
-OPTION_SLOTS = ("cuisine", "attraction", "event", "room_type")
-
-
-def options_per_slot(records: list[dict]) -> dict:
-    """Mean number of options the decisions of a condition hold per actionable (sub)slot."""
-    per: dict[str, list[int]] = {}
-    for r in records:
-        for slot, subs in (r.get("decisions") or {}).items():
-            for sub, d in subs.items():
-                if sub in OPTION_SLOTS:
-                    per.setdefault(sub, []).append(len(d.get("selected") or []))
-    out = {f"options_{k}": sum(v) / len(v) for k, v in per.items()}
-    vals = [x for v in per.values() for x in v]
-    out["options_mean_actionable"] = sum(vals) / len(vals) if vals else None
-    return out
-
-
 def _budget_of(records: list[dict]):
     """The option budget of a condition's sessions; None where nothing is synthesised (C1/C2)."""
-    if not records:
+    if not records or not records[0].get("params"):
         return None
     p = Params(**{k: v for k, v in (records[0].get("params") or {}).items() if k in Params.model_fields})
     return p.option_budget if p.flags()["enable_synthesis"] else None
@@ -401,24 +388,9 @@ def _budget_of(records: list[dict]):
 
 def dataset_metrics(records: list[dict]) -> dict:
     """Pooled M10, sessions whose worst-off member got 0, the options the decisions hold per slot
-    (the diagnostic beside W1–W3: a condition with more options satisfies more members by count
-    alone) and how the semantic metrics were computed."""
-    sat = tot = zero = n = 0
-    settings = {}
-    for r in records:
-        dm = r.get("dialogue_metrics") or {}
-        settings = r.get("metric_settings") or settings
-        if dm.get("M10_pairs"):
-            sat += dm["M10_satisfied_pairs"]
-            tot += dm["M10_pairs"]
-        if dm.get("W2") is not None:
-            n += 1
-            zero += dm["W2"] == 0
-    return {"M10_pooled_over_sessions": sat / tot if tot else None,
-            "share_sessions_W2_zero": zero / n if n else None,
-            "option_budget": _budget_of(records),
-            **options_per_slot(records),
-            "semantic_metrics": settings.get("semantic_label")}
+    beside the option budget, and how the semantic metrics were computed
+    (evaluation.group.dataset)."""
+    return {**group_dataset_metrics(records), "option_budget": _budget_of(records)}
 
 
 def figures(records: list[dict], out_dir) -> list[str]:
