@@ -112,7 +112,9 @@ def apply_strategy(slot: str, group_type: str, stated: list[dict], *, use_vote: 
     sid, op = strategy_for(slot, group_type)
     prefs = {s["member"]: s["text"] for s in stated}
     roles = {s["member"]: s["role"] for s in stated}
-    options = sorted({s["option"] for s in stated})
+    # candidates: every first choice and every option a member called acceptable (the reference's
+    # ballots carry top_choice and acceptable[]), the same candidates C3's synthesis sees
+    options = sorted({s["option"] for s in stated} | {s["also_ok"] for s in stated if s.get("also_ok")})
     has_conflict = detect_conflict(stated)
     scores = score_options(prefs, options)
     ranked = _ranked(scores)
