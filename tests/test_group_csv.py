@@ -143,3 +143,19 @@ def test_literal_plan_keys_and_missing_keys_warn(tmp_path):
     assert day["attraction"] == "City Museum, X;"
     assert notes == ["meals given as a list: read in the order breakfast, lunch, dinner",
                      "plan days lack accommodations, events, poi_list (taken as empty)"]
+
+
+def test_convsim_eval_cli_gives_the_same_metrics_for_both_formats():
+    import json
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    outs = []
+    for f in (SPEC_FORMAT, PROJECT_FORMAT, COLUMNS_ONLY):
+        res = subprocess.run([sys.executable, "-m", "convsim", "eval", str(f)], capture_output=True, text=True,
+                             env=env, cwd=root, check=True)
+        outs.append((json.loads(res.stdout), res.stderr))
+    assert outs[0][0]["metrics"] == outs[1][0]["metrics"] and "warning:" not in outs[0][1]
+    assert sum(line.startswith("warning: ") for line in outs[2][1].splitlines()) == 1
