@@ -134,3 +134,13 @@ def test_member_model_answer_without_the_wish_falls_back():
     provide = [t for t in st["transcript"] if t["meta"].get("intent", "").startswith("user_provide_")]
     assert not any(t["text"] == "Whatever." for t in provide)
     assert any("does not name" in f["error"] for f in st["llm_failures"])
+
+
+def test_c4_model_words_become_the_recorded_explanation():
+    p = Params(condition="C4", n_sessions=1)
+    s = next(iter(sessions(p, Context(params=p, seed=11))))
+    st = graph.invoke(s, context=Context(params=p, seed=1, session_id=s["session_id"],
+                                         models={"synthesis": FakeModel(lambda *a: {})}))
+    synth = [t for t in st["transcript"] if t["meta"].get("intent", "").startswith("sys_synthesize_")]
+    assert all(t["meta"]["resolution_explanation"] == "because it fits everyone." for t in synth)
+    assert all(t["meta"]["resolution_strategy"] != "N/A" for t in synth)   # the decision stays the rules'
