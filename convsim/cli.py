@@ -252,14 +252,15 @@ def eval_cmd(path: Path,
              graph: str = typer.Option("crs_shift", help="the graph whose evaluation applies"),
              out: Optional[Path] = typer.Option(None, help="run directory to write"),
              model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
-             no_analysis: bool = typer.Option(False, "--no-analysis")) -> None:
+             no_analysis: bool = typer.Option(False, "--no-analysis"),
+             embedder: str = typer.Option("tfidf", help="dialogue CSV: tfidf or st:minilm")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
     group-planning dialogue CSV) without simulating."""
     from .config import parse_assignment
     if not path.exists():
         raise ConvsimError("file not found", file=path)
     if path.suffix.lower() == ".csv":
-        result = _plugin("evaluation.group.dialogue_csv:evaluate_group_csv")(path)
+        result = _plugin("evaluation.group.dialogue_csv:evaluate_group_csv")(path, embedder_spec=embedder)
         typer.echo(json.dumps(result, indent=2, default=str))
         return
     models = dict(parse_assignment(m, what="--model") for m in model)
