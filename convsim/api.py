@@ -116,20 +116,21 @@ def compare(run_a: str | Path, run_b: str | Path, *, alpha: float = 0.05) -> dic
 
 def evaluate(path: str | Path, *, graph: str | None = None, out: str | Path | None = None,
              models: Assignments = None, params: dict | None = None, set_params: list[str] | None = None,
-             analyze: bool = True) -> Path | dict:
+             embedder: str = "tfidf", analyze: bool = True) -> Path | dict:
     """Evaluate transcripts that already exist, without simulating (``convsim eval``).
 
     A results.jsonl or JSONL transcript file is scored by ``graph``'s evaluation into a run
     directory, which is returned. When the file lies in a run directory, that run's graph and
     params are used (``graph`` and ``params`` / ``set_params`` override them; without a run,
-    the graph defaults to crs_shift). A group-planning dialogue CSV returns its metrics as a dict.
+    the graph defaults to crs_shift). A group-planning dialogue CSV returns its metrics as a dict
+    (``embedder``: ``tfidf`` or ``st:minilm`` for its semantic metrics).
     """
     from .config import parse_assignment
     path = Path(path)
     if not path.exists():
         raise ConvsimError("file not found", file=path)
     if path.suffix.lower() == ".csv":
-        return resolve(EVALUATE_GROUP_CSV)(path)
+        return resolve(EVALUATE_GROUP_CSV)(path, embedder_spec=embedder)
     pairs = models.items() if isinstance(models, dict) else \
         (parse_assignment(m, what="--model") for m in models or [])
     specs = {k: v if isinstance(v, dict) else str(v) for k, v in pairs}

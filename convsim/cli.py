@@ -263,10 +263,12 @@ def eval_cmd(path: Path,
              set_: list[str] = typer.Option([], "--set", help="param=value over the source run's params"),
              out: Optional[Path] = typer.Option(None, help="run directory to write"),
              model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
-             no_analysis: bool = typer.Option(False, "--no-analysis")) -> None:
+             no_analysis: bool = typer.Option(False, "--no-analysis"),
+             embedder: str = typer.Option("tfidf", help="dialogue CSV: tfidf or st:minilm")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
     group-planning dialogue CSV) without simulating."""
-    result = api.evaluate(path, graph=graph, out=out, models=model, set_params=set_, analyze=not no_analysis)
+    result = api.evaluate(path, graph=graph, out=out, models=model, set_params=set_, embedder=embedder,
+                          analyze=not no_analysis)
     if isinstance(result, dict):  # a group-planning dialogue CSV: its metrics
         typer.echo(json.dumps(result, indent=2, default=str))
         return

@@ -3,8 +3,11 @@ synthesises them (or not, by condition), a planner writes a multi-day itinerary 
 travel database, and M1–M16 / W1–W3 are computed before END.
 
 Conditions C1–C5 are presets of four flags (reference group_and_retrieval.md §1b):
-C1 one spokesperson, no synthesis; C2 all members speak, silent merge; C3 raw synthesis;
-C4 guided synthesis (canonical strategy, vote round, subgroups, coverage); C5 = C4 + feedback loop.
+C1 one spokesperson, no synthesis; C2 all members speak, silent merge; C3 raw synthesis
+(approval with coverage, or a model's own merge); C4 guided synthesis (canonical strategy, vote
+round, subgroups, coverage); C5 = C4 + feedback loop. C3–C5 choose at most ``option_budget``
+options per slot, so they differ only in how they choose. Model roles: ``synthesis``,
+``planner``, ``member`` (all ``none`` by default: rules).
 Members speak in parallel: ``ask_slot`` fans out one ``member_speak`` task per member with
 ``Send``; their turns meet in the ``member_turns`` channel (``operator.add``) before ``synthesize``.
 See docs/group_planning.md.
@@ -24,16 +27,18 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field, model_validator
 
 from agents.group.feedback import feedback_round, feedback_targets
-from agents.group.members import GROUP_TYPES, SLOTS, make_group, speak_preference
+from agents.group.member_voice import rule_verdict, speak_with_model, verdict_with_model
+from agents.group.members import ACTIONABLE_SLOTS, GROUP_TYPES, SLOTS, make_group, speak_preference
 from agents.group.planner import build_plan
 from agents.group.plan_writer import write_plan_with_model
-from agents.group.synthesis import (decide, llm_synthesis_text, stated_preferences as stated_rows,
-                                    synthesis_text)
+from agents.group.synthesis import (decide, llm_guided_text, llm_raw_synthesis, reason_of,
+                                    stated_preferences as stated_rows, synthesis_text)
 from agents.group.vote import option_label
 from catalog.travel import TravelDB, load_travel_db
 from convsim import compile_with_default_context
 from convsim import SessionContext, emit_metrics, rng_for, stable_seed
 from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from evaluation.group.dataset import OPTION_SLOTS, group_dataset_metrics
 from evaluation.group.figures import group_figures
 
 CONDITIONS = {   # condition -> (multi_user, enable_synthesis, use_social_theory, enable_feedback)
@@ -77,6 +82,9 @@ class Params(BaseModel):
     n_sessions: int = Field(25, ge=1, description="sessions that sessions() yields")
     n_days: int = Field(3, ge=1, le=7, description="days of the itinerary")
     max_feedback_rounds: int = Field(2, ge=1, le=5)
+    option_budget: int = Field(2, ge=1, le=4, description="options per (sub)slot every synthesising condition may choose")
+    acceptance_threshold: float = Field(0.5, ge=0.0, le=1.0,
+                                        description="model none: a member accepts the plan iff s_i >= this")
     db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
 
     @model_validator(mode="after")
@@ -150,14 +158,40 @@ def fan_out(state: State, runtime: Runtime[Context]) -> list[Send]:
     slot = SLOTS[state["slot_index"]]
     members = state["members"]
     if runtime.context.params.flags()["multi_user"]:
-        return [Send("member_speak", {"member": m, "slot": slot, "index": i}) for i, m in enumerate(members)]
+        return [Send("member_speak", {"member": m, "slot": slot, "index": i, "group_type": state["group_type"]})
+                for i, m in enumerate(members)]
     return [Send("member_speak", {"member": members[0], "slot": slot, "index": 0,
                                   "spokesperson_for": len(members)})]
 
 
-def member_speak(payload: dict) -> dict:
+def member_speak(payload: dict, runtime: Runtime[Context]) -> dict:
     turn = speak_preference(payload["member"], payload["slot"], spokesperson_for=payload.get("spokesperson_for"))
-    return {"member_turns": [{**turn, "index": payload["index"]}]}
+    failures = []
+    model = runtime.context.model("member")
+    if not model.is_none and not payload.get("spokesperson_for"):
+        turn, failure = speak_with_model(model, payload["member"], payload["slot"], turn,
+                                         group_type=payload.get("group_type", "group"))
+        failures += [failure] if failure else []
+    return {"member_turns": [{**turn, "index": payload["index"]}], "llm_failures": failures}
+
+
+def _vote_turns(decision: dict, stated: dict, slot: str, turns: list[dict], t: int) -> int:
+    """The vote round's request and ballots (C4/C5, eligible slots); returns the last turn number."""
+    for sub, d in decision.items():
+        vote = d.get("vote_summary")
+        if not vote:
+            continue
+        t += 1
+        turns.append({"turn": t, "speaker": "system", "meta": {"intent": f"sys_request_vote_{slot}", "slot": slot},
+                      "text": f"Let's vote on {sub.replace('_', ' ')}: "
+                              f"{', '.join(option_label(o['option']) for o in vote['option_details'])}."})
+        for r in stated[sub]:
+            if r["member"] in vote["voters"]:
+                t += 1
+                top = vote["member_primary_option"][r["member"]]
+                turns.append({"turn": t, "speaker": r["member"], "text": f"My vote: {option_label(top)}.",
+                              "meta": {"intent": f"user_vote_{slot}", "slot": slot, "top_choice": top}})
+    return t
 
 
 def synthesize(state: State, runtime: Runtime[Context]) -> dict:
@@ -170,34 +204,35 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
         t += 1
         turns.append({"turn": t, "speaker": s["speaker"], "text": s["text"], "meta": s["meta"]})
     stated = stated_rows(spoken, state["members"], slot)
-    decision = decide(slot, state["group_type"], stated, mode)
+    budget = ctx.params.option_budget
+    decision = decide(slot, state["group_type"], stated, mode, budget)
     failures = []
     if mode != "passive":
-        for sub, d in decision.items():
-            vote = d.get("vote_summary")
-            if vote:
-                t += 1
-                turns.append({"turn": t, "speaker": "system", "meta": {"intent": f"sys_request_vote_{slot}", "slot": slot},
-                              "text": f"Let's vote on {sub.replace('_', ' ')}: "
-                                      f"{', '.join(option_label(o['option']) for o in vote['option_details'])}."})
-                for r in stated[sub]:
-                    if r["member"] in vote["voters"]:
-                        t += 1
-                        top = vote["member_primary_option"][r["member"]]
-                        turns.append({"turn": t, "speaker": r["member"], "text": f"My vote: {option_label(top)}.",
-                                      "meta": {"intent": f"user_vote_{slot}", "slot": slot, "top_choice": top}})
+        t = _vote_turns(decision, stated, slot, turns, t)
         text, explanation = synthesis_text(slot, decision, stated, mode)
+        reported_conflict = any(d["has_conflict"] for d in decision.values())
         model = ctx.model("synthesis")
-        if not model.is_none:
-            text, failure = llm_synthesis_text(model, slot, stated, decision, text, mode)
+        if not model.is_none and mode == "raw":
+            merged, failure = llm_raw_synthesis(model, slot, stated, budget)
             failures += [failure] if failure else []
+            if merged:   # the model's own decision, conflict report and words
+                first = next(iter(decision))
+                decision[first] = {**decision[first], "selected": merged["selected"],
+                                   "primary": merged["selected"][0], "has_conflict": merged["has_conflict"],
+                                   "source": "model_synthesis"}
+                text, explanation, reported_conflict = merged["message"], merged["explanation"], merged["has_conflict"]
+        elif not model.is_none:
+            worded, failure = llm_guided_text(model, slot, stated, text)
+            failures += [failure] if failure else []
+            if worded:
+                text, explanation = worded, reason_of(worded)
         first = next(iter(decision.values()))
         t += 1
         turns.append({"turn": t, "speaker": "system", "text": text, "meta": {
-            "intent": f"sys_synthesize_{slot}", "slot": slot,
-            "has_conflict": any(d["has_conflict"] for d in decision.values()),
+            "intent": f"sys_synthesize_{slot}", "slot": slot, "has_conflict": reported_conflict,
             "resolution_explanation": explanation, "resolution_strategy": first["resolution_strategy"],
             "strategy_ids": {s: d["strategy_id"] for s, d in decision.items()},
+            "selected_options": {s: d["selected"] for s, d in decision.items()},
             "subgrouping_required": any(d["subgrouping_required"] for d in decision.values()),
             "subgrouping_optional": any(d["subgrouping_optional"] for d in decision.values())}})
     out = {"turn": t, "transcript": turns, "decisions": {slot: decision}, "llm_failures": failures}
@@ -221,7 +256,8 @@ def feedback(state: State, runtime: Runtime[Context]) -> dict:
     stated = stated_rows(spoken, members, slot)
     rows = stated[next(iter(stated))]
     turns, revised, resolution = feedback_round(slot, state["decisions"][slot], rows, fb["targets"],
-                                                fb["resolution_text"], fb["round"] + 1)
+                                                fb["resolution_text"], fb["round"] + 1,
+                                                runtime.context.params.option_budget)
     t = _turn(state)
     for turn in turns:
         t += 1
@@ -247,7 +283,7 @@ def evaluate_slot(state: State, runtime: Runtime[Context]) -> dict:
     metrics = {"slot_index": state["slot_index"],
                "has_conflict": float(any(d["has_conflict"] for d in decision.values())),
                "vote_round": float(any(d.get("vote_summary") for d in decision.values())),
-               "options_in_decision": float(sum(len(d["selected"]) for d in decision.values())),
+               "options_in_decision": float(sum(len(d["selected"]) for s, d in decision.items() if s != "house_rule")),
                "feedback_rounds": float(state["feedback"].get("round", 0))}
     emit_metrics(runtime, turn=state["turn"], metrics=metrics)
     return {"slot_index": state["slot_index"] + 1, "turn_metrics": [{"turn": state["turn"], "slot": slot, **metrics}]}
@@ -273,20 +309,32 @@ def planner(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def members_respond(state: State, runtime: Runtime[Context]) -> dict:
-    from evaluation.group.plan_metrics import satisfaction_table, member_rates
+    """Each member who spoke accepts or rejects the plan (agents.group.member_voice)."""
+    from evaluation.group.plan_metrics import member_rates, satisfaction_table
     ctx = runtime.context
     speakers = state["members"] if ctx.params.flags()["multi_user"] else state["members"][:1]
     prefs = {(m["name"], s): m["preferences"][s]["text"] for m in speakers for s in SLOTS}
     db = _city_db(ctx.params, state["city"])
     embedder = dialogue_embedder(ctx.embedder_spec, db, transcript_to_turns(state["transcript"]))
-    rates = member_rates(satisfaction_table(prefs, plan=state["plan"], db=db, embedder=embedder))
-    t, turns = _turn(state), []
+    table = satisfaction_table(prefs, plan=state["plan"], db=db, embedder=embedder)
+    rates = member_rates(table)
+    model = ctx.model("member")
+    t, turns, failures = _turn(state), [], []
     for m in speakers:
+        missing = [m["preferences"][s].get("option") or s for (who, s), ch in table.items()
+                   if who == m["name"] and not ch["satisfied"] and s in ACTIONABLE_SLOTS]
+        ok, text = rule_verdict(m, rates.get(m["name"]), ctx.params.acceptance_threshold, missing)
+        source = "rule"
+        if not model.is_none:
+            llm_ok, llm_text, failure = verdict_with_model(model, m, state["plan"]["raw_output"])
+            failures += [failure] if failure else []
+            if llm_ok is not None:
+                ok, text, source = llm_ok, llm_text, model.spec.spec
         t += 1
-        ok = rates.get(m["name"], 0) > 0   # a member rejects a plan that reflects none of their wishes
-        turns.append({"turn": t, "speaker": m["name"], "meta": {"intent": "user_accept_plan" if ok else "user_reject_plan"},
-                      "text": "That works for me, thanks!" if ok else "None of what I asked for is in this plan."})
-    return {"turn": t, "transcript": turns}
+        turns.append({"turn": t, "speaker": m["name"], "text": text,
+                      "meta": {"intent": "user_accept_plan" if ok else "user_reject_plan",
+                               "satisfaction": rates.get(m["name"]), "verdict_source": source}})
+    return {"turn": t, "transcript": turns, "llm_failures": failures}
 
 
 def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
@@ -298,6 +346,9 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
                                                 embedder=dialogue_embedder(ctx.embedder_spec, db, turns),
                                                 members=state["members"])
     metrics["llm_failures"] = len(state.get("llm_failures", []))
+    counts = [len(d["selected"]) for subs in state["decisions"].values() for sub, d in subs.items()
+              if sub in OPTION_SLOTS]
+    metrics["options_in_plan"] = sum(counts) / len(counts) if counts else None
     emit_metrics(runtime, turn=state["turn"], metrics=metrics, kind="dialogue")
     return {"dialogue_metrics": metrics, "metric_settings": settings}
 
@@ -336,19 +387,19 @@ def sessions(params: Params, ctx: Context):
                "start_date": start.strftime("%d-%m-%Y"), "members": make_group(group_type, seed)}
 
 
+def _budget_of(records: list[dict]):
+    """The option budget of a condition's sessions; None where nothing is synthesised (C1/C2)."""
+    if not records or not records[0].get("params"):
+        return None
+    p = Params(**{k: v for k, v in (records[0].get("params") or {}).items() if k in Params.model_fields})
+    return p.option_budget if p.flags()["enable_synthesis"] else None
+
+
 def dataset_metrics(records: list[dict]) -> dict:
-    """Pooled M10 over every stated pair of every session, and sessions whose worst-off member got 0."""
-    sat = tot = zero = n = 0
-    for r in records:
-        dm = r.get("dialogue_metrics") or {}
-        if dm.get("M10_pairs"):
-            sat += dm["M10_satisfied_pairs"]
-            tot += dm["M10_pairs"]
-        if dm.get("W2") is not None:
-            n += 1
-            zero += dm["W2"] == 0
-    return {"M10_pooled_over_sessions": sat / tot if tot else None,
-            "share_sessions_W2_zero": zero / n if n else None}
+    """Pooled M10, sessions whose worst-off member got 0, the options the decisions hold per slot
+    beside the option budget, and how the semantic metrics were computed
+    (evaluation.group.dataset)."""
+    return {**group_dataset_metrics(records), "option_budget": _budget_of(records)}
 
 
 def figures(records: list[dict], out_dir) -> list[str]:
@@ -358,4 +409,5 @@ def figures(records: list[dict], out_dir) -> list[str]:
 graph = compile_with_default_context(build(Params()))
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
-SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "M1", "M2", "M4", "M5", "M9", "M10", "M11", "M16"]
+SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "options_in_plan", "M1", "M2", "M3", "M4", "M4b", "M5",
+                   "M6", "M9", "M9_repairs", "M10", "M11", "M16"]

@@ -126,9 +126,12 @@ def test_a_50mb_jsonl_line_is_streamed_not_multiplied(tmp_path):
     with open(big, "w", encoding="utf-8") as fh:
         fh.write(json.dumps({"variant": "a", "text": "x" * 50_000_000}) + "\n")
         fh.write(json.dumps({"variant": "b"}) + "\n")
-    code = ("import resource, sys; from convsim.textio import iter_jsonl\n"
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across fork/exec, so a child of a big pytest
+    # process would report the parent's peak; VmHWM belongs to the child's own address space
+    code = ("import re, sys; from convsim.textio import iter_jsonl\n"
             "n = sum(1 for _ in iter_jsonl(sys.argv[1]))\n"
-            "print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)")
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+            "print(n, int(hwm) // 1024)")
     out = subprocess.run([sys.executable, "-c", code, str(big)], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     n, peak_mb = map(int, out.stdout.split())

@@ -68,7 +68,7 @@ def test_travelplanner_bad_row_names_file_record_and_field(tmp_path):
     with pytest.raises(ConvsimError, match="room type"):
         load_travelplanner_ref_info(bad)
     bad.write_text("{not json\n")
-    with pytest.raises(ConvsimError, match="invalid JSON"):
+    with pytest.raises(ConvsimError, match="not valid JSON"):
         load_travelplanner_ref_info(bad)
 
 

@@ -1,4 +1,4 @@
-"""Dialogue CSV export and evaluation (spec 002 columns), and errors on malformed CSVs."""
+"""Dialogue CSV export and evaluation (the metric definitions' columns), and errors on malformed CSVs."""
 
 import csv
 from pathlib import Path
@@ -91,3 +91,71 @@ def test_bad_ref_info_record_names_the_field(tmp_path):
     with pytest.raises(ConvsimError) as e:
         evaluate_group_csv(_rewrite(tmp_path, "C3_bad_ref.csv", edit))
     assert e.value.field == "roomType" and e.value.record == "Oak Loft"
+
+
+SPEC_FORMAT = DATA / "c4_spec_format.csv"          # the spec's columns + metadata columns, literal plan keys
+PROJECT_FORMAT = DATA / "c4_project_format.csv"    # the same session in the project's own export
+COLUMNS_ONLY = DATA / "spec_columns_only_C4.csv"   # the spec's columns only: flags from the file name
+
+
+def test_spec_format_round_trips_to_the_project_csv_metrics(capsys):
+    with SPEC_FORMAT.open() as fh:
+        header = csv.DictReader(fh).fieldnames
+    assert "meta" not in header and {"speaker", "intent", "utterance", "constraint_state", "plan"} <= set(header)
+    assert '"meals"' in SPEC_FORMAT.read_text() and '"poi_list"' in SPEC_FORMAT.read_text()
+    spec, own = evaluate_group_csv(SPEC_FORMAT), evaluate_group_csv(PROJECT_FORMAT)
+    assert spec["flags"] == own["flags"] and spec["metrics"] == own["metrics"]
+    assert spec["metrics"]["M4"] == 1.0 and spec["metrics"]["M16"] == 1.0
+    assert spec["warnings"] == [] and capsys.readouterr().err == ""
+
+
+def test_spec_columns_only_warn_once_and_keep_what_the_text_shows(capsys):
+    out = evaluate_group_csv(COLUMNS_ONLY)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: ") and "taken from C4 in the file name" in err[0]
+    assert out["flags"]["use_social_theory"] is True
+    own = evaluate_group_csv(PROJECT_FORMAT)["metrics"]
+    # the "Strategy: …" line and the plan's literal keys carry M4, M16 and W2 without metadata
+    for k in ("M1", "M2", "M4", "M9", "M10", "M16", "W1", "W2", "W3"):
+        assert out["metrics"][k] == own[k], k
+
+
+def test_flag_columns_are_read_as_written(tmp_path):
+    path = tmp_path / "dialogue.csv"   # no condition in the name: flags come from the columns
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["speaker", "intent", "utterance", "multi_user", "enable_synthesis", "use_social_theory",
+                    "enable_feedback", "member_count"])
+        w.writerow(["system", "sys_greet", "Hello", "True", "False", "false", "0", "3"])
+        w.writerow(["A", "user_provide_cuisine", "I want Thai food", "", "", "", "", ""])
+    data = read_group_csv(path)
+    assert data["flags"] == {"multi_user": True, "enable_synthesis": False, "use_social_theory": False,
+                             "enable_feedback": False, "member_count": 3}
+    assert data["warnings"] == [f"{path}: no plan"]
+
+
+def test_literal_plan_keys_and_missing_keys_warn(tmp_path):
+    from evaluation.group.plan_parse import normalize_plan
+    plan, notes = normalize_plan({"days": [{"meals": ["Bean Cafe, X", "Roma House, X", "Taco Corner, X"],
+                                            "attractions": [{"name": "City Museum", "city": "X"}]}]})
+    day = plan["days"][0]
+    assert (day["breakfast"], day["lunch"], day["dinner"]) == ("Bean Cafe, X", "Roma House, X", "Taco Corner, X")
+    assert day["attraction"] == "City Museum, X;"
+    assert notes == ["meals given as a list: read in the order breakfast, lunch, dinner",
+                     "plan days lack accommodations, events, poi_list (taken as empty)"]
+
+
+def test_convsim_eval_cli_gives_the_same_metrics_for_both_formats():
+    import json
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    outs = []
+    for f in (SPEC_FORMAT, PROJECT_FORMAT, COLUMNS_ONLY):
+        res = subprocess.run([sys.executable, "-m", "convsim", "eval", str(f)], capture_output=True, text=True,
+                             env=env, cwd=root, check=True)
+        outs.append((json.loads(res.stdout), res.stderr))
+    assert outs[0][0]["metrics"] == outs[1][0]["metrics"] and "warning:" not in outs[0][1]
+    assert sum(line.startswith("warning: ") for line in outs[2][1].splitlines()) == 1

@@ -28,7 +28,7 @@ def test_every_condition_runs_and_scores(family_runs):
     for cond, state in family_runs.items():
         dm = state["dialogue_metrics"]
         assert dm["M9"] == 1.0, cond            # the rule planner only names db places
-        assert dm["M16"] == 1.0, cond
+        assert 0.0 < dm["M16"] <= 1.0, cond
         assert 0.0 <= dm["W2"] <= dm["W3"] <= dm["W1"] <= 1.0, cond
         assert state["metric_settings"]["embedder"].startswith("tfidf")
         assert len(state["turn_metrics"]) == len(SLOTS)
@@ -109,14 +109,18 @@ def test_model_plan_is_validated_against_the_db():
     assert plan["days"][0]["lunch"] == "-"                            # valid model choices are used
     assert plan["raw_output"] == "A lovely trip."
     assert state["llm_failures"] and state["llm_failures"][0]["raw"]
-    assert state["dialogue_metrics"]["M9"] == 1.0
+    # M9 grounds the plan as the model proposed it (its one name is unknown); the repair is
+    # counted separately
+    assert state["dialogue_metrics"]["M9"] == 0.0 and state["dialogue_metrics"]["M9_repairs"] == 1
 
 
 def test_dataset_metrics_pool_pairs():
     recs = [{"dialogue_metrics": {"M10_pairs": 4, "M10_satisfied_pairs": 1, "W2": 0.0}},
             {"dialogue_metrics": {"M10_pairs": 12, "M10_satisfied_pairs": 11, "W2": 0.5}}]
-    assert dataset_metrics(recs) == {"M10_pooled_over_sessions": 0.75, "share_sessions_W2_zero": 0.5}
-    assert dataset_metrics([]) == {"M10_pooled_over_sessions": None, "share_sessions_W2_zero": None}
+    out = dataset_metrics(recs)
+    assert out["M10_pooled_over_sessions"] == 0.75 and out["share_sessions_W2_zero"] == 0.5
+    empty = dataset_metrics([])
+    assert empty["M10_pooled_over_sessions"] is None and empty["options_mean_actionable"] is None
 
 
 def test_build_compiles():

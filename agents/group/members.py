@@ -1,8 +1,11 @@
 """Simulated group members for group travel planning (reference group_and_retrieval §1b).
 
 A group is a list of members ``{"member_id", "name", "role", "persona", "preferences"}`` where
-``preferences[slot] = {"option", "reject", "text"}`` for every slot of ``SLOTS`` (lodging carries
-``room_type`` and ``house_rule`` instead of one option). Preferences are drawn per session from
+``preferences[slot] = {"option", "also_ok", "reject", "text"}`` for every slot of ``SLOTS`` (lodging
+carries ``room_type`` and ``house_rule`` instead of one option). About half of the members name a
+second option they would also accept ("... and Mexican would also be fine"), so an approval count
+differs from a plurality count and a synthesis can cover members without giving each their first
+choice. Preferences are drawn per session from
 role-biased pools with designed conflicts: on the conflict slots of the group type at least two
 members want different options, and some members reject another member's option outright
 ("... but no Seafood"), which is what the vote round's polarity scorer reads.
@@ -112,6 +115,8 @@ def _utterance(slot: str, pref: dict, rng) -> str:
             "spending_preference": "for spending", "cuisine": "cuisine", "attraction": "places to visit",
             "event": "events"}[slot]
     text = f"{lead} {pref['option']} {noun}."
+    if pref.get("also_ok"):
+        text = text[:-1] + f", and {pref['also_ok']} would also be fine."
     if pref.get("reject"):
         text += f" But no {pref['reject']}, please."
     return text
@@ -135,14 +140,21 @@ def make_group(group_type: str, seed: int) -> list[dict]:
             for m, v in zip(members, values):
                 m["preferences"].setdefault(slot, {})[key] = v
         if slot in ("cuisine", "attraction", "event"):
+            # about half the members would also accept a second option from their own pool
+            for m in members:
+                own = m["preferences"][slot]["option"]
+                pool = [o for o in (_ROLE_POOLS.get(m["role"], {}).get(slot) or OPTIONS[slot]) if o != own]
+                m["preferences"][slot]["also_ok"] = rng.choice(pool) if pool and rng.random() < 0.5 else None
             # one member rejects another member's wish outright (a negation for the vote scorer)
             opts = [m["preferences"][slot]["option"] for m in members]
             for m in members:
                 others = [o for o in opts if o != m["preferences"][slot]["option"]]
+                others = [o for o in others if o != m["preferences"][slot].get("also_ok")]
                 if others and rng.random() < 0.35:
                     m["preferences"][slot]["reject"] = rng.choice(others)
         for m in members:
             m["preferences"][slot].setdefault("reject", None)
+            m["preferences"][slot].setdefault("also_ok", None)
             m["preferences"][slot]["text"] = _utterance(slot, m["preferences"][slot], rng)
     return members
 
@@ -161,5 +173,5 @@ def speak_preference(member: dict, slot: str, *, spokesperson_for: int | None = 
     return {"speaker": member["name"], "text": text,
             "meta": {"intent": f"user_provide_{slot}", "slot": slot, "member_id": member["member_id"],
                      "preference_option": member_option(pref, slot),
-                     "preference_reject": pref.get("reject"),
+                     "preference_reject": pref.get("reject"), "preference_also_ok": pref.get("also_ok"),
                      **({"house_rule": pref["house_rule"]} if slot == "lodging" else {})}}

@@ -3,7 +3,8 @@
 The model gets the rule plan, the decisions and the candidate places of the city, and returns a
 plan in the same day schema (``PlanAnswer``). Every place it names is looked up in the database:
 an unknown place is replaced by the rule plan's entry for that field and listed under
-``plan["validation"]["unknown_places"]``; an answer that does not parse is recorded as a failure
+``plan["validation"]["unknown_places"]``; the model's days as it proposed them are kept in
+``plan["as_proposed"]`` (M9 grounds that plan; the repairs are counted separately); an answer that does not parse is recorded as a failure
 with its raw text and the rule plan is kept.
 """
 
@@ -54,6 +55,7 @@ def write_plan_with_model(model, rule_plan: dict, db, decisions: dict) -> tuple[
     if not res.ok:
         return rule_plan, [{"slot": "plan", "error": res.error, "raw": res.raw}]
     plan = json.loads(json.dumps(rule_plan))
+    plan["as_proposed"] = {"days": [d.model_dump() for d in res.value.days]}
     unknown: list[str] = []
     for i, day in enumerate(res.value.days[: len(plan["days"])]):
         for key in _FIELDS:

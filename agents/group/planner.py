@@ -56,13 +56,14 @@ class _Picker:
         self.kind, self.used = kind, set()
         self.rows = sorted(db.in_city(kind, city), key=lambda r: (-r.get("rating", 0), r["name"]))
 
-    def pick(self, category: str | None, *, primary_only: bool = False, avoid: set[str] = frozenset()):
+    def pick(self, category: str | None, *, primary_only: bool = False, avoid: set[str] = frozenset(),
+             fresh_only: bool = False):
         def cats(r):
             c = TravelDB.categories(self.kind, r)
             return c[:1] if primary_only else c
         for pool in ([r for r in self.rows if category is None or category in cats(r)],
                      [r for r in self.rows if category is None or category in TravelDB.categories(self.kind, r)]):
-            for fresh in (True, False):
+            for fresh in ((True,) if fresh_only else (True, False)):
                 for r in pool:
                     if r["name"] in avoid or (fresh and r["name"] in self.used):
                         continue
@@ -78,6 +79,14 @@ def _branch(slot: str, decision: dict, day_places: dict[str, dict], backbone: st
             "group_a": {"members": ma, "option": oa, "place": _at(day_places[oa]) if day_places.get(oa) else "-"},
             "group_b": {"members": mb, "option": ob, "place": _at(day_places[ob]) if day_places.get(ob) else "-"},
             "rejoin": rejoin}
+
+
+def _fresh_meal(rest: _Picker, cuisines: list[str], avoid: set[str]):
+    for c in cuisines:
+        if c and (r := rest.pick(c, primary_only=True, avoid=avoid, fresh_only=True)):
+            return r
+    return rest.pick(None, avoid=avoid, fresh_only=True) or rest.pick(cuisines[0], primary_only=True, avoid=avoid) \
+        or rest.pick(None, avoid=avoid)
 
 
 def _fmt(minutes: int) -> str:
@@ -114,8 +123,10 @@ def build_plan(db: TravelDB, *, city: str, start_date: str, n_days: int, members
         lunch_c = c_opts[(2 * i) % len(c_opts)] if not cuisine.get("subgroup_assignment") else c_opts[0]
         dinner_c = c_opts[(2 * i + 1) % len(c_opts)] if len(c_opts) > 1 else c_opts[0]
         breakfast = next((r for c in _BREAKFAST_CUISINES if (r := rest.pick(c))), None) or rest.pick(None)
-        lunch = rest.pick(lunch_c, primary_only=True) or rest.pick(None)
-        dinner = rest.pick(dinner_c, primary_only=True, avoid={lunch["name"]} if lunch else set()) or rest.pick(None)
+        # a restaurant not yet on the plan beats a repeat: the wanted cuisine, then any decided
+        # cuisine, then anything fresh; a repeat only when the city has nothing new
+        lunch = _fresh_meal(rest, [lunch_c] + c_opts, set())
+        dinner = _fresh_meal(rest, [dinner_c] + c_opts, {lunch["name"]} if lunch else set())
         subgroups = []
         if cuisine.get("subgroup_assignment"):
             ob = cuisine["subgroup_assignment"]["options"][1]
@@ -127,11 +138,18 @@ def build_plan(db: TravelDB, *, city: str, start_date: str, n_days: int, members
             day_cats = [a_opts[i % len(a_opts)]] * 2
         else:
             day_cats = [a_opts[(2 * i) % len(a_opts)], a_opts[(2 * i + 1) % len(a_opts)]]
-        sights = [s for s in (attr.pick(c) for c in day_cats) if s]
+        sights = []
+        for c in day_cats:   # never the same attraction twice in a day
+            s_ = attr.pick(c, avoid={x["name"] for x in sights}) or attr.pick(None, avoid={x["name"] for x in sights})
+            sights += [s_] if s_ else []
         if attraction.get("subgroup_assignment"):
             oa, ob = attraction["subgroup_assignment"]["options"]
-            places = {oa: sights[1] if len(sights) > 1 else None, ob: attr.pick(ob)}
-            places[oa] = places[oa] if places[oa] and oa in TravelDB.categories("attractions", places[oa]) else attr.pick(oa)
+            taken = {x["name"] for x in sights[:1]}
+            places = {oa: sights[1] if len(sights) > 1 else None}
+            if not (places[oa] and oa in TravelDB.categories("attractions", places[oa])):
+                places[oa] = attr.pick(oa, avoid=taken)
+            taken |= {places[oa]["name"]} if places[oa] else set()
+            places[ob] = attr.pick(ob, avoid=taken)
             sights = sights[:1] + [p for p in (places[oa], places[ob]) if p]
             subgroups.append(_branch("attraction", attraction, places, f"morning together at {_at(sights[0])}",
                                      "rejoin for dinner"))

@@ -52,6 +52,39 @@ OPERATOR_STYLE = {
     "flexible_shared_first": "a shared arrangement everyone can live with comes first",
     "individual_choice": "each member books the room type they asked for",
 }
+# What the members read instead of the internal strategy id (system texts never print ids; none
+# of these phrases is in the M4b theory lexicon).
+STRATEGY_LABELS = {
+    "hard_constraint": "the organiser's rule comes first", "least_misery": "nobody gets their worst option",
+    "self_select": "everyone keeps their own pick", "alternate": "taking turns", "cluster": "serve the largest like-minded group first",
+    "weighted_avg": "weighted support", "subgroup_optional": "a shared day with an optional split",
+    "parent_budget_hc": "the parents set the budget", "budget_guardrail_hc": "a shared budget limit",
+    "higher_pref_with_compensation": "the strongest wish wins and the other is made up for later",
+    "include_both": "include both", "approval_vote_plus_coverage": "the most approved option, with room for the rest",
+    "mutual_interest": "common ground", "subgroup_required": "split up for part of the day",
+    "log_roll": "trading wins across days", "parent_veto_hc": "the parents can rule options out",
+    "elder_stamina_hc": "a gentle pace for the eldest", "parent_vote_lower_misery": "the parents decide",
+    "flexible_shared_first": "a shared arrangement first", "individual_choice": "everyone books their own room",
+    "elder_accessibility_hc": "accessible for the eldest", "shared_rules_intersection_hc": "every house rule anyone needs",
+    "declare_upfront_hc": "house rules agreed upfront",
+}
+PLAIN_REASONS = {   # operator -> the reason in plain words (the operator styles are internal)
+    "hard_constraint": "options someone cannot accept were taken out first",
+    "least_misery": "it is the option nobody minds much",
+    "approval_vote_plus_coverage": "it got the most support, and the others get their turn later",
+    "weighted_avg": "it has the broadest support",
+    "subgroup_required": "you split into two groups for this part and meet again afterwards",
+    "subgroup_optional": "you share the day and can split for this part if you like",
+    "alternate": "you take turns across the days", "log_roll": "you take turns across the days",
+    "parent_vote_lower_misery": "the parents chose, picking what upsets fewest",
+    "include_both": "both wishes fit into the trip",
+    "mutual_interest": "it is the option you can both enjoy",
+    "higher_pref_with_compensation": "the stronger wish wins this time and the other comes first next time",
+    "self_select": "everyone keeps their own choice where the plan allows",
+    "cluster": "it serves the largest group with similar wishes first",
+    "flexible_shared_first": "a shared arrangement everyone can live with comes first",
+    "individual_choice": "everyone books the room type they asked for",
+}
 AUTHORITY_ROLES = ("parent", "elder")   # whose word a hard constraint follows, in order
 _WEIGHTS = {"parent": 2.0, "elder": 2.0}
 
@@ -79,7 +112,9 @@ def apply_strategy(slot: str, group_type: str, stated: list[dict], *, use_vote: 
     sid, op = strategy_for(slot, group_type)
     prefs = {s["member"]: s["text"] for s in stated}
     roles = {s["member"]: s["role"] for s in stated}
-    options = sorted({s["option"] for s in stated})
+    # candidates: every first choice and every option a member called acceptable (the reference's
+    # ballots carry top_choice and acceptable[]), the same candidates C3's synthesis sees
+    options = sorted({s["option"] for s in stated} | {s["also_ok"] for s in stated if s.get("also_ok")})
     has_conflict = detect_conflict(stated)
     scores = score_options(prefs, options)
     ranked = _ranked(scores)
@@ -143,8 +178,25 @@ def apply_strategy(slot: str, group_type: str, stated: list[dict], *, use_vote: 
         if out["coverage_commitment"]:
             out["selected"] += sorted(set(out["coverage_commitment"]["minority_targets"].values()))
     out["primary"] = out["selected"][0]
-    out["explanation_style"] = OPERATOR_STYLE[op]
+    out["explanation_style"] = PLAIN_REASONS[op]
+    out["strategy_label"] = STRATEGY_LABELS.get(sid, sid.replace("_", " "))
     return out
+
+
+def fit_budget(decision: dict, budget: int) -> dict:
+    """Keep at most ``budget`` options (primary first); drop a subgroup split that needs two
+    options when only one fits, and commitments to options that no longer fit."""
+    d = {**decision, "selected": list(decision["selected"])[:budget]}
+    if d.get("subgroup_assignment") and len(d["selected"]) < 2:
+        d.update(subgroup_assignment=None, subgrouping_required=False, subgrouping_optional=False)
+    cc = d.get("coverage_commitment")
+    if cc:
+        kept = {m: o for m, o in cc["minority_targets"].items() if o in d["selected"]}
+        d["coverage_commitment"] = {**cc, "minority_targets": kept, "commitment": (
+            "We will also include " + ", ".join(f"{option_label(o)} for {m}" for m, o in sorted(kept.items()))
+            + " later in the trip.")} if kept else None
+    d["primary"] = d["selected"][0]
+    return d
 
 
 def describe_options(options: list[str]) -> str:

@@ -1,17 +1,25 @@
 """Preference synthesis for one slot: passive merge (C1/C2), raw (C3) and guided (C4/C5).
 
-- ``passive``: no system turn; the constraint state keeps the latest statement per slot (a
-  state tracker that overwrites, as a passive aggregator does). C1 has one speaker, so this is the
-  spokesperson's wish.
-- ``raw``: conflict detection plus a plain-language decision by plurality (ties: stronger total
-  polarity, then lexicographic); no strategy names and no subgroups (theory lexicon stripped).
-- ``guided``: the canonical strategy of ``agents.group.strategies`` (clamped: the decision's
-  ``resolution_strategy`` is always the canonical id) in the reference's text contract
-  "Conflict: … / Strategy: <id>. / Decision: … / Reason: … / Next step: …".
+Every synthesising condition chooses at most ``option_budget`` options per sub-slot; they differ
+only in *how* they choose. House rules are requirements, not options: every condition keeps the
+union of the stated ones (outside the budget).
 
-With a model (``ChatModel`` not none) the model rewrites the turn's text from
-``prompts/group_synthesis_raw.txt`` / ``group_synthesis_guided.txt``; the decision stays the rules'
-(so the plan is reproducible); a failed call keeps the template text and is recorded.
+- ``passive`` (C1/C2, no system turn): a silent merge. The constraint state holds the option the
+  most members stated as their first choice; a tie goes to the one stated first. One option per
+  sub-slot (a state tracker holds one value; C1 has one speaker, so it is the spokesperson's).
+- ``raw`` (C3), model none: **approval with coverage**. A member approves their first choice and
+  the option they said they would also accept; an option someone rejects ("no Seafood") is out
+  unless nothing else is left. The first pick is the option with the most approvals (ties: fewer
+  rejections, then name); each further pick, up to the budget, is the option approved by most
+  members not yet covered (ties: more approvals, then name); picking stops when everyone is
+  covered. With a ``synthesis`` model the model merges the wishes itself (``SynthesisAnswer``:
+  chosen options, whether the wishes conflict, explanation, message); an invalid answer is
+  recorded raw and the rule decides.
+- ``guided`` (C4/C5): the canonical strategy of ``agents.group.strategies`` (clamped to the
+  canonical id in the meta), cut to the budget, in the text contract
+  "Conflict: … / Strategy: <plain label>. / Decision: … / Reason: … / Next step: …" (the
+  internal id never appears in the text). With a model the model rewords the turn; the decision
+  stays the rules' and the model's own words become the recorded explanation.
 """
 
 from __future__ import annotations
@@ -19,35 +27,75 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from agents.group.strategies import apply_strategy, describe_options, detect_conflict
-from agents.group.vote import option_label, score_options
+from pydantic import BaseModel
+
+from agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
+from agents.group.vote import option_label
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 _SLOT_WORDS = {"traveler_type": "travel style", "travel_purpose": "trip purpose",
                "spending_preference": "budget", "cuisine": "food", "attraction": "sightseeing",
-               "event": "events", "lodging": "lodging"}
+               "event": "events", "lodging": "lodging", "room_type": "room type", "house_rule": "house rules"}
+
+
+class SynthesisAnswer(BaseModel):
+    """What a synthesis model returns for one slot."""
+    chosen_options: list[str]
+    has_conflict: bool
+    explanation: str
+    message: str
 
 
 def stated_preferences(turns: list[dict], members: list[dict], slot: str) -> dict[str, list[dict]]:
-    """``{sub_slot: [{"member", "role", "text", "option", "reject"}]}`` from ``user_provide`` turns."""
+    """``{sub_slot: [{"member", "role", "text", "option", "also_ok", "reject"}]}`` from ``user_provide`` turns."""
     roles = {m["name"]: m["role"] for m in members}
     rows: dict[str, list[dict]] = {}
     for t in turns:
         meta = t["meta"]
         base = {"member": t["speaker"], "role": roles.get(t["speaker"], "member"), "text": t["text"],
-                "reject": meta.get("preference_reject")}
+                "reject": meta.get("preference_reject"), "also_ok": meta.get("preference_also_ok")}
         if slot == "lodging":
             rows.setdefault("room_type", []).append({**base, "option": meta["preference_option"]})
-            rows.setdefault("house_rule", []).append({**base, "option": meta["house_rule"], "reject": None})
+            rows.setdefault("house_rule", []).append({**base, "option": meta["house_rule"], "reject": None,
+                                                      "also_ok": None})
         else:
             rows.setdefault(slot, []).append({**base, "option": meta["preference_option"]})
     return rows
 
 
-def _plurality(stated: list[dict]) -> str:
-    counts = Counter(s["option"] for s in stated)
-    scores = score_options({s["member"]: s["text"] for s in stated}, sorted(counts))
-    return min(counts, key=lambda o: (-counts[o], -sum(scores[o].values()), o))
+def silent_merge(rows: list[dict]) -> str:
+    """C2's merge: most first choices; a tie goes to the option stated first."""
+    counts = Counter(r["option"] for r in rows)
+    order = {o: i for i, o in reversed(list(enumerate(r["option"] for r in rows)))}
+    return min(counts, key=lambda o: (-counts[o], order[o]))
+
+
+def approvals(rows: list[dict]) -> dict[str, set[str]]:
+    """option -> members approving it (first choice or "would also be fine")."""
+    out: dict[str, set[str]] = {}
+    for r in rows:
+        for o in (r["option"], r.get("also_ok")):
+            if o:
+                out.setdefault(o, set()).add(r["member"])
+    return out
+
+
+def approval_coverage(rows: list[dict], budget: int) -> list[str]:
+    """C3's deterministic rule (module docstring): most approvals first, then marginal coverage."""
+    appr = approvals(rows)
+    rejected = Counter(r["reject"] for r in rows if r.get("reject"))
+    pool = [o for o in appr if not rejected[o]] or list(appr)
+    chosen = [min(pool, key=lambda o: (-len(appr[o]), rejected[o], o))]
+    covered = set(appr[chosen[0]])
+    everyone = {r["member"] for r in rows}
+    while len(chosen) < budget and covered != everyone:
+        rest = [o for o in pool if o not in chosen and appr[o] - covered]
+        if not rest:
+            break
+        best = min(rest, key=lambda o: (-len(appr[o] - covered), -len(appr[o]), o))
+        chosen.append(best)
+        covered |= appr[best]
+    return chosen
 
 
 def _base(sub: str, stated: list[dict], source: str) -> dict:
@@ -57,21 +105,25 @@ def _base(sub: str, stated: list[dict], source: str) -> dict:
             "subgrouping_required": False, "subgrouping_optional": False, "alternate": False}
 
 
-def decide(slot: str, group_type: str, stated: dict[str, list[dict]], mode: str) -> dict:
+def decide(slot: str, group_type: str, stated: dict[str, list[dict]], mode: str, budget: int = 2) -> dict:
     """The decision for one slot: ``{sub_slot: decision}`` (lodging has room_type + house_rule)."""
     out = {}
     for sub, rows in stated.items():
-        if mode == "guided":
-            d = {**_base(sub, rows, "guided"), **apply_strategy(sub, group_type, rows)}
-            if sub == "house_rule":
-                # every house-rule strategy is a hard constraint: all stated requirements must hold
-                d["selected"] = sorted({r["option"] for r in rows})
+        if sub == "house_rule":
+            d = _base(sub, rows, {"guided": "guided", "raw": "raw_synthesis"}.get(mode, "constraint_state"))
+            if mode == "guided":
+                d.update({k: v for k, v in apply_strategy(sub, group_type, rows).items()
+                          if k in ("strategy_id", "operator", "resolution_strategy", "strategy_label",
+                                   "explanation_style", "member_options")})
+            d["selected"] = sorted({r["option"] for r in rows})   # requirements: the union, unbudgeted
+        elif mode == "guided":
+            d = fit_budget({**_base(sub, rows, "guided"), **apply_strategy(sub, group_type, rows)}, budget)
         elif mode == "raw":
             d = _base(sub, rows, "raw_synthesis")
-            d["selected"] = [_plurality(rows)]
-        else:   # passive: the latest statement overwrites the slot
+            d["selected"] = approval_coverage(rows, budget)
+        else:
             d = _base(sub, rows, "constraint_state")
-            d["selected"] = [rows[-1]["option"]]
+            d["selected"] = [silent_merge(rows)]
         d["primary"] = d["selected"][0]
         out[sub] = d
     return out
@@ -83,49 +135,96 @@ def _conflict_line(rows: list[dict]) -> str:
     return "; ".join(wants + rejects)
 
 
+def _raw_text(sub: str, d: dict, rows: list[dict]) -> tuple[str, str]:
+    chosen = describe_options(d["selected"])
+    topic = _SLOT_WORDS.get(sub, sub.replace("_", " "))
+    if not d["has_conflict"]:
+        return f"Everyone asked for {chosen} for {topic}, so that is settled.", f"All of you asked for {chosen}."
+    appr = approvals(rows)
+    n = len(rows)
+    covered = set().union(*(appr.get(o, set()) for o in d["selected"]))
+    parts = [f"{option_label(o)} suits {len(appr.get(o, ()))} of {n} ({', '.join(sorted(appr.get(o, ())))})"
+             for o in d["selected"]]
+    left = sorted({r["member"] for r in rows} - covered)
+    text = f"Your wishes for {topic} differ. I suggest {chosen}."
+    reason = "; ".join(parts) + "."
+    if left:
+        reason += f" {', '.join(left)}: your choice did not fit this time; tell me if that is a problem."
+    return f"{text} {reason}", reason
+
+
+def _guided_text(sub: str, d: dict, rows: list[dict]) -> tuple[str, str]:
+    chosen = describe_options(d["selected"]).replace("_", " ")
+    if not d["has_conflict"]:
+        return (f"Everyone agrees on {chosen} for {_SLOT_WORDS.get(sub, sub)}, so that is settled.",
+                f"All of you asked for {chosen}.")
+    branch = ""
+    if d.get("subgroup_assignment"):
+        g = d["subgroup_assignment"]["groups"]
+        branch = " Branches: " + "; ".join(f"{', '.join(ms)} go for {option_label(o)}" for o, ms in g.items()) + "."
+    commit = f" {d['coverage_commitment']['commitment']}" if d.get("coverage_commitment") else ""
+    reason = f"{chosen}: {d['explanation_style']}.{commit}"
+    return (f"Conflict: {_conflict_line(rows)}. / Strategy: {d['strategy_label']}. / Decision: {chosen}.{branch}"
+            f" / Reason: {d['explanation_style']}.{commit} / Next step: moving on once you are happy with {chosen}.",
+            reason)
+
+
 def synthesis_text(slot: str, decision: dict, stated: dict[str, list[dict]], mode: str) -> tuple[str, str]:
-    """``(utterance, resolution_explanation)`` of the system's synthesis turn (templates)."""
-    parts, reasons = [], []
+    """``(utterance, resolution_explanation)`` of the rule-based synthesis turn."""
+    texts, reasons = [], []
     for sub, d in decision.items():
-        rows = stated[sub]
-        chosen = describe_options(d["selected"]).replace("_", " ")
-        if not d["has_conflict"]:
-            parts.append(f"Everyone agrees on {chosen} for {sub.replace('_', ' ')}, so that is settled.")
-            reasons.append(f"All of you asked for {chosen}.")
-            continue
-        if mode == "raw":
-            parts.append(f"I hear different wishes for {sub.replace('_', ' ')}: {_conflict_line(rows)}. "
-                         f"Most of you lean towards {chosen}, so I suggest {chosen} as a compromise.")
-            reasons.append(f"{chosen} has the most support among you.")
-            continue
-        reason = d["explanation_style"]
-        branch = ""
-        if d.get("subgroup_assignment"):
-            g = d["subgroup_assignment"]["groups"]
-            branch = " Branches: " + "; ".join(f"{', '.join(ms)} go for {option_label(o)}"
-                                                for o, ms in g.items()) + "."
-        commit = f" {d['coverage_commitment']['commitment']}" if d.get("coverage_commitment") else ""
-        parts.append(f"Conflict: {_conflict_line(rows)}. / Strategy: {d['strategy_id']}. / "
-                     f"Decision: {chosen}.{branch} / Reason: {reason}.{commit} / "
-                     f"Next step: moving on once you are happy with {chosen}.")
-        reasons.append(f"{chosen}: {reason}.{commit}")
-    return " ".join(parts), " ".join(reasons)
+        text, reason = (_guided_text if mode == "guided" else _raw_text)(sub, d, stated[sub])
+        texts.append(text)
+        reasons.append(reason)
+    return " ".join(texts), " ".join(reasons)
 
 
-def llm_synthesis_text(model, slot: str, stated: dict[str, list[dict]], decision: dict,
-                       template_text: str, mode: str) -> tuple[str, dict | None]:
-    """Let the model word the synthesis turn; returns (text, failure record or None)."""
-    name = "group_synthesis_guided.txt" if mode == "guided" else "group_synthesis_raw.txt"
-    prompt = (PROMPTS / name).read_text(encoding="utf-8").format(
+def llm_raw_synthesis(model, slot: str, stated: dict[str, list[dict]], budget: int) -> tuple[dict | None, dict | None]:
+    """C3 with a model: the model merges the wishes of the slot's first sub-slot.
+
+    Returns ``({"selected", "has_conflict", "explanation", "message"}, None)`` or ``(None, failure)``
+    when the answer does not parse or names options nobody stated / more than the budget."""
+    sub = next(iter(stated))
+    rows = stated[sub]
+    allowed = {option_label(o).lower(): o for o in approvals(rows)}
+    prompt = (PROMPTS / "group_synthesis_raw.txt").read_text(encoding="utf-8").format(
+        slot=_SLOT_WORDS.get(slot, slot), budget=budget,
+        preferences="\n".join(f"- {r['member']}: {r['text']}" for r in rows),
+        options=", ".join(sorted(option_label(o) for o in allowed.values())))
+    res = model.structured([("system", "You mediate a group travel planning chat."), ("user", prompt)],
+                           SynthesisAnswer, purpose=f"synthesize_{slot}", retries=1)
+    if not res.ok:
+        return None, {"slot": slot, "error": res.error, "raw": res.raw}
+    a = res.value
+    chosen = [allowed.get(o.strip().lower()) for o in a.chosen_options]
+    if not a.chosen_options or None in chosen or len(set(chosen)) > budget:
+        return None, {"slot": slot, "raw": res.raw, "error": f"chosen options {a.chosen_options} are not 1..{budget} "
+                                                              f"of the stated options {sorted(allowed)}"}
+    return {"selected": list(dict.fromkeys(chosen)), "has_conflict": a.has_conflict,
+            "explanation": a.explanation.strip(), "message": a.message.strip()}, None
+
+
+def llm_guided_text(model, slot: str, stated: dict[str, list[dict]], template_text: str) -> tuple[str | None, dict | None]:
+    """C4/C5 with a model: the model words the fixed decision; ``(text, failure)``."""
+    prompt = (PROMPTS / "group_synthesis_guided.txt").read_text(encoding="utf-8").format(
         slot=_SLOT_WORDS.get(slot, slot),
         preferences="\n".join(f"- {r['member']}: {r['text']}" for rows in stated.values() for r in rows),
         decision=template_text)
     try:
         text = model.invoke([("system", "You mediate a group travel planning chat."), ("user", prompt)],
                             purpose=f"synthesize_{slot}").strip()
-    except Exception as exc:   # infrastructure errors are the engine's to retry; record and go on
-        return template_text, {"slot": slot, "error": repr(exc), "raw": None}
+    except Exception as exc:   # noqa: BLE001 - infrastructure errors are the engine's; record and go on
+        return None, {"slot": slot, "error": repr(exc), "raw": None}
     if len(text.split()) < 6:
-        return template_text, {"slot": slot, "error": "answer shorter than 6 words", "raw": text}
+        return None, {"slot": slot, "error": "answer shorter than 6 words", "raw": text}
     return text, None
 
+
+def reason_of(text: str) -> str:
+    """The "Reason: …" part of a contract-style text, else the whole text (the explanation)."""
+    low = text.lower()
+    i = low.find("reason:")
+    if i < 0:
+        return text.strip()
+    j = low.find("next step:", i)
+    return text[i + len("reason:"): j if j > 0 else None].strip(" /\n")

@@ -1,4 +1,4 @@
-"""Dialogue CSV of group travel planning (the original system's columns): export, and evaluation of CSVs
+"""Dialogue CSV of group travel planning (the metric definitions' columns): export, and evaluation of CSVs
 produced elsewhere.
 
 Columns: ``turn, speaker, intent, slot, utterance, meta, constraint_state, plan,
@@ -8,8 +8,15 @@ Only ``speaker``, ``intent`` and ``utterance`` are required when reading. JSON c
 row also the condition flags and ``member_count``), ``constraint_state`` (slot -> decided options),
 ``plan`` (the itinerary; the last non-empty cell is the plan) and ``ref_info_*`` (the reference
 catalog rows in the TripCraft schema; all rows of a column are pooled).
-Condition flags missing from the first row's meta are taken from a ``C1``–``C5`` in the file
-name, else inferred from the dialogue. A malformed file raises ``ConvsimError`` with the line.
+The spec's own format is read as written: any other column is a metadata column whose cell
+(JSON-parsed when it parses) joins the row's meta (``meta`` wins where both give a key), so
+``has_conflict``, ``resolution_explanation``, ``resolution_strategy`` and, on the first row, the
+condition flags and ``member_count`` can be plain columns; plans may use the spec's literal keys
+(``meals``, ``accommodations``, ``attractions``, ``events``, ``poi_list``;
+``evaluation.group.plan_parse.normalize_plan``). Flags missing from the first row's metadata are
+taken from a ``C1``–``C5`` in the file name, else inferred from the dialogue; whatever was taken
+from the file name, inferred or missing is reported in one warning line per file (stderr and
+``warnings`` in the result). A malformed file raises ``ConvsimError`` with the line.
 """
 
 from __future__ import annotations
@@ -18,17 +25,26 @@ import csv
 import io
 import json
 import re
+import sys
 from pathlib import Path
 
 from catalog.travel import KINDS, TravelDB, load_travel_db, travel_db_from_ref_info
 from convsim import ConvsimError
 from convsim.textio import parse_json, read_text
 from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
-from evaluation.group.plan_parse import intent_slot
+from evaluation.group.plan_parse import intent_slot, normalize_plan
 
 COLUMNS = ("turn", "speaker", "intent", "slot", "utterance", "meta", "constraint_state", "plan",
            *(f"ref_info_{k}" for k in KINDS))
 REQUIRED = ("speaker", "intent", "utterance")
+STRUCTURAL = frozenset(COLUMNS)
+
+
+def _metadata_cell(value: str):
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
 _CONDITIONS = {"C1": (False, False, False, False), "C2": (True, False, False, False),
                "C3": (True, True, False, False), "C4": (True, True, True, False),
                "C5": (True, True, True, True)}
@@ -99,6 +115,9 @@ def read_group_csv(path: str | Path) -> dict:
                 meta = _json_cell(row.get("meta") or "", file=file, line=line, column="meta") or {}
                 if not isinstance(meta, dict):
                     raise ConvsimError("meta is not a JSON object", file=file, record=f"line {line}", field="meta")
+                extra = {k: _metadata_cell(v) for k, v in row.items()
+                         if k and k not in STRUCTURAL and v is not None and str(v).strip() != ""}
+                meta = {**extra, **meta}
                 if first_meta is None:
                     first_meta = meta
                 state = _json_cell(row.get("constraint_state") or "", file=file, line=line,
@@ -124,10 +143,25 @@ def read_group_csv(path: str | Path) -> dict:
             raise ConvsimError(f"malformed CSV: {exc}", file=file, record=f"line {reader.line_num}") from None
     if not turns:
         raise ConvsimError("dialogue CSV has no rows", file=file)
-    return {"turns": turns, "plan": plan, "ref_info": ref, "flags": _flags(file, first_meta or {}, turns)}
+    flags, notes = _flags(file, first_meta or {}, turns)
+    plan, plan_notes = normalize_plan(plan)
+    if not any(t["intent"].startswith("sys_synthesize_") and "resolution_explanation" in t["meta"] for t in turns) \
+            and any(t["intent"].startswith("sys_synthesize_") for t in turns):
+        notes.append("no resolution_explanation metadata: M3 counts synthesis texts of >= 6 tokens and "
+                     "M14 reads the synthesis utterances")
+    notes += plan_notes
+    return {"turns": turns, "plan": plan, "ref_info": ref, "flags": flags,
+            "warnings": [f"{file}: " + "; ".join(notes)] if notes else []}
 
 
-def _flags(file: str, meta: dict, turns: list[dict]) -> dict:
+def _truth(value) -> bool:
+    """A flag cell: JSON true/false, or the words True/False/yes/no/1/0 in any case."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1")
+    return bool(value)
+
+
+def _flags(file: str, meta: dict, turns: list[dict]) -> tuple[dict, list[str]]:
     speakers = {t["speaker"] for t in turns if t["intent"].startswith("user_provide_")}
     m = re.search(r"(?<![A-Za-z0-9])(C[1-5])(?![0-9])", Path(file).name)
     inferred = dict(zip(_FLAGS, _CONDITIONS[m.group(1)])) if m else {
@@ -136,9 +170,16 @@ def _flags(file: str, meta: dict, turns: list[dict]) -> dict:
         "use_social_theory": any(str(t["meta"].get("resolution_strategy") or "N/A").upper() not in ("N/A", "")
                                  for t in turns if t["intent"].startswith("sys_synthesize_")),
         "enable_feedback": any(intent_slot(t["intent"]) and "feedback" in t["intent"] for t in turns)}
-    flags = {k: bool(meta.get(k, inferred[k])) for k in _FLAGS}
+    flags = {k: _truth(meta.get(k, inferred[k])) for k in _FLAGS}
     flags["member_count"] = int(meta.get("member_count") or max(len(speakers), 1))
-    return flags
+    notes = []
+    assumed = [k for k in _FLAGS if k not in meta]
+    if assumed:
+        how = f"taken from {m.group(1)} in the file name" if m else "inferred from the dialogue"
+        notes.append(f"flags {', '.join(f'{k}={flags[k]}' for k in assumed)} {how}")
+    if not meta.get("member_count"):
+        notes.append(f"member_count={flags['member_count']} assumed from the distinct preference speakers")
+    return flags, notes
 
 
 def evaluate_group_csv(path: str | Path, *, embedder_spec: str = "tfidf") -> dict:
@@ -156,8 +197,10 @@ def evaluate_group_csv(path: str | Path, *, embedder_spec: str = "tfidf") -> dic
     metrics, settings = evaluate_group_dialogue(data["turns"], data["plan"], db, flags=data["flags"],
                                                 embedder=embedder)
     settings["catalog"] = source
+    for line in data["warnings"]:
+        print(f"warning: {line}", file=sys.stderr)
     return {"file": str(path), "n_turns": len(data["turns"]), "flags": data["flags"],
-            "metrics": metrics, "settings": settings}
+            "metrics": metrics, "settings": settings, "warnings": data["warnings"]}
 
 
 __all__ = ["COLUMNS", "export_group_csv", "read_group_csv", "evaluate_group_csv", "transcript_to_turns"]

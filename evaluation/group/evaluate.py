@@ -10,10 +10,22 @@ from catalog.travel import KINDS, TravelDB
 from convsim import make_embedder
 from evaluation.group.metrics import dialogue_only_metrics
 from evaluation.group.plan_metrics import (M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD, concession_rate,
-                                           fairness_gini, plan_coherence, plan_grounding_rate,
+                                           fairness_gini, plan_coherence, plan_grounding_rate, plan_repairs,
                                            preference_addressing_rate, satisfaction_metrics,
                                            satisfaction_table, semantic_satisfaction, serendipity)
 from evaluation.group.plan_parse import intent_slot, stated_preferences
+
+
+SEMANTIC_METRICS = ("M8 semantic channel", "M10 semantic channel", "M12", "M14", "M15")
+
+
+def semantic_label(embedder_name: str) -> str:
+    """How to read the semantic metrics: sentence-transformer cosines at the spec's thresholds,
+    or, with TF-IDF, lexical approximations (TF-IDF cosines are far lower than
+    sentence-transformer cosines, so the spec's thresholds rarely fire)."""
+    if str(embedder_name).startswith("tfidf"):
+        return f"lexical approximation (TF-IDF cosine; {', '.join(SEMANTIC_METRICS)})"
+    return f"semantic ({embedder_name}; spec thresholds M8 0.45, M10 0.42, M15 0.30)"
 
 
 def embedder_corpus(db: TravelDB) -> list[str]:
@@ -66,17 +78,25 @@ def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, 
     out["M8a"] = preference_addressing_rate(prefs, synth, embedder=embedder)
     out["M8b"] = preference_addressing_rate(prefs, plan_text, embedder=embedder)
     out["M9"] = plan_grounding_rate(plan, db)
+    out["M9_repairs"] = plan_repairs(plan)
     table = satisfaction_table(prefs, plan=plan, db=db, embedder=embedder)
     out.update(satisfaction_metrics(table))
     out["M10_pairs"] = len(table)
     out["M10_satisfied_pairs"] = sum(ch["satisfied"] for ch in table.values())
     out["M12"], member_means = semantic_satisfaction(prefs, plan=plan, embedder=embedder)
     out["M13"] = fairness_gini(member_means)
+    # M14 reads the synthesis's own explanation; a turn without the field (a CSV written
+    # elsewhere) falls back to its utterance, and the settings say so
     explanations: dict[str, str] = {}
+    fallback = False
     for t in turns:
-        if t["intent"].startswith("sys_synthesize_") and (t.get("meta") or {}).get("resolution_explanation"):
-            slot = intent_slot(t["intent"])
-            explanations[slot] = f"{explanations.get(slot, '')} {t['meta']['resolution_explanation']}".strip()
+        if t["intent"].startswith("sys_synthesize_"):
+            meta = t.get("meta") or {}
+            own = meta.get("resolution_explanation") if "resolution_explanation" in meta else t["utterance"]
+            fallback |= "resolution_explanation" not in meta
+            if own:
+                slot = intent_slot(t["intent"])
+                explanations[slot] = f"{explanations.get(slot, '')} {own}".strip()
     out["M14"] = concession_rate(prefs, explanations, embedder=embedder)
     out["M15"] = serendipity(plan, db, list(prefs.values()), embedder=embedder)
     out["M16"] = plan_coherence(plan)
@@ -84,7 +104,11 @@ def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, 
         private = {(m["name"], s): p["text"] for m in members for s, p in m["preferences"].items()}
         all_w = satisfaction_metrics(satisfaction_table(private, plan=plan, db=db, embedder=embedder))
         out.update({f"{k}_all_members": all_w[k] for k in ("W1", "W2", "W3", "W3_zero_members", "M11")})
-    settings = {"embedder": getattr(embedder, "name", str(embedder)),
+    name = getattr(embedder, "name", str(embedder))
+    settings = {"embedder": name,
                 "thresholds": {"M8": M8_THRESHOLD, "M10": M10_THRESHOLD, "M15": M15_THRESHOLD},
-                "spec": "docs/group_planning.md"}
+                "spec": "docs/group_planning.md",
+                "semantic_label": semantic_label(name),
+                "M14_explanation_source": "synthesis utterance (no resolution_explanation field)" if fallback
+                else "resolution_explanation"}
     return out, settings

@@ -1,12 +1,16 @@
-"""Figures of a group-planning run: welfare by condition and a heatmap of M-metrics by condition.
+"""Figures of a group-planning run: welfare by condition, the paired C4 − C3 welfare difference
+beside the options each condition chose, and a heatmap of M-metrics by condition.
 
 ``group_figures(records, out_dir)`` writes ``group_welfare.png/.svg`` (W1–W3 means with bootstrap
-95% CIs per variant) and ``group_metrics_heatmap.png/.svg`` (mean of each M-metric per variant;
-blank where a metric does not apply) and returns the stems written. matplotlib Agg.
+95% CIs per variant), ``group_c4_minus_c3.png/.svg`` (per-session paired differences C4 − C3 of
+W1–W3 with bootstrap 95% CIs, and the mean options per actionable slot of each condition) and
+``group_metrics_heatmap.png/.svg`` (mean of each M-metric per variant; blank where a metric does
+not apply) and returns the stems written. matplotlib Agg.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -53,13 +57,49 @@ def welfare_summary(records: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
     return out
 
 
+def paired_difference(records: Sequence[Mapping], metric: str, a: str = "C3", b: str = "C4") -> dict:
+    """Mean of ``b − a`` over sessions both variants scored (same session id and trial), with a
+    bootstrap 95% CI: ``{"mean", "ci_low", "ci_high", "n"}``."""
+    by: dict[str, dict] = {a: {}, b: {}}
+    for r in records:
+        v = (r.get("dialogue_metrics") or {}).get(metric)
+        if r.get("status", "ok") == "ok" and r.get("variant") in by and isinstance(v, (int, float)):
+            by[r["variant"]][(r.get("session_id"), r.get("trial", 0))] = float(v)
+    diffs = [by[b][k] - by[a][k] for k in sorted(set(by[a]) & set(by[b]))]
+    return bootstrap_ci(diffs, seed=0)
+
+
+def _contrast_figure(records: Sequence[Mapping], out_dir: Path) -> list[str]:
+    diffs = {w: paired_difference(records, w) for w in WELFARE}
+    if not all(d["n"] >= 2 for d in diffs.values()):
+        return []
+    options = {v: np.mean(vals) if (vals := _by_variant(records, "options_in_plan").get(v)) else np.nan
+               for v in ("C3", "C4")}
+    fig, ax = plt.subplots(figsize=(4.6, 3.4))
+    m = np.array([diffs[w]["mean"] for w in WELFARE])
+    lo = np.array([diffs[w]["ci_low"] for w in WELFARE])
+    hi = np.array([diffs[w]["ci_high"] for w in WELFARE])
+    ax.bar(range(len(WELFARE)), m, yerr=[m - lo, hi - m], capsize=3, color="#4c72b0")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(range(len(WELFARE)), WELFARE)
+    ax.set_ylabel("C4 − C3, paired mean (95% bootstrap CI)")
+    ax.set_title(f"n = {diffs['W1']['n']} paired sessions; options per slot: "
+                 f"C3 {options['C3']:.2f}, C4 {options['C4']:.2f}", fontsize=8)
+    stem = _save(fig, out_dir, "group_c4_minus_c3")
+    (out_dir / f"{stem}.json").write_text(json.dumps(
+        {"difference": "C4 - C3 per paired session", "welfare": diffs,
+         "options_per_actionable_slot": {k: (None if np.isnan(v) else float(v)) for k, v in options.items()}},
+        indent=1), encoding="utf-8")
+    return [stem]
+
+
 def group_figures(records: Sequence[Mapping], out_dir) -> list[str]:
     out_dir = Path(out_dir)
     summary = welfare_summary(records)
     if not summary:
         return []
     variants = sorted(summary)
-    stems = []
+    stems = _contrast_figure(records, out_dir)
     # left: W over the preferences stated in the dialogue; right: over every member's
     # private preferences (simulation only), which is what C1's spokesperson leaves out
     panels = [("stated preferences", "")]

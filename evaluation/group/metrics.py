@@ -1,6 +1,6 @@
 """Group travel planning metrics M1–M7 (dialogue only), welfare W1–W3 and the Gini coefficient.
 
-Definitions: docs/group_planning.md (group travel planning metrics), with the ambiguities resolved as
+The group travel planning metric definitions, with the ambiguities resolved as
 ``reference/group_and_retrieval.md`` §1b suggests (see docs/group_planning.md). Inputs are plain
 data: ``turns`` = ``[{"speaker", "intent", "utterance", "meta": {...}}]`` and ``flags`` =
 ``{"multi_user", "enable_synthesis", "use_social_theory", "enable_feedback", "member_count"}``.
@@ -35,7 +35,7 @@ def _synthesis_turns(turns: list[dict]) -> dict[str, list[dict]]:
 def voice_coverage(turns: list[dict], *, member_count: int, multi_user: bool) -> float | None:
     """M1 = distinct speakers of ``user_provide_*`` turns / member_count (C1: 1 / member_count).
 
-    Group planning, M1. None when member_count < 1.
+    M1. None when member_count < 1.
     """
     if member_count < 1:
         return None
@@ -68,9 +68,22 @@ def divergent_slots(turns: list[dict]) -> set[str]:
     return out
 
 
+def _reported(t: dict, key: str):
+    """The synthesis's own report of ``key`` (meta), or the sentinel ``_ABSENT`` when the turn
+    carries no such field (a CSV written elsewhere): only then do the lexical fallbacks apply."""
+    meta = t.get("meta") or {}
+    return meta[key] if key in meta else _ABSENT
+
+
+_ABSENT = object()
+STRATEGY_LINE = re.compile(r"strategy:\s*([^/\n.]+)", re.I)
+
+
 def conflict_detection_rate(turns: list[dict]) -> float | None:
-    """M2 = detected / divergent slots; detected = a synthesis turn of the slot has
-    ``meta.has_conflict`` true or says "conflict", "different" or "compromise". Group planning, M2.
+    """M2 = detected / divergent slots; detected = a synthesis turn of the slot reports
+    ``meta.has_conflict`` true; only when the turn has no ``has_conflict`` field at all does the
+    text count ("conflict", "different", "compromise"). The system's own report decides, so a
+    synthesis that misses a conflict scores lower even if its template says "different".
     None without synthesis turns (C1/C2) or without divergent slots.
     """
     synth = _synthesis_turns(turns)
@@ -80,42 +93,52 @@ def conflict_detection_rate(turns: list[dict]) -> float | None:
     detected = 0
     for slot in divergent:
         for t in synth.get(slot, []):
-            text = t["utterance"].lower()
-            if (t.get("meta") or {}).get("has_conflict") or any(w in text for w in CONFLICT_WORDS):
+            flag = _reported(t, "has_conflict")
+            if (bool(flag) if flag is not _ABSENT
+                    else any(w in t["utterance"].lower() for w in CONFLICT_WORDS)):
                 detected += 1
                 break
     return detected / len(divergent)
 
 
 def resolution_explanation_rate(turns: list[dict]) -> float | None:
-    """M3 = explained / synthesis slots; explained = non-empty ``resolution_explanation`` or a
-    synthesis text of >= 6 tokens. Group planning, M3. None without synthesis turns."""
+    """M3 = explained / synthesis slots; explained = the turn's own ``resolution_explanation`` has
+    >= 3 tokens; a turn without that field (CSV from elsewhere) counts when its text has >= 6
+    tokens. None without synthesis turns."""
     synth = _synthesis_turns(turns)
     if not synth:
         return None
-    explained = sum(any((t.get("meta") or {}).get("resolution_explanation") or len(tokenize(t["utterance"])) >= 6
-                        for t in ts) for ts in synth.values())
+
+    def explained(t):
+        own = _reported(t, "resolution_explanation")
+        return len(tokenize(own or "")) >= 3 if own is not _ABSENT else len(tokenize(t["utterance"])) >= 6
+    explained = sum(any(explained(t) for t in ts) for ts in synth.values())
     return explained / len(synth)
 
 
 def theory_strategy_usage_rate(turns: list[dict], *, use_social_theory: bool) -> float | None:
     """M4 = actionable synthesis slots whose ``resolution_strategy`` is a real strategy (not
     "", "N/A") / actionable synthesis slots (lodging, cuisine, event, attraction; lodging's
-    room_type and house_rule count as one slot). Group planning, M4: 0.0 when social theory is off
+    room_type and house_rule count as one slot). M4: 0.0 when social theory is off
     (C1–C3), as the spec fixes; None when theory is on but no actionable slot was synthesised."""
     if not use_social_theory:
         return 0.0
     synth = {s: ts for s, ts in _synthesis_turns(turns).items() if s in ACTIONABLE_SLOTS}
     if not synth:
         return None
-    used = sum(any(str((t.get("meta") or {}).get("resolution_strategy") or "").strip().upper()
-                   not in ("", "N/A", "NONE") for t in ts) for ts in synth.values())
+    def strategy(t):
+        own = _reported(t, "resolution_strategy")
+        if own is _ABSENT:   # no metadata: a "Strategy: …" line of the text names one
+            m = STRATEGY_LINE.search(t["utterance"])
+            own = m.group(1) if m else ""
+        return str(own or "").strip().upper() not in ("", "N/A", "NONE")
+    used = sum(any(strategy(t) for t in ts) for ts in synth.values())
     return used / len(synth)
 
 
 def theory_text_leakage_rate(turns: list[dict]) -> float | None:
     """M4b = candidate turns (sys_synthesize_*, sys_feedback_*, sys_present_plan) containing a
-    theory phrase / candidate turns. Group planning, M4b. None without candidate turns."""
+    theory phrase / candidate turns. M4b. None without candidate turns."""
     cands = [t for t in turns if t["intent"].startswith(("sys_synthesize_", "sys_feedback_"))
              or t["intent"] == "sys_present_plan"]
     if not cands:
@@ -125,7 +148,7 @@ def theory_text_leakage_rate(turns: list[dict]) -> float | None:
 
 def feedback_activation_rate(turns: list[dict], *, enable_feedback: bool) -> float | None:
     """M5 = conflict slots (synthesis ``has_conflict``) with any user_feedback_/sys_feedback_
-    turn / conflict slots. Group planning, M5: 0.0 when feedback is off (C1–C4), as the spec fixes;
+    turn / conflict slots. M5: 0.0 when feedback is off (C1–C4), as the spec fixes;
     None when feedback is on but no slot was flagged."""
     if not enable_feedback:
         return 0.0
@@ -139,7 +162,7 @@ def feedback_activation_rate(turns: list[dict], *, enable_feedback: bool) -> flo
 
 def member_acceptance_rate(turns: list[dict]) -> float | None:
     """M6 = speakers with a ``user_accept_plan`` / ``user_approve_approach`` turn / speakers who
-    gave preferences. Group planning, M6. None when nobody gave preferences."""
+    gave preferences. M6. None when nobody gave preferences."""
     speakers = {t["speaker"] for t in turns if t["intent"].startswith("user_provide_")}
     if not speakers:
         return None
@@ -149,7 +172,7 @@ def member_acceptance_rate(turns: list[dict]) -> float | None:
 
 def dialogue_efficiency(turns: list[dict]) -> dict:
     """M7 = {total_turns, turns_per_slot = total / slots discussed, feedback_turn_overhead =
-    feedback turns / total}. Group planning, M7. Values None when there are no turns / slots."""
+    feedback turns / total}. M7. Values None when there are no turns / slots."""
     slots = {intent_slot(t["intent"]) for t in turns} - {None}
     total = len(turns)
     fb = sum(t["intent"].startswith(("user_feedback_", "sys_feedback_")) for t in turns)
@@ -160,7 +183,7 @@ def dialogue_efficiency(turns: list[dict]) -> dict:
 def welfare(rates: dict[str, float]) -> dict:
     """W1 = mean s_i, W2 = min s_i, W3 = (prod s_i)^(1/N) over per-member satisfaction rates.
 
-    Group planning, W1–W3. W3 is the raw geometric mean (0 when any s_i = 0) and ``W3_zero_members``
+    W1–W3. W3 is the raw geometric mean (0 when any s_i = 0) and ``W3_zero_members``
     counts the members with s_i = 0 (reference ambiguity 2). All None without members.
     """
     vals = list(rates.values())
@@ -172,7 +195,7 @@ def welfare(rates: dict[str, float]) -> dict:
 
 
 def gini(values: list[float]) -> float | None:
-    """Gini = sum_i sum_j |x_i - x_j| / (2 n^2 mu). Group planning, M13. None when n = 0 or mu = 0."""
+    """Gini = sum_i sum_j |x_i - x_j| / (2 n^2 mu). M13. None when n = 0 or mu = 0."""
     n = len(values)
     if n == 0:
         return None

@@ -1,6 +1,6 @@
 """Group travel planning metrics M8–M16 (they read the final plan) and per-member satisfaction.
 
-Definitions: docs/group_planning.md. ``preferences`` is ``{(member, slot): text}`` (from the
+The group travel planning metric definitions. ``preferences`` is ``{(member, slot): text}`` (from the
 ``user_provide_*`` turns), ``plan`` the TripCraft-style itinerary, ``db`` a ``catalog.travel.TravelDB``
 and ``embedder`` anything with ``.name`` and ``.similarity(a, b) -> float`` (convsim's
 ``make_embedder``; TF-IDF by default, so the thresholds 0.45 / 0.42 / 0.30 of the spec, which were
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from catalog.travel import TravelDB, normalize_place_name
 from evaluation.group.metrics import gini, welfare
-from evaluation.group.plan_parse import (ACTIONABLE_SLOTS, plan_place_names, plan_slot_places,
-                                         plan_slot_text, poi_windows)
+from evaluation.group.plan_parse import (ACTIONABLE_SLOTS, plan_place_names, plan_places_by_field,
+                                         plan_slot_places, plan_slot_text, poi_windows)
 from evaluation.group.text import informative_tokens, normalize_text, polarity_score, tokenize
 
 M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD = 0.45, 0.42, 0.30
@@ -41,7 +41,7 @@ def is_addressed(preference: str, target: str, *, embedder, threshold: float = M
 def preference_addressing_rate(preferences: dict, target: str, *, embedder,
                                threshold: float = M8_THRESHOLD) -> float | None:
     """M8 / M8a / M8b = addressed (member, slot) pairs / stated pairs, against ``target``
-    (synthesis + plan text, synthesis only, plan only). Group planning, M8. None when there are no
+    (synthesis + plan text, synthesis only, plan only). M8. None when there are no
     stated pairs or the target text is empty (e.g. M8a without a synthesis phase)."""
     if not preferences or not target.strip():
         return None
@@ -51,8 +51,10 @@ def preference_addressing_rate(preferences: dict, target: str, *, embedder,
 
 def plan_grounding_rate(plan: dict, db: TravelDB) -> float | None:
     """M9 = distinct plan place names found in the db / distinct plan place names (names
-    lower-cased, punctuation stripped). Group planning, M9. None when the plan names no place."""
-    names = {normalize_place_name(n) for n in plan_place_names(plan)} - {""}
+    lower-cased, punctuation stripped), on the plan **as proposed** (``plan["as_proposed"]`` when
+    a validator repaired it afterwards; repairs are ``plan_repairs``). None when the plan names no place."""
+    proposed = plan.get("as_proposed") if isinstance(plan.get("as_proposed"), dict) else plan
+    names = {normalize_place_name(n) for n in plan_place_names(proposed)} - {""}
     if not names:
         return None
     return sum(n in db.place_names() for n in names) / len(names)
@@ -81,7 +83,7 @@ def slot_satisfaction(preference: str, slot: str, *, plan: dict, db: TravelDB, e
                       threshold: float = M10_THRESHOLD) -> dict:
     """The M10 channels for one (member, slot) pair: ``room_type``, ``category``, ``lexical``,
     ``semantic`` (each True/False, or None when the channel does not apply) and ``satisfied``
-    (any channel True). Group planning, M10."""
+    (any channel True). M10."""
     places = plan_slot_places(plan, db, slot)
     ch: dict[str, bool | None] = {"room_type": None, "category": None}
     if slot == "lodging":
@@ -138,7 +140,7 @@ def satisfaction_metrics(table: dict) -> dict:
 
 def semantic_satisfaction(preferences: dict, *, plan: dict, embedder) -> tuple[float | None, dict]:
     """M12 = mean over actionable (member, slot) pairs of sim(preference, the plan's slot text +
-    raw output); also the per-member means (M13's input). Group planning, M12."""
+    raw output); also the per-member means (M13's input). M12."""
     raw = str(plan.get("raw_output", ""))
     per: dict[str, list[float]] = {}
     for (m, s), p in preferences.items():
@@ -151,13 +153,13 @@ def semantic_satisfaction(preferences: dict, *, plan: dict, embedder) -> tuple[f
 
 
 def fairness_gini(member_means: dict[str, float]) -> float | None:
-    """M13 = Gini of the per-member mean M12 scores. Group planning, M13. None when mean is 0."""
+    """M13 = Gini of the per-member mean M12 scores. M13. None when mean is 0."""
     return gini(list(member_means.values()))
 
 
 def concession_rate(preferences: dict, explanations: dict[str, str], *, embedder) -> float | None:
     """M14 = mean over (member, slot) pairs of slots with a ``resolution_explanation`` of
-    sim(preference, explanation). Group planning, M14. None without synthesis (C1/C2)."""
+    sim(preference, explanation). M14. None without synthesis (C1/C2)."""
     scores = [embedder.similarity(p, explanations[s]) for (m, s), p in preferences.items()
               if explanations.get(s)]
     return sum(scores) / len(scores) if scores else None
@@ -166,7 +168,7 @@ def concession_rate(preferences: dict, explanations: dict[str, str], *, embedder
 def serendipity(plan: dict, db: TravelDB, preference_texts: list[str], *, embedder,
                 threshold: float = M15_THRESHOLD) -> float | None:
     """M15 = grounded places not named in any preference whose record has sim >= threshold with
-    some preference / grounded places. Group planning, M15. None without grounded places."""
+    some preference / grounded places. M15. None without grounded places."""
     grounded = {}
     for n in plan_place_names(plan):
         hit = db.lookup(n)
@@ -185,16 +187,37 @@ def serendipity(plan: dict, db: TravelDB, preference_texts: list[str], *, embedd
     return hits / len(grounded)
 
 
+def plan_repairs(plan: dict) -> int:
+    """Places a validator replaced after the plan was proposed (0 for a plan nobody repaired)."""
+    return len((plan.get("validation") or {}).get("unknown_places") or [])
+
+
+def _names(value) -> list[str]:
+    return [normalize_place_name(n) for n in plan_places_by_field({"days": [{"attraction": value}]})["attraction"]]
+
+
 def plan_coherence(plan: dict) -> float | None:
     """M16 = passed / total checks; per day: breakfast, lunch, dinner filled (not "" or "-"),
-    lunch != dinner, and (when the day has timed POIs) the POI windows are in order: each
-    end > start and each start >= the previous end. Group planning, M16. None without days."""
+    lunch != dinner, (days 2+) neither lunch nor dinner is a restaurant already used for lunch or
+    dinner on an earlier day, (days with >= 2 attractions) no attraction twice in the day, and
+    (days with timed POIs) the POI windows are in order: each end > start and each start >= the
+    previous end. None without days."""
     days = [d for d in plan.get("days") or [] if isinstance(d, dict)]
     if not days:
         return None
     passed = total = 0
-    for day in days:
+    used_meals: set[str] = set()
+    for i, day in enumerate(days):
         meals = [str(day.get(k) or "").strip() for k in _MEALS]
+        served = set(_names(meals[1]) + _names(meals[2]))
+        if i > 0:
+            total += 1
+            passed += not (served & used_meals)
+        used_meals |= served
+        sights = _names(day.get("attraction"))
+        if len(sights) >= 2:
+            total += 1
+            passed += len(set(sights)) == len(sights)
         for m in meals:
             total += 1
             passed += m not in ("", "-")

@@ -1,4 +1,4 @@
-"""Reading a group-planning dialogue and plan as plain data (the original system's CSV sources).
+"""Reading a group-planning dialogue and plan as plain data (the metric definitions' CSV sources).
 
 A dialogue is a list of turns ``{"speaker", "intent", "utterance", "meta"}``; a plan is the
 TripCraft-style itinerary ``{"days": [...], "raw_output": str, ...}``. These helpers extract what
@@ -109,3 +109,87 @@ def poi_windows(day: dict) -> list[tuple[int, int]]:
             h1, m1, h2, m2 = map(int, m.groups())
             out.append((h1 * 60 + m1, h2 * 60 + m2))
     return out
+
+
+# ---------------------------------------------------------------- the spec's literal plan keys
+SPEC_DAY_KEYS = ("meals", "accommodations", "attractions", "events", "poi_list")
+_PROJECT_DAY_KEYS = (*_MEALS, "accommodation", "attraction", "event", "point_of_interest_list")
+
+
+def _place(item) -> str:
+    """"Name, City" from a string or a record-like dict ({"name", "city"} in any case)."""
+    if isinstance(item, dict):
+        low = {str(k).lower(): v for k, v in item.items()}
+        name = low.get("name") or low.get("place") or low.get("poi") or ""
+        city = low.get("city") or ""
+        return f"{name}, {city}" if name and city else str(name)
+    return str(item or "").strip()
+
+
+def _joined(value) -> str:
+    items = value if isinstance(value, list) else [value]
+    names = [_place(i) for i in items if _place(i) not in ("", "-")]
+    return "".join(f"{n};" for n in names) if names else "-"
+
+
+def _poi(value) -> str:
+    if not isinstance(value, list):
+        return str(value or "")
+    out = []
+    for item in value:
+        if isinstance(item, dict):
+            low = {str(k).lower(): v for k, v in item.items()}
+            start, end = low.get("start") or low.get("from"), low.get("end") or low.get("to")
+            name = low.get("name") or low.get("poi") or ""
+            out.append(f"{name}, visit from {start} to {end}" if start and end else str(name))
+        else:
+            out.append(str(item))
+    return ";".join(out)
+
+
+def normalize_plan(plan) -> tuple[dict | None, list[str]]:
+    """A plan in the spec's literal keys (days -> meals, accommodations, attractions, events,
+    poi_list) or the project's (breakfast/lunch/dinner, accommodation, attraction, event,
+    point_of_interest_list) -> the project's day schema, plus notes on what was missing or
+    assumed (one phrase each). A list at the top is the list of days; so is ``itinerary``."""
+    notes: list[str] = []
+    if plan is None:
+        return None, ["no plan"]
+    if isinstance(plan, list):
+        plan, _ = {"days": plan}, notes.append("plan is a list: read as its days")
+    days = plan.get("days", plan.get("itinerary"))
+    if not isinstance(days, list):
+        return plan, notes + ["plan has no list of days"]
+    out_days, missing = [], set()
+    for i, day in enumerate(days):
+        if not isinstance(day, dict):
+            continue
+        if any(k in day for k in _PROJECT_DAY_KEYS) and not any(k in day for k in SPEC_DAY_KEYS):
+            out_days.append(day)
+            continue
+        d = {k: v for k, v in day.items() if k not in SPEC_DAY_KEYS}
+        d.setdefault("days", day.get("day", i + 1))
+        meals = day.get("meals")
+        if isinstance(meals, dict):
+            for k in _MEALS:
+                d[k] = _place(meals.get(k)) or "-"
+        elif isinstance(meals, list):
+            notes.append("meals given as a list: read in the order breakfast, lunch, dinner")
+            for k, v in zip(_MEALS, meals + ["-"] * 3):
+                d[k] = _place(v) or "-"
+        else:
+            missing.add("meals")
+        for spec_key, key in (("accommodations", "accommodation"), ("attractions", "attraction"),
+                              ("events", "event")):
+            if spec_key in day:
+                d[key] = _joined(day[spec_key]).rstrip(";") if key != "attraction" else _joined(day[spec_key])
+            else:
+                missing.add(spec_key)
+        if "poi_list" in day:
+            d["point_of_interest_list"] = _poi(day["poi_list"])
+        else:
+            missing.add("poi_list")
+        out_days.append(d)
+    if missing:
+        notes.append(f"plan days lack {', '.join(sorted(missing))} (taken as empty)")
+    return {**{k: v for k, v in plan.items() if k not in ("days", "itinerary")}, "days": out_days}, notes
