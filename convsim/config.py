@@ -36,6 +36,7 @@ class ExperimentConfig(BaseModel):
     embedder: str = "tfidf"
     models: dict[str, ModelValue] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=list)
+    baseline: str | None = None  # the variant the report's differences are taken against (default: the first)
     trace: bool = True
     checkpoint: bool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
