@@ -222,7 +222,7 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
 def compare(run_a: Path, run_b: Path,
             alpha: float = typer.Option(0.05, help="significance level (Holm-adjusted)"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
-    """Per-metric differences B - A, with paired tests where session ids match."""
+    """Per-metric differences B - A, with paired tests where session ids match (80 columns)."""
     for r in (run_a, run_b):
         if not (r / "results.jsonl").exists():
             raise ConvsimError("not a run directory (no results.jsonl)", file=r)
@@ -230,20 +230,7 @@ def compare(run_a: Path, run_b: Path,
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
         return
-    table = Table(title=f"{run_b.name} - {run_a.name}")
-    for col in ("variant", "metric", "n", "test", "mean A", "mean B", "diff [95% CI]", "p (Holm)"):
-        table.add_column(col)
-
-    def num(x, fmt=".3f"):
-        return "—" if x is None else format(x, fmt)
-    for row in result["rows"]:
-        variant = row["variant_a"] if row["variant_a"] == row["variant_b"] else \
-            f"{row['variant_a']} / {row['variant_b']}"
-        ci = f"{num(row.get('diff'))} [{num(row.get('ci_low'))}, {num(row.get('ci_high'))}]"
-        sig = "*" if row.get("significant") else ""
-        table.add_row(variant, row["metric"], str(row.get("n_paired") or f"{row.get('n_a')}/{row.get('n_b')}"), str(row.get("test", "")),
-                      num(row.get("mean_a")), num(row.get("mean_b")), ci, num(row.get("p_holm"), ".4f") + sig)
-    console.print(table)
+    typer.echo(_plugin("evaluation.compare_text:format_comparison")(result))
 
 
 @app.command("eval")
