@@ -277,6 +277,13 @@ def dataset_metrics(records: list[dict]) -> dict:
     return pooled_dataset_metrics(records)
 
 
+def simulator_checks(state: State) -> list[dict]:
+    """Flags of a simulated user that broke persona, ended early or contradicted its own profile
+    (agents/crs/fidelity.py); a flagged session is a simulator failure, not a recommender score."""
+    from agents.crs.fidelity import crs_simulator_checks
+    return crs_simulator_checks(state)
+
+
 def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:
     """Evaluate an existing transcript without simulating (``convsim eval``, evaluation/transcripts.py):
     the graph's own evaluation nodes replayed over the (user, system) turns, then the dialogue stage."""
