@@ -357,6 +357,13 @@ def sessions(params: Params, ctx: Context):
         yield {**base, "session_id": sid, "replay": None, "goal": goal, "user_state": new_user_state(goal)}
 
 
+def simulator_checks(state: State) -> list[dict]:
+    """Flags of a user that leaked its goal, answered as the agent, or a replay that ran out of turns
+    (agents/service/fidelity.py); a flagged session is a simulator failure, not an agent score."""
+    from agents.service.fidelity import service_simulator_checks
+    return service_simulator_checks(state)
+
+
 def dataset_metrics(records: list[dict]) -> dict:
     return score_dataset(records)
 

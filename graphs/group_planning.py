@@ -327,6 +327,13 @@ def sessions(params: Params, ctx: Context):
                "start_date": start.strftime("%d-%m-%Y"), "members": make_group(group_type, seed)}
 
 
+def simulator_checks(state: State) -> list[dict]:
+    """Flags of a simulated member that did not state (or contradicted) its own profile
+    (agents/group/fidelity.py); a flagged session is a simulator failure, not a planner score."""
+    from agents.group.fidelity import group_simulator_checks
+    return group_simulator_checks(state)
+
+
 def dataset_metrics(records: list[dict]) -> dict:
     """Pooled M10 over every stated pair of every session, and sessions whose worst-off member got 0."""
     sat = tot = zero = n = 0
