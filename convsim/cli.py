@@ -119,6 +119,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         checkpoint: bool = typer.Option(False, "--checkpoint", help="keep a SQLite checkpointer"),
         no_trace: bool = typer.Option(False, "--no-trace", help="do not write state traces"),
         no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
+        prefix: Optional[Path] = typer.Option(None, "--prefix", help="dialogues whose first turns open every session"),
+        prefix_turns: int = typer.Option(1, "--prefix-turns", help="scripted user turns taken from --prefix"),
         quiet: bool = typer.Option(False, "--quiet", "-q")) -> None:
     """Run an experiment config, or a graph with its default params."""
     from .runner import run as run_experiment
@@ -131,6 +133,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                           run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
                           checkpoint=checkpoint or None, trace=False if no_trace else None,
                           executor=executor, workers=workers)
+    if prefix is not None:  # scripted then simulated (convsim/prefix.py)
+        cfg = cfg.model_copy(update={"prefix": {"file": str(prefix), "turns": prefix_turns}})
     run_dir = run_experiment(cfg, show_progress=not quiet, analyze=not no_analysis)
     if not quiet:
         print_summary(run_dir)

@@ -37,6 +37,7 @@ class ExperimentConfig(BaseModel):
     models: dict[str, ModelValue] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=list)
     baseline: str | None = None  # the variant the report's differences are taken against (default: the first)
+    prefix: dict[str, Any] | None = None  # {file, turns}: scripted opening turns of every session (convsim.prefix)
     trace: bool = True
     checkpoint: bool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)

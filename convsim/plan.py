@@ -18,6 +18,7 @@ from .config import ExperimentConfig
 from .errors import ConvsimError
 from .graphfile import load_graph_module
 from .models import parse_model_spec
+from .prefix import attach_prefixes
 from .seeding import session_seed
 from .session import Unit
 
@@ -80,6 +81,7 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
                 raise ConvsimError("sessions() must yield dicts with a session_id", file=cfg.graph,
                                    record=i)
             inits.append(init)
+        inits = attach_prefixes(inits, cfg.prefix)
         ids = [str(x["session_id"]) for x in inits]
         if len(set(ids)) != len(ids):
             raise ConvsimError("sessions() yielded duplicate session_ids", file=cfg.graph)

@@ -34,6 +34,7 @@ from catalog.movies.concepts import ConceptExtractor
 from catalog.movies.catalog import MovieCatalog, load_movie_catalog
 from agents.crs.pepper_judge import judge_conversation, pepper_metrics
 from convsim import SessionContext, emit_metrics
+from convsim.prefix import scripted_pair
 from evaluation.crs.nodes import (
     DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
     turn_evaluation,
@@ -55,6 +56,7 @@ class State(TypedDict, total=False):
     dialogue_metrics: dict
     dialogue_details: dict          # per-segment and per-shift rows
     judge_verdict: dict             # the PEPPER-style judge's record (raw answer kept on failure)
+    prefix: dict | None             # scripted opening turns (convsim/prefix.py), then the simulator
 
 
 class Params(BaseModel):
@@ -156,7 +158,10 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
                     params=params.user_params(), system_titles=titles)
     text, meta = out.template, dict(out.meta)
     model = ctx.model("user")
-    if params.paraphrase_user and not model.is_none:
+    pair = scripted_pair(state, turn)
+    if pair:  # a scripted opening turn: its text is said; the simulator's own agenda still advances
+        text, meta = pair["user"], dict(meta, scripted=True)
+    elif params.paraphrase_user and not model.is_none:
         values = [v for _, v in _extractor(ctx).extract(out.template)]
         text, meta["paraphrase"] = paraphrase(model, _prompt("user_paraphrase.txt"), out.template,
                                               _history(state), values)
@@ -180,6 +185,9 @@ def crs(state: State, runtime: Runtime[Context]) -> dict:
         extractor=extractor, params=params.crs_params(), model=ctx.model("crs"),
         prompt_template=_prompt("crs_respond.txt"), history=_history(state))
     crs_state = dict(crs_state, history_concepts=sorted([f, v] for f, v in seen))
+    pair = scripted_pair(state, state["turn"])
+    if pair and pair.get("system") is not None:  # the scripted reply replaces the recommender's text
+        text, meta = pair["system"], dict(meta, scripted=True, agent_text=text)
     return {"crs_state": crs_state,
             "transcript": [{"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}]}
 

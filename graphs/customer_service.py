@@ -13,6 +13,7 @@ resolved against the project root (the folder that holds ``graphs/``), so
 """
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from agents.service.user_simulator import (TerminationReason, new_user_state, sa
 from catalog.service.multiwoz import load_dialogues
 from catalog.service.db import load_service_db, load_service_schema
 from convsim import ConvsimError, SessionContext, emit_metrics, stable_seed
+from convsim.prefix import scripted_pair
 from evaluation.service import metrics as metrics
 from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
 from evaluation.service.success import task_success
@@ -68,6 +70,7 @@ class State(TypedDict, total=False):
     turn_log: Annotated[list[dict], operator.add]
     termination: str | None
     errors: Annotated[list[dict], operator.add]
+    prefix: dict | None            # scripted opening turns (convsim/prefix.py), then the simulator
     metric_conventions: dict
 
 
@@ -122,6 +125,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
                     "gold_state": t["gold_state"], "gold_act_types": t["gold_act_types"],
                     "user_acts": t["user_acts"], "gold_system": t["system"]}
             update: dict = {}
+        elif scripted_pair(state, turn + 1):  # a scripted opening turn, then the simulator takes over
+            info, update = _scripted_user_info(state, turn + 1), {}
         else:
             us, out = user_turn(state["user_state"], state.get("action") if turn else None, db=_db(ctx),
                                 seed=ctx.seed, max_turns=ctx.params.max_turns)
@@ -137,8 +142,30 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
         return _fail("user", err, TerminationReason.USER_ERROR)
     entry = {"turn": turn + 1, "speaker": "user", "text": info["text"],
              "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent")}}
+    if info.get("scripted"):
+        entry["meta"]["scripted"] = True
     update.update(turn=turn + 1, user=info, transcript=[entry])
     return Command(goto="triage", update=update)
+
+
+@functools.lru_cache(maxsize=4)
+def _annotated_turns(source: str) -> dict[str, list[dict]]:
+    """A MultiWOZ prefix file's dialogues read like replays (gold domain, intent, state), so the
+    scripted turns are scored like replayed ones; {} for a hand-written file."""
+    try:
+        return {d["dialogue_id"]: d["turns"] for d in load_dialogues(source)}
+    except (ConvsimError, KeyError, TypeError, ValueError):
+        return {}
+
+
+def _scripted_user_info(state: State, turn: int) -> dict:
+    pair, prefix = scripted_pair(state, turn), state["prefix"]
+    recorded = _annotated_turns(prefix.get("source", ""))
+    gold = recorded.get(prefix.get("dialogue_id"), [])
+    t = gold[turn - 1] if turn <= len(gold) and gold[turn - 1]["user"] == pair["user"] else {}
+    return {"text": pair["user"], "gold_domain": t.get("gold_domain"), "gold_intent": t.get("gold_intent"),
+            "gold_state": t.get("gold_state", {}), "gold_act_types": t.get("gold_act_types"),
+            "user_acts": t.get("user_acts", []), "gold_system": pair.get("system"), "scripted": True}
 
 
 def triage(state: State, runtime: Runtime[Context]) -> Command[Literal["memory", "finish"]]:
@@ -233,6 +260,9 @@ def response(state: State, runtime: Runtime[Context]) -> Command[Literal["evalua
             text, meta["failure"] = out["text"], out["failure"]
     except Exception as err:  # noqa: BLE001
         return _fail("response", err, TerminationReason.AGENT_ERROR)
+    pair = scripted_pair(state, state["turn"]) if state["user"].get("scripted") else None
+    if pair and pair.get("system") is not None:  # the scripted reply replaces the agent's text
+        text, meta = pair["system"], dict(meta, scripted=True, agent_text=text)
     entry = {"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}
     return Command(goto="evaluate_turn", update={"response": text, "transcript": [entry]})
 

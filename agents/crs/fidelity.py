@@ -33,7 +33,9 @@ SCRIPTED_REVERSALS = ("contradiction", "shift")
 
 
 def _user_turns(state: Mapping) -> list[dict]:
-    return [t for t in state.get("transcript") or [] if str(t.get("speaker", "")).lower() == "user"]
+    """What the simulator said: scripted opening turns (convsim/prefix.py) are not its words."""
+    return [t for t in state.get("transcript") or [] if str(t.get("speaker", "")).lower() == "user"
+            and not (t.get("meta") or {}).get("scripted")]
 
 
 def _meta(turn: Mapping) -> dict:
