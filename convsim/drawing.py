@@ -159,13 +159,19 @@ def edge_routes(nodes: list[str], edges: list[tuple], pos: dict[str, tuple[float
         # a small offset per edge keeps parallel lanes' horizontal runs apart
         off = 6 + (i % 4) * 5
         outermost = (min if side < 0 else max)
+        # side ports are staggered a little so that edges meeting at one box stay apart
+        stagger = ((lane_l if loop else lane_r) % 5 - 2) * 4.0
         pts: list[tuple[float, float]] = []
+        if a == b and outermost(row_x[ay]) == ax:  # a self-loop on the outer side of its box
+            routes.append([(ax + side * NODE_W / 2, ay - 8), (lane, ay - 8), (lane, ay + 8),
+                           (ax + side * NODE_W / 2, ay + 8)])
+            continue
         if outermost(row_x[ay]) == ax:
-            pts += [(ax + side * NODE_W / 2, ay), (lane, ay)]
+            pts += [(ax + side * NODE_W / 2, ay + stagger), (lane, ay + stagger)]
         else:
             pts += [(ax, ay + NODE_H / 2), (ax, ay + NODE_H / 2 + off), (lane, ay + NODE_H / 2 + off)]
         if outermost(row_x[by]) == bx:
-            pts += [(lane, by), (bx + side * NODE_W / 2, by)]
+            pts += [(lane, by + stagger), (bx + side * NODE_W / 2, by + stagger)]
         else:
             gy = by - NODE_H / 2 - off
             pts += [(lane, gy), (bx, gy), (bx, by - NODE_H / 2)]

@@ -66,7 +66,7 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 
 
 # What may differ when a run is started again: how it runs, not what it computes.
-_RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
+_RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis", "baseline",
                 "cache"}
 
 
