@@ -131,6 +131,8 @@ def build_report(run_dir: str | Path) -> Path:
     for r in sorted(run.records, key=lambda r: (order.get(r.get("variant"), 0), str(r.get("session_id")),
                                                 int(r.get("trial", 0)))):
         view = session_view(r)
+        dm = flat_numeric(r.get("dialogue_metrics"))
+        view["headline"] = {row["metric"]: sig3(dm.get(row["metric"])) for row in headline["rows"][:3]}
         view["trace"] = viewer["sessions"].get((str(r.get("variant")), str(r.get("session_id")),
                                                 int(r.get("trial", 0))), "")
         sessions.append(view)
