@@ -83,3 +83,15 @@ def test_report_counts_statuses_and_shows_flags(tmp_path):
     assert "_check_persona" in html and "spoke as the agent" in html
     # variant a: 4 ok of 6; its headline n is 4 (the flagged and the failed session are not clean)
     assert "n=4" in html
+
+
+def test_report_decomposes_variance_with_trials(tmp_path):
+    import json as _json
+    run_dir = make_run(tmp_path, variants=("a",), sessions=5)
+    lines = [_json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    again = [dict(r, trial=1, seed=r["seed"] + 1,
+                  dialogue_metrics={**r["dialogue_metrics"], "tas_cas": r["dialogue_metrics"]["tas_cas"] + 0.01})
+             for r in lines]
+    (run_dir / "results.jsonl").write_text("".join(_json.dumps(x) + "\n" for x in lines + again))
+    html = build_report(run_dir).read_text()
+    assert 'id="variance-table"' in html and "2 trials per session" in html

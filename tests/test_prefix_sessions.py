@@ -97,3 +97,20 @@ def test_openevals_callables_with_a_prefix():
                         ("assistant", "The author of hamlet is William Shakespeare."),
                         ("user", "What is love?"), ("assistant", "I do not know.")]
     assert len(app.state("pre-1")["turn_metrics"]) == 3  # the graph scored the scripted turn too
+
+
+@pytest.mark.slow
+def test_cli_run_with_a_prefix(tmp_path):
+    import subprocess
+    import sys
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    base = [sys.executable, "-m", "convsim", "run", "crs_shift", "--sessions", "1", "--set", "n_turns=3",
+            "--set", "judge=false", "--set", "topic_mode=keyword", "--no-analysis", "--no-trace", "-q",
+            "--out", str(tmp_path), "--prefix", str(CRS_PREFIX)]
+    subprocess.run(base + ["--run-id", "ok", "--prefix-turns", "2"], env=env, cwd=ROOT, check=True)
+    (rec,) = _records(tmp_path / "ok")
+    assert rec["transcript"][0]["text"] == json.loads(CRS_PREFIX.read_text())[0]["turns"][0]["text"]
+    assert rec["prefix"]["turns"] == 2 and len(rec["turn_metrics"]) == 3
+    bad = subprocess.run(base + ["--run-id", "bad", "--prefix-turns", "3"], env=env, cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "prefix_turns" in bad.stderr + bad.stdout  # the openings have 2 user turns
