@@ -13,7 +13,6 @@ resolved against the project root (the folder that holds ``graphs/``), so
 """
 from __future__ import annotations
 
-import functools
 import operator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from agents.service.policy import check_policy, missing_for_booking, required_sl
 from agents.service.response import llm_response, template_response
 from agents.service.supervisor import ground_action, supervise
 from agents.service.triage import llm_triage, rule_triage
+from agents.service.scripted import scripted_user_info as _scripted_user_info
 from agents.service.user_simulator import (TerminationReason, new_user_state, sample_goal,
                                            simulator_complete, user_turn)
 from catalog.service.multiwoz import load_dialogues
@@ -146,26 +146,6 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
         entry["meta"]["scripted"] = True
     update.update(turn=turn + 1, user=info, transcript=[entry])
     return Command(goto="triage", update=update)
-
-
-@functools.lru_cache(maxsize=4)
-def _annotated_turns(source: str) -> dict[str, list[dict]]:
-    """A MultiWOZ prefix file's dialogues read like replays (gold domain, intent, state), so the
-    scripted turns are scored like replayed ones; {} for a hand-written file."""
-    try:
-        return {d["dialogue_id"]: d["turns"] for d in load_dialogues(source)}
-    except (ConvsimError, KeyError, TypeError, ValueError):
-        return {}
-
-
-def _scripted_user_info(state: State, turn: int) -> dict:
-    pair, prefix = scripted_pair(state, turn), state["prefix"]
-    recorded = _annotated_turns(prefix.get("source", ""))
-    gold = recorded.get(prefix.get("dialogue_id"), [])
-    t = gold[turn - 1] if turn <= len(gold) and gold[turn - 1]["user"] == pair["user"] else {}
-    return {"text": pair["user"], "gold_domain": t.get("gold_domain"), "gold_intent": t.get("gold_intent"),
-            "gold_state": t.get("gold_state", {}), "gold_act_types": t.get("gold_act_types"),
-            "user_acts": t.get("user_acts", []), "gold_system": pair.get("system"), "scripted": True}
 
 
 def triage(state: State, runtime: Runtime[Context]) -> Command[Literal["memory", "finish"]]:
