@@ -91,3 +91,19 @@ def test_report_in_headless_chromium(report, shots):
         assert dialogs == []  # the script never ran
         assert page.locator("figure img").count() >= 5
         assert all(page.evaluate("[...document.images].map(i => i.naturalWidth > 0)"))
+
+
+def test_many_variants_do_not_scroll_sideways(tmp_path, shots):
+    from evaluation.report import build_report
+    run_dir = make_run(tmp_path, variants=("v1", "v2", "v3", "v4", "v5"), sessions=3)
+    report = build_report(run_dir)
+    with chromium_page(viewport=VIEWPORT) as b:
+        b.page.goto(report.as_uri())
+        b.page.wait_for_load_state("load")
+        b.page.screenshot(path=str(shots / "five_variants_top.png"))
+        print(f"screenshot: {shots / 'five_variants_top.png'}")
+        assert b.errors == []
+        assert b.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        # more than four variants: the differences get a table of their own under the means
+        assert b.page.locator("#headline-diffs thead th").count() == 5
+        assert _in_viewport(b.page.locator("#headline-table"))
