@@ -29,9 +29,20 @@ def _n(row: Mapping) -> str:
     return str(row["n_shown"]) if row.get("basis") == "paired" else f"{row.get('n_a')}/{row.get('n_b')}"
 
 
+def headline_first(result: Mapping) -> list[str]:
+    """The graph's ``SUMMARY_METRICS`` (read from run A's config), to list before the other rows."""
+    from evaluation.records import load_run
+    from evaluation.run_stats import _graph_module
+    try:
+        return list(getattr(_graph_module(load_run(result["run_a"])), "SUMMARY_METRICS", []) or [])
+    except Exception:  # noqa: BLE001 - ordering is cosmetic: a run without a loadable graph keeps its order
+        return []
+
+
 def format_comparison(result: Mapping, *, width: int = 80) -> str:
     """The comparison as lines no wider than ``width`` (a metric name too long for its column gets
-    a line of its own, the numbers on the next)."""
+    a line of its own, the numbers on the next); the graph's headline metrics come first."""
+    first = {m: i for i, m in enumerate(headline_first(result))}
     numbers = 3 * (NUM_W + 1) + (CI_W + 1) + (P_W + 1) + N_W  # A, B, B-A, CI, p, n and their spaces
     metric_w = max(12, width - numbers - 1)
     header = (f"{'metric':<{metric_w}} {'A':>{NUM_W}} {'B':>{NUM_W}} {'B−A':>{NUM_W}} "
@@ -42,7 +53,7 @@ def format_comparison(result: Mapping, *, width: int = 80) -> str:
         blocks.setdefault((row["variant_a"], row["variant_b"]), []).append(row)
     for (va, vb), rows in blocks.items():
         lines += ["", f"variant {va}" if va == vb else f"variant A {va} vs B {vb}", header, "-" * len(header)]
-        for r in rows:
+        for r in sorted(rows, key=lambda r: first.get(r["metric"], len(first))):
             nums = (f"{sig3(r.get('mean_a_shown')):>{NUM_W}} {sig3(r.get('mean_b_shown')):>{NUM_W}} "
                     f"{sig3(r.get('diff')):>{NUM_W}} {_ci(r):>{CI_W}} {_p(r):>{P_W}} {_n(r):>{N_W}}")
             name = r["metric"]
