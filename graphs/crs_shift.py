@@ -57,6 +57,7 @@ class State(TypedDict, total=False):
     dialogue_details: dict          # per-segment and per-shift rows
     judge_verdict: dict             # the PEPPER-style judge's record (raw answer kept on failure)
     prefix: dict | None             # scripted opening turns (convsim/prefix.py), then the simulator
+    simulator_judge: dict           # the LLM simulator check's verdict (agents/crs/fidelity.py)
 
 
 class Params(BaseModel):
@@ -233,6 +234,19 @@ def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
 # Nodes run once after the last turn, before evaluate_dialogue: (name, fn) pairs.
 DIALOGUE_STAGE_NODES: list[tuple[str, object]] = [("evaluate_tas_cas", evaluate_tas_cas),
                                                   ("pepper_judge", pepper_judge)]
+
+
+def check_simulator(state: State, runtime: Runtime[Context]) -> dict:
+    """The LLM path of the simulator checks: with a "simulator_judge" model, a model reads the
+    dialogue and flags a user that broke persona, ended early or contradicted itself."""
+    model = runtime.context.model("simulator_judge")
+    if model.is_none:
+        return {}
+    from agents.crs.fidelity import llm_simulator_flags
+    return {"simulator_judge": llm_simulator_flags(model, state.get("transcript", []))}
+
+
+DIALOGUE_STAGE_NODES.append(("check_simulator", check_simulator))
 
 
 def route(state: State, runtime: Runtime[Context]) -> str:

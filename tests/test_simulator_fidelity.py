@@ -83,3 +83,41 @@ def test_each_crs_check_catches_its_defect(text, check):
              {"turn": 2, "speaker": "user", "text": "Any more comedies?", "meta": {"stage": "details",
                                                                              "constraints": {"genre": "Comedy"}}}]
     assert [f["check"] for f in crs_simulator_checks({"transcript": turns})] == [check]
+
+
+class SimulatorJudgeDouble:
+    """The LLM path's judge: says the user broke persona in the dialogues that open with
+    BROKEN_OPENING, answers garbage for those opening with "I feel like", clean otherwise."""
+
+    def invoke(self, messages, **kwargs):
+        prompt = messages[0].content
+        if f"USER: {BROKEN_OPENING}" in prompt:
+            return AIMessage('{"broke_persona": true, "ended_early": false, "contradicted_profile": false, '
+                             '"turn": 1, "reason": "the user recommends films"}')
+        if "USER: I feel like" in prompt:
+            return AIMessage("The user seems fine to me.")
+        return AIMessage('{"broke_persona": false, "ended_early": false, "contradicted_profile": false, '
+                         '"turn": null, "reason": ""}')
+
+
+def test_llm_simulator_judge_flags_sessions(tmp_path, monkeypatch):
+    real = models._make_backend
+    monkeypatch.setattr(models, "_make_backend",
+                        lambda spec: SimulatorJudgeDouble() if spec.model == "sim-judge" else real(spec))
+    monkeypatch.setattr(models, "_BACKENDS", {})
+    cfg = load_config(ROOT / "configs" / "crs_shift.yaml").model_copy(update={
+        "sessions": 8, "out_dir": str(tmp_path), "run_id": "judge", "trace": False, "analysis": [],
+        "params": {"n_turns": 3, "judge": False, "topic_mode": "keyword"},
+        "models": {"crs": "none", "user": "none", "judge": "none", "simulator_judge": "ollama:sim-judge"}})
+    recs = [json.loads(x) for x in (run(cfg, analyze=False) / "results.jsonl").read_text().splitlines()]
+    opening = {r["session_id"]: r["transcript"][0]["text"] for r in recs}
+    broken = {s for s, t in opening.items() if t.startswith(BROKEN_OPENING)}
+    garbage = {s for s, t in opening.items() if t.startswith("I feel like")}
+    assert broken and len(broken) < len(recs)
+    for r in recs:
+        sid = r["session_id"]
+        if sid in broken:
+            assert r["status"] == "simulator_failure"
+            assert [f["check"] for f in r["simulator_flags"]] == ["_llm_check_persona"]  # rule checks: clean
+        else:  # an unreadable judge answer is recorded and flags nothing
+            assert r["status"] == "ok" and r["simulator_judge"]["failed"] == (sid in garbage)

@@ -13,11 +13,17 @@ checks that the stated values survive).
   happen here: the session has a fixed number of turns.
 - ``_check_profile``: outside a scripted contradiction or shift, the user negates a constraint its
   own profile holds on that turn ("no comedy" while the profile wants comedy).
+
+The LLM path (``llm_simulator_flags``, run by the graph's ``check_simulator`` node when the
+"simulator_judge" model role is set) asks a model the same three questions about the whole
+dialogue; its flags are named ``_llm_check_*`` and join the rule-based ones.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+
+from pydantic import BaseModel, Field
 
 AGENT_VOICE = re.compile(
     r"^\s*(system|assistant|recommender|crs)\s*:|"
@@ -84,5 +90,42 @@ CHECKS = (_check_persona, _check_ending, _check_profile)
 
 
 def crs_simulator_checks(state: Mapping) -> list[dict]:
-    """Every flag of every check (empty: the simulated user behaved)."""
-    return [flag for check in CHECKS for flag in check(state)]
+    """Every flag of every rule-based check, then the simulator judge's (empty: the user behaved)."""
+    judged = (state.get("simulator_judge") or {}).get("flags") or []
+    return [flag for check in CHECKS for flag in check(state)] + list(judged)
+
+
+# --- the LLM path: a model reads the transcript (model role "simulator_judge") -------------------
+
+class SimulatorVerdict(BaseModel):
+    """What the simulator judge answers about the simulated user of one dialogue."""
+    broke_persona: bool = Field(description="the USER spoke as the recommender or as an assistant")
+    ended_early: bool = Field(description="the USER said goodbye or ended the chat before its last turn")
+    contradicted_profile: bool = Field(description="the USER contradicted a preference it stated, without saying it changed its mind")
+    turn: int | None = Field(None, description="the first turn where it happened")
+    reason: str = Field("", description="one sentence")
+
+
+SIMULATOR_JUDGE_PROMPT = (
+    "You check a SIMULATED USER, not the recommender. Below is a chat between a USER who wants movie "
+    "recommendations and a SYSTEM that recommends movies. Judge only the USER's lines: did the USER speak "
+    "as the recommender or an assistant, end the chat early, or contradict its own stated preferences "
+    "(a stated change of mind is allowed)?\n\n{dialogue}")
+
+
+def llm_simulator_flags(model, transcript: list[dict]) -> dict:
+    """``{"flags": [...], "failed": bool, "raw": text}`` from the simulator judge. A judge answer
+    that cannot be read is recorded (``failed``) and flags nothing: a broken checker must not drop
+    sessions."""
+    lines = "\n".join(f"[turn {t.get('turn')}] {str(t.get('speaker', '')).upper()}: {t.get('text', '')}"
+                      for t in transcript if not (t.get("meta") or {}).get("scripted"))
+    res = model.structured([("user", SIMULATOR_JUDGE_PROMPT.format(dialogue=lines))], SimulatorVerdict,
+                           purpose="simulator_judge")
+    if not res.ok:
+        return {"flags": [], "failed": True, "raw": res.raw}
+    v = res.value
+    where = f"turn {v.turn}: " if v.turn is not None else ""
+    flags = [{"check": name, "detail": f"{where}{v.reason} (simulator judge)"}
+             for name, hit in (("_llm_check_persona", v.broke_persona), ("_llm_check_ending", v.ended_early),
+                               ("_llm_check_profile", v.contradicted_profile)) if hit]
+    return {"flags": flags, "failed": False, "raw": res.raw}
