@@ -143,13 +143,16 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         checkpoint: bool = typer.Option(False, "--checkpoint", help="keep a SQLite checkpointer"),
         no_trace: bool = typer.Option(False, "--no-trace", help="do not write state traces"),
         no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
+        prefix: Optional[Path] = typer.Option(None, "--prefix", help="dialogues whose first turns open every session"),
+        prefix_turns: int = typer.Option(1, "--prefix-turns", help="scripted user turns taken from --prefix"),
         quiet: bool = typer.Option(False, "--quiet", "-q")) -> None:
     """Run an experiment config, or a graph with its default params."""
     run_dir = api.run(target, sessions=sessions, seed=seed, models=model, set_params=set_,
                       run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
                       checkpoint=checkpoint or None, trace=False if no_trace else None,
                       executor=executor, workers=workers, show_progress=not quiet,
-                      analyze=not no_analysis)
+                      analyze=not no_analysis,
+                      prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns})
     if not quiet:
         print_summary(run_dir)
         console.print(f"results in {run_dir}")
@@ -234,25 +237,12 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
 def compare(run_a: Path, run_b: Path,
             alpha: float = typer.Option(0.05, help="significance level (Holm-adjusted)"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
-    """Per-metric differences B - A, with paired tests where session ids match."""
+    """Per-metric differences B - A, with paired tests where session ids match (80 columns)."""
     result = api.compare(run_a, run_b, alpha=alpha)
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
         return
-    table = Table(title=f"{run_b.name} - {run_a.name}")
-    for col in ("variant", "metric", "n", "test", "mean A", "mean B", "diff [95% CI]", "p (Holm)"):
-        table.add_column(col)
-
-    def num(x, fmt=".3f"):
-        return "—" if x is None else format(x, fmt)
-    for row in result["rows"]:
-        variant = row["variant_a"] if row["variant_a"] == row["variant_b"] else \
-            f"{row['variant_a']} / {row['variant_b']}"
-        ci = f"{num(row.get('diff'))} [{num(row.get('ci_low'))}, {num(row.get('ci_high'))}]"
-        sig = "*" if row.get("significant") else ""
-        table.add_row(variant, row["metric"], str(row.get("n_paired") or f"{row.get('n_a')}/{row.get('n_b')}"), str(row.get("test", "")),
-                      num(row.get("mean_a")), num(row.get("mean_b")), ci, num(row.get("p_holm"), ".4f") + sig)
-    console.print(table)
+    typer.echo(api.resolve("evaluation.compare_text:format_comparison")(result))
 
 
 @app.command("eval")

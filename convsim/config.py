@@ -39,6 +39,8 @@ class ExperimentConfig(BaseModel):
     embedder: str = "tfidf"
     models: dict[str, ModelValue] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=list)
+    baseline: str | None = None  # the variant the report's differences are taken against (default: the first)
+    prefix: dict[str, Any] | None = None  # {file, turns}: scripted opening turns of every session (convsim.prefix)
     trace: bool = True
     checkpoint: bool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
@@ -144,7 +146,8 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     run_id: str | None = None, out_dir: str | None = None,
                     concurrency: int | None = None, trials: int | None = None,
                     checkpoint: bool | None = None, trace: bool | None = None,
-                    executor: str | None = None, workers: int | None = None) -> ExperimentConfig:
+                    executor: str | None = None, workers: int | None = None,
+                    prefix: dict | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
 
     ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
@@ -154,7 +157,7 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
     data = cfg.model_dump()
     for key, val in (("sessions", sessions), ("seed", seed), ("run_id", run_id), ("out_dir", out_dir),
                      ("concurrency", concurrency), ("trials", trials), ("checkpoint", checkpoint),
-                     ("trace", trace), ("executor", executor), ("workers", workers)):
+                     ("trace", trace), ("executor", executor), ("workers", workers), ("prefix", prefix)):
         if val is not None:
             data[key] = val
     for role, spec in _assignments(models, what="--model"):

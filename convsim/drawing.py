@@ -3,9 +3,9 @@
 LangGraph's ``draw_mermaid_png()`` calls the Mermaid web service by default; nothing here
 touches the network. The SVG and the PNG are drawn from the ``draw_mermaid()`` text (so a
 run can store the text and the report can draw it without importing the graph): the
-flowchart is parsed, laid out in layers with grandalf's Sugiyama layout (a plain
-longest-path layering when grandalf is absent), and drawn as SVG or with matplotlib.
-Conditional edges are dashed, as in Mermaid.
+flowchart is parsed, laid out top-down in longest-path layers from START (END alone at the bottom; edges that close a
+cycle are drawn as loops in lanes beside the boxes, so no edge runs behind a node), and drawn as
+SVG or with matplotlib. Conditional edges are dashed, as in Mermaid.
 """
 from __future__ import annotations
 
@@ -59,84 +59,153 @@ def parse_mermaid(text: str) -> tuple[list[str], list[tuple[str, str, bool, str]
     return nodes, edges
 
 
-def _layers_fallback(nodes, edges) -> dict[str, tuple[float, float]]:
+def _back_edges(nodes: list[str], edges: list[tuple]) -> set[tuple[str, str]]:
+    """Edges that close a cycle, found by a depth-first search from ``__start__`` (then from any
+    node not reached): those are drawn as loops, so the layering follows the forward flow."""
+    succ: dict[str, list[str]] = {n: [] for n in nodes}
+    for a, b, *_ in edges:
+        succ[a].append(b)
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    back: set[tuple[str, str]] = set()
+    roots = (["__start__"] if "__start__" in succ else []) + nodes
+    for root in roots:
+        if root in state:
+            continue
+        stack = [(root, iter(succ[root]))]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                back.add((node, nxt))
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(succ[nxt])))
+    return back
+
+
+def layers(nodes: list[str], edges: list[tuple]) -> dict[str, int]:
+    """Longest-path layer of every node over the forward edges; ``__end__`` alone at the bottom."""
+    back = _back_edges(nodes, edges)
+    forward = [(a, b) for a, b, *_ in edges if a != b and (a, b) not in back]
     depth = {n: 0 for n in nodes}
-    forward = [(a, b) for a, b, *_ in edges if a != b]
-    for _ in range(len(nodes)):  # longest path, ignoring edges that would close a cycle
+    for _ in range(len(nodes)):
         changed = False
         for a, b in forward:
-            if depth[b] < depth[a] + 1 <= len(nodes) - 1 and nodes.index(b) > nodes.index(a):
-                depth[b] = depth[a] + 1
-                changed = True
+            if depth[b] < depth[a] + 1:
+                depth[b], changed = depth[a] + 1, True
         if not changed:
             break
-    rows: dict[int, list[str]] = {}
-    for n in nodes:
-        rows.setdefault(depth[n], []).append(n)
-    return {n: ((i - (len(row) - 1) / 2) * (NODE_W + GAP_X), d * (NODE_H + GAP_Y))
-            for d, row in rows.items() for i, n in enumerate(row)}
+    if "__end__" in depth:
+        others = [d for n, d in depth.items() if n != "__end__"]
+        depth["__end__"] = max(others, default=-1) + 1
+    return depth
 
 
 def layout(nodes: list[str], edges: list[tuple]) -> dict[str, tuple[float, float]]:
-    """Centre coordinates of every node, top to bottom."""
-    try:
-        from grandalf.graphs import Edge, Graph, Vertex
-        from grandalf.layouts import SugiyamaLayout
-    except ImportError:
-        return _layers_fallback(nodes, edges)
+    """Centre coordinates of every node: top-down layers from START to END, each layer ordered by
+    the mean position of its predecessors (barycentre) so that edges cross little."""
+    depth = layers(nodes, edges)
+    rows: dict[int, list[str]] = {}
+    for n in nodes:
+        rows.setdefault(depth[n], []).append(n)
+    preds: dict[str, list[str]] = {n: [] for n in nodes}
+    for a, b, *_ in edges:
+        if depth[a] < depth[b]:
+            preds[b].append(a)
+    index: dict[str, float] = {}
+    for d in sorted(rows):
+        row = rows[d]
+        if d:
+            row.sort(key=lambda n: (sum(index[p] for p in preds[n]) / len(preds[n]) if preds[n]
+                                    else float(len(row)), nodes.index(n)))
+        for i, n in enumerate(row):
+            index[n] = i - (len(row) - 1) / 2
+    return {n: (index[n] * (NODE_W + GAP_X), depth[n] * (NODE_H + GAP_Y)) for n in nodes}
 
-    class _View:
-        w, h, xy = NODE_W, NODE_H, (0.0, 0.0)
 
-    verts = {n: Vertex(n) for n in nodes}
-    for v in verts.values():
-        v.view = _View()
-    g = Graph(list(verts.values()), [Edge(verts[a], verts[b]) for a, b, *_ in edges if a != b])
-    pos: dict[str, tuple[float, float]] = {}
-    offset = 0.0
-    for comp in g.C:
-        sug = SugiyamaLayout(comp)
-        sug.xspace, sug.yspace = GAP_X, GAP_Y
-        roots = [v for v in comp.sV if v.data == "__start__"]
-        sug.init_all(roots=roots or None)
-        sug.draw()
-        xs = [v.view.xy[0] for v in comp.sV]
-        for v in comp.sV:
-            pos[v.data] = (v.view.xy[0] - min(xs) + offset, v.view.xy[1])
-        offset += max(xs) - min(xs) + NODE_W + GAP_X
-    return pos
+def edge_routes(nodes: list[str], edges: list[tuple], pos: dict[str, tuple[float, float]]
+                ) -> list[list[tuple[float, float]]]:
+    """A polyline per edge that never crosses a node box other than its two endpoints.
+
+    An edge to the next layer is a straight line through the gap between the two layers (no box
+    lies there). Any other edge (a loop back up, or a forward edge skipping layers) runs in its own
+    vertical lane outside every box (loops on the left, skips on the right), reached from its
+    endpoints through the gaps between layers, or straight from the side when the endpoint is the
+    outermost node of its layer.
+    """
+    xs = [p[0] for p in pos.values()]
+    left_edge, right_edge = min(xs) - NODE_W / 2, max(xs) + NODE_W / 2
+    row_x: dict[float, list[float]] = {}
+    for x, y in pos.values():
+        row_x.setdefault(y, []).append(x)
+    lane_l = lane_r = 0
+    routes = []
+    for i, (a, b, *_) in enumerate(edges):
+        (ax, ay), (bx, by) = pos[a], pos[b]
+        if a != b and abs((by - ay) - (NODE_H + GAP_Y)) < 1e-6:
+            routes.append([(ax, ay + NODE_H / 2), (bx, by - NODE_H / 2)])
+            continue
+        loop = by <= ay
+        if loop:
+            lane_l += 1
+            lane, side = left_edge - 16 * lane_l, -1
+        else:
+            lane_r += 1
+            lane, side = right_edge + 16 * lane_r, 1
+        # a small offset per edge keeps parallel lanes' horizontal runs apart
+        off = 6 + (i % 4) * 5
+        outermost = (min if side < 0 else max)
+        # side ports are staggered a little so that edges meeting at one box stay apart
+        stagger = ((lane_l if loop else lane_r) % 5 - 2) * 4.0
+        pts: list[tuple[float, float]] = []
+        if a == b and outermost(row_x[ay]) == ax:  # a self-loop on the outer side of its box
+            routes.append([(ax + side * NODE_W / 2, ay - 8), (lane, ay - 8), (lane, ay + 8),
+                           (ax + side * NODE_W / 2, ay + 8)])
+            continue
+        if outermost(row_x[ay]) == ax:
+            pts += [(ax + side * NODE_W / 2, ay + stagger), (lane, ay + stagger)]
+        else:
+            pts += [(ax, ay + NODE_H / 2), (ax, ay + NODE_H / 2 + off), (lane, ay + NODE_H / 2 + off)]
+        if outermost(row_x[by]) == bx:
+            pts += [(lane, by + stagger), (bx + side * NODE_W / 2, by + stagger)]
+        else:
+            gy = by - NODE_H / 2 - off
+            pts += [(lane, gy), (bx, gy), (bx, by - NODE_H / 2)]
+        routes.append(pts)
+    return routes
+
+
+def _bounds(pos, routes) -> tuple[float, float, float, float]:
+    xs = [p[0] for p in pos.values()] + [x for r in routes for x, _ in r]
+    ys = [p[1] for p in pos.values()] + [y for r in routes for _, y in r]
+    return (min(xs) - NODE_W / 2 - 12, min(ys) - NODE_H, max(xs) + NODE_W / 2 + 12, max(ys) + NODE_H)
 
 
 def topology_svg(text: str, *, highlight: set[str] | None = None) -> str:
-    """An inline SVG of the Mermaid flowchart (no script, no network)."""
+    """An inline SVG of the Mermaid flowchart (no script, no network), START at the top."""
     nodes, edges = parse_mermaid(text)
     pos = layout(nodes, edges)
-    xs = [p[0] for p in pos.values()]
-    ys = [p[1] for p in pos.values()]
-    pad = NODE_W / 2 + 40
-    x0, y0 = min(xs) - pad, min(ys) - NODE_H
-    width, height = max(xs) - min(xs) + 2 * pad, max(ys) - min(ys) + 2 * NODE_H
+    routes = edge_routes(nodes, edges, pos)
+    x0, y0, x1, y1 = _bounds(pos, routes)
+    width, height = x1 - x0, y1 - y0
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="cs-topology" role="img" '
            f'viewBox="{x0:.0f} {y0:.0f} {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}">',
            '<defs><marker id="cs-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
            'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555"/>'
            '</marker></defs>']
-    for a, b, conditional, label in edges:
-        (ax, ay), (bx, by) = pos[a], pos[b]
+    for (a, b, conditional, label), pts in zip(edges, routes):
         dash = ' stroke-dasharray="5,4"' if conditional else ""
-        if by > ay:  # downwards: bottom of a to top of b
-            d = f"M{ax:.1f},{ay + NODE_H / 2:.1f} L{bx:.1f},{by - NODE_H / 2:.1f}"
-            mx, my = (ax + bx) / 2, (ay + by) / 2
-        else:  # a loop back up: around the right side
-            side = max(ax, bx) + NODE_W / 2 + 30
-            d = (f"M{ax + NODE_W / 2:.1f},{ay:.1f} C{side:.1f},{ay:.1f} {side:.1f},{by:.1f} "
-                 f"{bx + NODE_W / 2:.1f},{by:.1f}")
-            mx, my = side, (ay + by) / 2
-        out.append(f'<path d="{d}" fill="none" stroke="#555" stroke-width="1.4"{dash} '
-                   f'marker-end="url(#cs-arrow)"><title>{html.escape(a)} → {html.escape(b)}</title></path>')
+        d = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+        out.append(f'<path class="cs-edge" data-from="{html.escape(a)}" data-to="{html.escape(b)}" d="{d}" '
+                   f'fill="none" stroke="#555" stroke-width="1.4"{dash} marker-end="url(#cs-arrow)">'
+                   f'<title>{html.escape(a)} → {html.escape(b)}</title></path>')
         if label:
-            out.append(f'<text x="{mx:.1f}" y="{my:.1f}" font-size="11" fill="#333" '
-                       f'text-anchor="middle">{html.escape(label)}</text>')
+            (mx, my) = pts[len(pts) // 2]
+            out.append(f'<text x="{mx + 3:.1f}" y="{my - 3:.1f}" font-size="11" fill="#333">{html.escape(label)}</text>')
     for n in nodes:
         x, y = pos[n]
         terminal = n in ("__start__", "__end__")
@@ -165,24 +234,19 @@ def write_png(graph: Any, path: str | Path, *, dpi: int = 120) -> Path:
     text = graph if isinstance(graph, str) else mermaid_text(graph)
     nodes, edges = parse_mermaid(text)
     pos = layout(nodes, edges)
-    xs = [p[0] for p in pos.values()]
-    ys = [p[1] for p in pos.values()]
-    fig_w = (max(xs) - min(xs) + 2 * NODE_W) / 100
-    fig_h = (max(ys) - min(ys) + 3 * NODE_H) / 100
-    fig, ax = plt.subplots(figsize=(max(fig_w, 3), max(fig_h, 2)))
-    ax.set_xlim(min(xs) - NODE_W, max(xs) + 2 * NODE_W)  # room for loops drawn on the right
-    ax.set_ylim(max(ys) + 1.5 * NODE_H, min(ys) - 1.5 * NODE_H)  # top to bottom
+    x0, y0, x1, y1 = _bounds(pos, edge_routes(nodes, edges, pos))
+    fig, ax = plt.subplots(figsize=(max((x1 - x0) / 100, 3), max((y1 - y0) / 100, 2)))
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y1, y0)  # top to bottom
     ax.axis("off")
-    for a, b, conditional, label in edges:
-        (ax_, ay), (bx, by) = pos[a], pos[b]
-        down = by > ay
-        start = (ax_, ay + NODE_H / 2) if down else (ax_ + NODE_W / 2, ay)
-        end = (bx, by - NODE_H / 2) if down else (bx + NODE_W / 2, by)
-        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="#555",
-                                     linestyle="--" if conditional else "-",
-                                     connectionstyle="arc3" if down else "arc3,rad=0.5"))
+    for (a, b, conditional, label), pts in zip(edges, edge_routes(nodes, edges, pos)):
+        px, py = [p[0] for p in pts], [p[1] for p in pts]
+        ax.plot(px[:-1], py[:-1], color="#555", linestyle="--" if conditional else "-", linewidth=1)
+        ax.add_patch(FancyArrowPatch(pts[-2], pts[-1], arrowstyle="-|>", mutation_scale=12, color="#555",
+                                     linestyle="--" if conditional else "-"))
         if label:
-            ax.text((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, label, fontsize=7, ha="center")
+            mx, my = pts[len(pts) // 2]
+            ax.text(mx, my, label, fontsize=7, ha="center")
     for n in nodes:
         x, y = pos[n]
         ax.add_patch(FancyBboxPatch((x - NODE_W / 2, y - NODE_H / 2), NODE_W, NODE_H,

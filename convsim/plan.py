@@ -18,6 +18,7 @@ from .config import ExperimentConfig
 from .errors import ConvsimError
 from .graphfile import load_graph_module
 from .models import ChatModel, parse_model_spec
+from .prefix import attach_prefixes
 from .seeding import session_seed
 from .session import Unit
 
@@ -60,7 +61,8 @@ class Plan:
         cfg, limit = self.config, self.config.sessions
         seen: set[str] = set()
         count = 0
-        for i, init in enumerate(self.module.sessions(vp.params, self.base_context(vp))):
+        sessions = attach_prefixes(self.module.sessions(vp.params, self.base_context(vp)), cfg.prefix)
+        for i, init in enumerate(sessions):
             if limit is not None and i >= limit:
                 return
             if not isinstance(init, dict) or not init.get("session_id"):

@@ -66,7 +66,7 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 
 # What may differ when a run is started again: how it runs, not what it computes.
 _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
-                "cache", "retry"}
+                "baseline", "cache", "retry"}
 
 
 def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:

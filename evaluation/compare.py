@@ -74,6 +74,22 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
     return row
 
 
+def same_denominator_means(a: dict, b: dict) -> dict:
+    """The means of A and B over the sessions the difference is taken over, so that A, B and B - A
+    share one denominator: the paired sessions when two or more pair (the paired test), else all of
+    each run's sessions (the independent test). The sessions left out are counted, not hidden."""
+    shared = sorted(k for k in a.keys() & b.keys() if a[k][1] is None or b[k][1] is None or a[k][1] == b[k][1])
+    if len(shared) >= 2:
+        keys_a = keys_b = shared
+        basis = "paired"
+    else:
+        keys_a, keys_b, basis = list(a), list(b), "all"
+    mean = (lambda d, ks: float(np.mean([d[k][0] for k in ks])) if ks else None)
+    return {"basis": basis, "mean_a_shown": mean(a, keys_a), "mean_b_shown": mean(b, keys_b),
+            "n_shown": len(shared) if basis == "paired" else None,
+            "unpaired_a": len(a) - len(keys_a), "unpaired_b": len(b) - len(keys_b)}
+
+
 def compare_runs(run_a: str | Path, run_b: str | Path, *, alpha: float = stats.ALPHA) -> dict:
     """Per-metric differences (B - A) for every matched variant; see the module docstring."""
     a, b = load_run(run_a), load_run(run_b)
@@ -89,8 +105,10 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, alpha: float = stats.A
     rows = []
     for var_a, var_b in matches:
         for m in shared_metrics:
+            values_a, values_b = _values(ta, var_a, m), _values(tb, var_b, m)
             rows.append({"variant_a": var_a, "variant_b": var_b, "metric": m,
-                         **compare_metric(_values(ta, var_a, m), _values(tb, var_b, m), alpha=alpha)})
+                         **compare_metric(values_a, values_b, alpha=alpha),
+                         **same_denominator_means(values_a, values_b)})
     for row, adj, adj_t in zip(rows, stats.holm([r["p"] for r in rows]), stats.holm([r["p_t"] for r in rows])):
         row["p_holm"] = adj
         row["significant"] = None if adj is None else bool(adj < alpha)

@@ -173,3 +173,28 @@ def tas_timelines(records: Sequence[Mapping], out_dir: Path, *, max_sessions: in
         ax.legend(fontsize=6, loc="upper right")
         stems.append(_save(fig, out_dir, f"timeline_{safe_stem(sid)}"))
     return stems
+
+
+def headline_figure(metric: str, values: Mapping[str, Sequence[float]], describe: Mapping[str, Mapping],
+                    out_dir: Path) -> list[str]:
+    """One headline metric: every clean session as a dot, the mean with its 95% CI as a bar over
+    them, one column per variant (small, so several fit beside the headline table)."""
+    variants = [v for v in values if len(values[v])]
+    if not variants:
+        return []
+    fig, ax = plt.subplots(figsize=(3.2, 2.4))
+    rng = np.random.default_rng(0)  # jitter only: fixed so the figure is reproducible
+    for i, v in enumerate(variants):
+        pts = np.asarray(values[v], dtype=float)
+        ax.scatter(i + rng.uniform(-0.12, 0.12, len(pts)), pts, s=9, alpha=0.45, color="#4C78A8", linewidths=0)
+        d = describe.get(v) or {}
+        if d.get("mean") is not None:
+            lo = d["ci_low"] if d.get("ci_low") is not None else d["mean"]
+            hi = d["ci_high"] if d.get("ci_high") is not None else d["mean"]
+            ax.errorbar([i + 0.28], [d["mean"]], yerr=[[d["mean"] - lo], [hi - d["mean"]]], fmt="o",
+                        color="#E45756", capsize=4, markersize=5)
+    ax.set_xticks(range(len(variants)), [f"{v}\nn={len(values[v])}" for v in variants], fontsize=7)
+    ax.set_xlim(-0.6, len(variants) - 0.4)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_title(f"{metric}: sessions, mean ± 95% CI", fontsize=8)
+    return [_save(fig, out_dir, f"headline_{safe_stem(metric)}", left=0.17, bottom=0.22, top=0.88)]

@@ -23,6 +23,8 @@ JUDGE_PREFIX = "judge_"
 JUDGE_FLAGS = ("judge_failed", "judge_heuristic", "judge_failures", "judge_calls", "judge_failure_rate")
 
 
+SCORED_STATUSES = frozenset({"ok", "agent_failure"})
+
 # the engine's flattening, so the report sees exactly the metrics of metrics.csv
 flat_numeric = flatten_metrics
 
@@ -41,15 +43,18 @@ class RunData:
 
     @property
     def ok_records(self) -> list[dict]:
-        return [r for r in self.records if r.get("status", "ok") == "ok"]
+        """The records agent scores are computed over: ``ok`` and ``agent_failure`` (scored as the
+        metric defines); simulator failures and errors are counted elsewhere, never scored."""
+        return [r for r in self.records if r.get("status", "ok") in SCORED_STATUSES]
 
     @property
     def variants(self) -> list[str]:
-        seen: list[str] = []
-        for r in self.records:
-            if r.get("variant") not in seen:
-                seen.append(r.get("variant"))
-        return seen
+        """The run's variants in the config's order (its first is the default baseline), then any
+        other variant found in the records, by name; never the order sessions happened to finish in."""
+        found = {r.get("variant") for r in self.records}
+        configured = [v.get("name") for v in (self.config or {}).get("variants") or [] if isinstance(v, dict)]
+        ordered = [v for v in configured if v in found]
+        return ordered + sorted((v for v in found if v not in ordered), key=str)
 
 
 # field -> the types a result record may hold there (absent is fine): what the analysis relies on

@@ -1,5 +1,11 @@
 """report.html: one self-contained page per run (jinja2 with autoescape; figures embedded).
 
+The page reads like a results section: the headline table (the graph's ``SUMMARY_METRICS`` per
+variant over clean sessions, with 95% CIs, n, the difference to the baseline variant, its test and
+its Holm-corrected p) beside one figure per headline metric; then simulator fidelity (status counts,
+simulator-check flags, the variance from re-simulating a user); then each session; then, folded,
+every metric, every statistic, the figures, the topology and the configuration.
+
 Everything that comes from a run (transcripts are model output) is escaped by the template
 engine; nothing is marked safe except the base64 figure data, which this module produces.
 """
@@ -14,21 +20,19 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from convsim import read_jsonl
+from evaluation import fidelity, plots
+from evaluation.headline import choose_baseline, group_warnings, headline_metrics, headline_table, sig3
 from evaluation.records import RunData, flat_numeric, load_run, metric_names
-from evaluation.run_stats import write_statistics
+from evaluation.run_stats import _graph_module, write_statistics
 from evaluation.trace_html import report_fragments
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def _fmt(x, digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, bool):
-        return str(x)
-    if isinstance(x, float):
-        return f"{x:.{digits}g}" if abs(x) < 1e-3 and x != 0 else f"{x:.{digits}f}"
-    return str(x)
+    """Numbers to 3 significant digits (the report never prints 0.4852415358549975)."""
+    return sig3(x)
 
 
 def _user_meta(turn: Mapping) -> dict:
@@ -50,31 +54,33 @@ def session_view(record: Mapping) -> dict:
         focus = f"{meta['focus_field']}={meta.get('focus_value')}" if meta.get("focus_field") else ""
         metrics = tm_by_turn.get(turn.get("turn"), {}) if last_row_of_turn.get(turn.get("turn")) == i else {}
         rows.append({"turn": turn.get("turn"), "speaker": turn.get("speaker"), "text": turn.get("text", ""),
+                     "scripted": bool((turn.get("meta") or {}).get("scripted")),
                      "focus": focus, "shift": bool(meta.get("shift_event")), "stage": meta.get("stage", ""),
                      "metrics": {k: _fmt(v) for k, v in metrics.items()
                                  if isinstance(v, (int, float, str, bool)) or v is None}})
     judges = {k: v for k, v in record.items() if k.startswith("judge") and isinstance(v, (dict, list))}
     return {"variant": record.get("variant"), "session_id": record.get("session_id"), "trial": record.get("trial", 0),
             "seed": record.get("seed"), "status": record.get("status", "ok"), "error": record.get("error"),
+            "flags": list(record.get("simulator_flags") or []),
+            "prefix_turns": (record.get("prefix") or {}).get("turns") if isinstance(record.get("prefix"), dict) else None,
             "rows": rows, "dialogue_metrics": {k: _fmt(v) for k, v in flat_numeric(record.get("dialogue_metrics")).items()},
             "judges": {k: json.dumps(v, indent=1, default=str) for k, v in judges.items()}}
 
 
-def summary_rows(run: RunData, statistics: Mapping, metrics: list[str]) -> list[dict]:
-    """One row per variant: n, errors and mean [95% CI] of every metric (from summary.json when the
-    engine wrote it, else from stats.json)."""
-    rows = []
+def metric_rows(run: RunData, statistics: Mapping, metrics: list[str]) -> list[dict]:
+    """Every metric as a row, one ``mean [95% CI] (n)`` cell per variant (from summary.json when
+    the engine wrote it, else from stats.json): the full dump, transposed so it never scrolls
+    sideways however many metrics a graph has."""
     variants_summary = (run.summary or {}).get("variants", {})
-    for v in run.variants:
-        recs = [r for r in run.records if r.get("variant") == v]
-        ok = [r for r in recs if r.get("status", "ok") == "ok"]
+    rows = []
+    for m in metrics:
         cells = {}
-        for m in metrics:
+        for v in run.variants:
             d = variants_summary.get(v, {}).get("metrics", {}).get(m) or \
                 statistics.get("metrics", {}).get(m, {}).get("variants", {}).get(v) or {}
-            cells[m] = "—" if d.get("mean") is None else (
-                f"{_fmt(d['mean'])} [{_fmt(d.get('ci_low'))}, {_fmt(d.get('ci_high'))}]")
-        rows.append({"variant": v, "n": len(ok), "errors": len(recs) - len(ok), "cells": cells})
+            cells[v] = "—" if d.get("mean") is None else (
+                f"{sig3(d['mean'])} [{sig3(d.get('ci_low'))}, {sig3(d.get('ci_high'))}] (n={d.get('n', '?')})")
+        rows.append({"metric": m, "cells": cells})
     return rows
 
 
@@ -87,6 +93,16 @@ def _figures(run_dir: Path, stems: list[str]) -> list[dict]:
     return out
 
 
+BETWEEN_VARIANT_TESTS = ("ANOVA", "Tukey", "Friedman", "Wilcoxon")
+
+
+def _headline_figures(headline: Mapping, out_dir: Path) -> list[dict]:
+    stems = []
+    for row in headline["rows"]:
+        stems += plots.headline_figure(row["metric"], headline["values"][row["metric"]], row["cells"], out_dir)
+    return _figures(out_dir.parent, stems)
+
+
 def build_report(run_dir: str | Path) -> Path:
     """(Re)build ``report.html`` from the run's files; computes stats.json first if it is missing."""
     run = load_run(run_dir)
@@ -95,19 +111,41 @@ def build_report(run_dir: str | Path) -> Path:
         statistics = json.loads(stats_path.read_text(encoding="utf-8"))
     else:
         statistics = write_statistics(run)
-    metrics = metric_names(run.ok_records)
+    clean = run.ok_records
+    metrics = metric_names(clean)
+    module = _graph_module(run)
+    baseline, baseline_warning = choose_baseline(run.config.get("baseline"), run.variants)
+    headline = headline_table(clean, run.variants, headline_metrics(getattr(module, "SUMMARY_METRICS", []), clean),
+                              baseline, alpha=statistics.get("alpha", 0.05))
+    several = len(run.variants) > 1
+    warnings = [w for w in statistics.get("warnings", [])
+                if several or not any(t in w for t in BETWEEN_VARIANT_TESTS)]
+    errors_path = run.run_dir / "errors.jsonl"
+    infra = read_jsonl(errors_path) if errors_path.exists() else []
+    trials = max((int(r.get("trial", 0)) for r in run.records), default=0) + 1
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["fmt"] = _fmt
     viewer = report_fragments(run.run_dir)
     sessions = []
-    for r in run.records:
+    order = {v: i for i, v in enumerate(run.variants)}
+    for r in sorted(run.records, key=lambda r: (order.get(r.get("variant"), 0), str(r.get("session_id")),
+                                                int(r.get("trial", 0)))):
         view = session_view(r)
+        dm = flat_numeric(r.get("dialogue_metrics"))
+        view["headline"] = {row["metric"]: sig3(dm.get(row["metric"])) for row in headline["rows"][:3]}
         view["trace"] = viewer["sessions"].get((str(r.get("variant")), str(r.get("session_id")),
                                                 int(r.get("trial", 0))), "")
         sessions.append(view)
+    headline_figures = _headline_figures(headline, run.run_dir / "figures")
     html = env.get_template("report.html.j2").render(
-        run_id=run.run_dir.name, config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
-        metrics=metrics, summary=summary_rows(run, statistics, metrics), stats=statistics,
+        run_id=run.run_dir.name, graph=run.config.get("graph") or run.config.get("name") or "convsim", trials=trials,
+        config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
+        variants=run.variants, baseline=baseline, baseline_warning=baseline_warning, several=several,
+        headline=headline, headline_figures=headline_figures,
+        status=fidelity.status_counts(run.records, run.variants, infra),
+        flags=fidelity.simulator_flags(run.records),
+        decomposition=fidelity.variance_decomposition(run.records, [r["metric"] for r in headline["rows"]]),
+        metric_rows=metric_rows(run, statistics, metrics), stats=statistics, warning_groups=group_warnings(warnings),
         dataset_rows=_dataset_rows(run), figures=_figures(run.run_dir, statistics.get("figures", [])),
         sessions=sessions, viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"])
     out = run.run_dir / "report.html"

@@ -85,10 +85,23 @@ def _uid(*parts: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", "-".join(str(p) for p in parts))
 
 
-def explanations_html(explanations: list[dict], uid: str) -> str:
-    """The low turn metrics, each linked to the steps of its turn that wrote its inputs."""
+def _sig3(x: Any) -> str:
+    """A metric value to 3 significant digits (0.4852415358549975 -> 0.485); other values as they are."""
+    if isinstance(x, float) and x == x and abs(x) not in (float("inf"),):
+        return f"{float(f'{x:.3g}'):g}" if x else "0"
+    return str(x)
+
+
+def explanations_html(explanations: list[dict], uid: str, *, shown: int = 5) -> str:
+    """The low turn metrics, each linked to the steps of its turn that wrote its inputs: a one-line
+    count per metric, then the first ``shown`` flags (the rest behind a disclosure), so a metric
+    that is low on most turns does not bury the timeline."""
     if not explanations:
         return ""
+    counts: dict[str, int] = {}
+    for ex in explanations:
+        counts[ex["metric"]] = counts.get(ex["metric"], 0) + 1
+    head = "; ".join(f"{_esc(m)} on {n} turn(s)" for m, n in counts.items())
     items = []
     for ex in explanations:
         links = ", ".join(f'<a href="#{uid}-step-{s["step"]}">step {s["step"]} {_esc(s["node"])}'
@@ -97,10 +110,13 @@ def explanations_html(explanations: list[dict], uid: str) -> str:
         carried = "".join(f'; {_esc(c["key"])} last written at <a href="#{uid}-step-{c["step"]}">step '
                           f'{c["step"]} {_esc(c["node"])}</a> (turn {_esc(c["turn"])})' for c in ex["carried"])
         inputs = f' from {_esc(", ".join(ex["inputs"]))}' if ex["inputs"] else ""
-        items.append(f'<li class="cs-low">turn {_esc(ex["turn"])}: {_esc(ex["metric"])} = {_esc(ex["value"])} '
-                     f'{"&lt;" if ex["direction"] == "below" else "&gt;"} {_esc(ex["threshold"])}{inputs}: '
+        items.append(f'<li class="cs-low">turn {_esc(ex["turn"])}: {_esc(ex["metric"])} = {_esc(_sig3(ex["value"]))} '
+                     f'{"&lt;" if ex["direction"] == "below" else "&gt;"} {_esc(_sig3(ex["threshold"]))}{inputs}: '
                      f'{links}{carried}</li>')
-    return f'<div class="cs-explain"><b>Low turn metrics</b><ul>{"".join(items)}</ul></div>'
+    more = (f'<details><summary>{len(items) - shown} more</summary><ul>{"".join(items[shown:])}</ul></details>'
+            if len(items) > shown else "")
+    return (f'<div class="cs-explain"><b>Low turn metrics</b>: {head}<ul>{"".join(items[:shown])}</ul>'
+            f'{more}</div>')
 
 
 def trace_timeline_html(trace: Mapping, *, uid: str = "cs", explanations: list[dict] | None = None,

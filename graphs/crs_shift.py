@@ -35,6 +35,7 @@ from catalog.movies.catalog import MovieCatalog, load_movie_catalog
 from agents.crs.pepper_judge import judge_conversation, labelled_judge_metrics
 from convsim import compile_with_default_context
 from convsim import SessionContext, emit_metrics
+from convsim.prefix import scripted_pair
 from evaluation.crs.nodes import (
     DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
     turn_evaluation,
@@ -58,6 +59,8 @@ class State(TypedDict, total=False):
     dialogue_metrics: dict
     dialogue_details: dict          # per-segment and per-shift rows
     judge_verdict: dict             # the PEPPER-style judge's record (raw answer kept on failure)
+    prefix: dict | None             # scripted opening turns (convsim/prefix.py), then the simulator
+    simulator_judge: dict           # the LLM simulator check's verdict (agents/crs/fidelity.py)
 
 
 class Params(BaseModel):
@@ -190,7 +193,10 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
                     params=params.user_params(), system_titles=titles)
     text, meta = out.template, dict(out.meta)
     model = ctx.model("user")
-    if params.paraphrase_user and not model.is_none:
+    pair = scripted_pair(state, turn)
+    if pair:  # a scripted opening turn: its text is said; the simulator's own agenda still advances
+        text, meta = pair["user"], dict(meta, scripted=True)
+    elif params.paraphrase_user and not model.is_none:
         values = [v for _, v in _extractor(ctx).extract(out.template)]
         text, meta["paraphrase"] = paraphrase(model, _prompt("user_paraphrase.txt"), out.template,
                                               _history(state), values)
@@ -223,6 +229,9 @@ def crs(state: State, runtime: Runtime[Context]) -> dict:
         prompt_template=_prompt("crs_respond.txt"), history=_history(state),
         oracle_view=_oracle_view(state) if params.crs_agent == "oracle" else None)
     crs_state = dict(crs_state, history_concepts=sorted([f, v] for f, v in seen))
+    pair = scripted_pair(state, state["turn"])
+    if pair and pair.get("system") is not None:  # the scripted reply replaces the recommender's text
+        text, meta = pair["system"], dict(meta, scripted=True, agent_text=text)
     return {"crs_state": crs_state, "user_concepts": [state["turn"], sorted(map(list, concepts))],
             "transcript": [{"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}]}
 
@@ -276,6 +285,19 @@ def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
 # Nodes run once after the last turn, before evaluate_dialogue: (name, fn) pairs.
 DIALOGUE_STAGE_NODES: list[tuple[str, object]] = [("evaluate_tas_cas", evaluate_tas_cas),
                                                   ("pepper_judge", pepper_judge)]
+
+
+def check_simulator(state: State, runtime: Runtime[Context]) -> dict:
+    """The LLM path of the simulator checks: with a "simulator_judge" model, a model reads the
+    dialogue and flags a user that broke persona, ended early or contradicted itself."""
+    model = runtime.context.model("simulator_judge")
+    if model.is_none:
+        return {}
+    from agents.crs.fidelity import llm_simulator_flags
+    return {"simulator_judge": llm_simulator_flags(model, state.get("transcript", []))}
+
+
+DIALOGUE_STAGE_NODES.append(("check_simulator", check_simulator))
 
 
 def route(state: State, runtime: Runtime[Context]) -> str:
@@ -336,6 +358,13 @@ MODEL_ROLES = ("crs", "user", "topics", "judge")  # the roles the nodes ask ctx.
 def preflight(params: Params, ctx: Context) -> None:
     """Load the catalog and its concept extractor once, before the first session (convsim preflight)."""
     _extractor(ctx)
+
+
+def simulator_checks(state: State) -> list[dict]:
+    """Flags of a simulated user that broke persona, ended early or contradicted its own profile
+    (agents/crs/fidelity.py); a flagged session is a simulator failure, not a recommender score."""
+    from agents.crs.fidelity import crs_simulator_checks
+    return crs_simulator_checks(state)
 
 
 def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:

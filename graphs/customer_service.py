@@ -34,6 +34,7 @@ from agents.service.policy import check_policy, required_slots
 from agents.service.response import llm_response, template_response
 from agents.service.supervisor import supervise
 from agents.service.triage import llm_triage, rule_triage
+from agents.service.scripted import scripted_user_info as _scripted_user_info
 from agents.service.user_simulator import (TerminationReason, new_user_state, sample_goal,
                                            simulator_complete, user_turn)
 from catalog.service.multiwoz import load_dialogues
@@ -41,10 +42,11 @@ from catalog.service.db import load_service_db, load_service_schema
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics, rng_for, stable_seed
 from convsim.errors import SimulatorError
+from convsim.prefix import scripted_pair
 from evaluation.service import metrics as metrics
 from evaluation.service.scoring import score_dataset, score_dialogue
 from evaluation.service.success import task_success
-from evaluation.service.sim_checks import simulator_checks  # noqa: F401 - the engine reads it from here
+from evaluation.service.sim_checks import simulator_checks as evaluator_simulator_checks
 from evaluation.service.turn_eval import SUPPORTED, UNSUPPORTED, evaluate_turn_state
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +79,7 @@ class State(TypedDict, total=False):
     turn_log: Annotated[list[dict], operator.add]
     termination: str | None
     errors: Annotated[list[dict], operator.add]
+    prefix: dict | None            # scripted opening turns (convsim/prefix.py), then the simulator
     metric_conventions: dict
 
 
@@ -139,6 +142,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
                     "user_acts": t["user_acts"], "gold_system": t["system"],
                     "gold_intent_source": t.get("gold_intent_source", "annotation")}
             update: dict = {}
+        elif scripted_pair(state, turn + 1):  # a scripted opening turn, then the simulator takes over
+            info, update = _scripted_user_info(state, turn + 1), {}
         else:
             us, out = user_turn(state["user_state"], state.get("action") if turn else None, db=_db(ctx),
                                 seed=ctx.seed, max_turns=ctx.params.max_turns)
@@ -157,6 +162,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
         return _fail("user", err, TerminationReason.USER_ERROR)
     entry = {"turn": turn + 1, "speaker": "user", "text": info["text"],
              "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent", "move", "template_text")}}
+    if info.get("scripted"):
+        entry["meta"]["scripted"] = True
     update.update(turn=turn + 1, user=info, transcript=[entry])
     return Command(goto="triage", update=update)
 
@@ -295,6 +302,9 @@ def response(state: State, runtime: Runtime[Context]) -> Command[Literal["evalua
                                         rate=ctx.params.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("response", err, TerminationReason.AGENT_ERROR)
+    pair = scripted_pair(state, state["turn"]) if state["user"].get("scripted") else None
+    if pair and pair.get("system") is not None:  # the scripted reply replaces the agent's text
+        text, meta = pair["system"], dict(meta, scripted=True, agent_text=text)
     entry = {"turn": state["turn"], "speaker": "system", "text": text, "meta": meta}
     return Command(goto="evaluate_turn", update={"response": text, "transcript": [entry]})
 
@@ -395,6 +405,22 @@ def sessions(params: Params, ctx: Context):
         sid = f"task-{i:04d}"
         goal = sample_goal(db, stable_seed(ctx.seed, "goal", sid), policy_rate=params.policy_request_rate)
         yield {**base, "session_id": sid, "replay": None, "goal": goal, "user_state": new_user_state(goal)}
+
+
+def simulator_checks(state: State) -> list[dict]:
+    """Flags of a simulated (or replayed) customer that failed as a simulator: the evaluator's
+    checks (evaluation/service/sim_checks.py: replay ran out, spoke as the agent, leaked its goal,
+    said goodbye early, never stated its goal) and the fidelity checks of agents/service/fidelity.py.
+    A flagged session is a simulator failure, not a customer-service score."""
+    from agents.service.fidelity import service_simulator_checks
+    flags = list(evaluator_simulator_checks(state)) + list(service_simulator_checks(state))
+    seen, out = set(), []
+    for flag in flags:  # both sets may flag the same thing; report it once
+        key = (flag.get("check"), flag.get("detail"))
+        if key not in seen:
+            seen.add(key)
+            out.append(flag)
+    return out
 
 
 def dataset_metrics(records: list[dict]) -> dict:

@@ -395,6 +395,13 @@ def _budget_of(records: list[dict]):
     return p.option_budget if p.flags()["enable_synthesis"] else None
 
 
+def simulator_checks(state: State) -> list[dict]:
+    """Flags of a simulated member that did not state (or contradicted) its own profile
+    (agents/group/fidelity.py); a flagged session is a simulator failure, not a planner score."""
+    from agents.group.fidelity import group_simulator_checks
+    return group_simulator_checks(state)
+
+
 def dataset_metrics(records: list[dict]) -> dict:
     """Pooled M10, sessions whose worst-off member got 0, the options the decisions hold per slot
     beside the option budget, and how the semantic metrics were computed

@@ -8,8 +8,8 @@ import pytest
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 # no background networking: the machine has no network and Chromium would retry forever
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run"]
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 
 
@@ -22,13 +22,14 @@ class Browsing:
 
 
 @contextmanager
-def chromium_page():
-    """A fresh page that records console errors, requests and dialogs."""
+def chromium_page(viewport: dict | None = None):
+    """A fresh page (of ``viewport`` size, e.g. ``{"width": 1400, "height": 900}``) that records
+    console errors, requests and dialogs."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport=viewport) if viewport else browser.new_page()
             b = Browsing(page)
             page.on("console", lambda m: b.errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: b.errors.append(str(e)))

@@ -32,7 +32,11 @@ def test_analyze_run_writes_stats_figures_and_report(tmp_path):
         assert (run_dir / "figures" / f"{stem}.svg").stat().st_size > 0
     html = (run_dir / "report.html").read_text()
     assert XSS not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert html.count('class="variant-row"') == 3
+    assert html.count('class="metric-row"') == len(stats["metrics"]) + 2  # every metric a row (judge_failed, judge_heuristic too)
+    # the answer first: the headline table, then one figure per headline metric
+    assert html.index('id="headline-table"') < html.index('class="headline-figure"') < html.index('id="fidelity"')
+    assert html.count('class="headline-row"') == 6  # no SUMMARY_METRICS: the first metrics
+    assert "0.4852415358549975" not in html
     assert "data:image/png;base64," in html and "<link" not in html  # self-contained
 
 
@@ -59,3 +63,35 @@ def test_plots_skip_what_the_data_does_not_allow(tmp_path):
                               {"turn": 3, "speaker": "user", "text": "", "meta": {"user_meta": {"shift_event": True}}},
                               {"turn": 4, "speaker": "system", "text": "", "meta": {"shift_event": True}}]) == [2, 3]
     assert plots.safe_stem("a/b c:d") == "a_b_c_d"
+
+
+def test_single_variant_report_has_no_between_variant_statistics(tmp_path):
+    run_dir = make_run(tmp_path, variants=("only",), sessions=4)
+    html = build_report(run_dir).read_text()
+    assert "ANOVA" not in html and "Tukey" not in html and "Friedman" not in html
+    assert "One variant: no between-variant test" in html
+
+
+def test_report_counts_statuses_and_shows_flags(tmp_path):
+    import json as _json
+    run_dir = make_run(tmp_path, variants=("a", "b"), sessions=6)
+    lines = [_json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    lines[0].update(status="simulator_failure", simulator_flags=[{"check": "_check_persona", "detail": "spoke as the agent"}])
+    lines[1].update(status="agent_failure")
+    (run_dir / "results.jsonl").write_text("".join(_json.dumps(x) + "\n" for x in lines))
+    html = build_report(run_dir).read_text()
+    assert "_check_persona" in html and "spoke as the agent" in html
+    # variant a: 4 ok of 6; its headline n is 4 (the flagged and the failed session are not clean)
+    assert "n=4" in html
+
+
+def test_report_decomposes_variance_with_trials(tmp_path):
+    import json as _json
+    run_dir = make_run(tmp_path, variants=("a",), sessions=5)
+    lines = [_json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    again = [dict(r, trial=1, seed=r["seed"] + 1,
+                  dialogue_metrics={**r["dialogue_metrics"], "tas_cas": r["dialogue_metrics"]["tas_cas"] + 0.01})
+             for r in lines]
+    (run_dir / "results.jsonl").write_text("".join(_json.dumps(x) + "\n" for x in lines + again))
+    html = build_report(run_dir).read_text()
+    assert 'id="variance-table"' in html and "2 trials per session" in html

@@ -1,0 +1,94 @@
+"""Simulator fidelity beside the agent's scores: status counts, simulator-check flags, and the share
+of a metric's variance that comes from re-simulating the same user.
+
+A session whose simulator failed (a ``SimulatorError``, or a flag from the graph's
+``simulator_checks``) has status ``simulator_failure``: it is counted here and left out of every
+agent metric. ``variance_decomposition`` needs ``--trials K`` (K >= 2): the same session id is
+then simulated K times with different seeds.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from evaluation.records import flat_numeric
+
+STATUSES = ("ok", "agent_failure", "simulator_failure")
+ERROR_STATUSES = ("infra_error", "code_error")
+
+
+def status_counts(records: Sequence[Mapping], variants: Sequence[str], infra_errors: Sequence[Mapping] = ()
+                  ) -> dict[str, dict[str, int]]:
+    """Per variant: ok, agent_failure, simulator_failure and errors (code errors kept in the results
+    plus infrastructure errors of ``errors.jsonl``, which never reach the results)."""
+    out = {v: {**{s: 0 for s in STATUSES}, "errors": 0} for v in variants}
+    for r in records:
+        row = out.setdefault(str(r.get("variant")), {**{s: 0 for s in STATUSES}, "errors": 0})
+        status = r.get("status", "ok")
+        row[status if status in STATUSES else "errors"] += 1
+    for e in infra_errors:
+        out.setdefault(str(e.get("variant")), {**{s: 0 for s in STATUSES}, "errors": 0})["errors"] += 1
+    return out
+
+
+def simulator_flags(records: Sequence[Mapping]) -> dict[str, dict]:
+    """Per check name: how many sessions it flagged per variant and the first one as an example.
+    A simulator that raised (no check flag) is counted under ``raised``."""
+    out: dict[str, dict] = {}
+    for r in records:
+        if r.get("status") != "simulator_failure":
+            continue
+        flags = r.get("simulator_flags") or [{"check": "raised", "detail": (r.get("error") or "").split("\n")[0]}]
+        for name in dict.fromkeys(str(f.get("check")) for f in flags):
+            entry = out.setdefault(name, {"count": {}, "example": None})
+            v = str(r.get("variant"))
+            entry["count"][v] = entry["count"].get(v, 0) + 1
+            if entry["example"] is None:
+                detail = next(str(f.get("detail", "")) for f in flags if str(f.get("check")) == name)
+                entry["example"] = {"variant": v, "session_id": r.get("session_id"), "trial": r.get("trial", 0),
+                                    "detail": detail}
+    return out
+
+
+def random_effects_shares(groups: Sequence[Sequence[float]]) -> dict | None:
+    """One-way random-effects decomposition of values grouped by session (a group = one session's
+    trials): ``within`` = MSW (re-simulating the same user), ``between`` = max(0, (MSB - MSW) / n0)
+    (which user), n0 = (N - sum n_i^2 / N) / (k - 1) for unbalanced groups. None when fewer than two
+    sessions have two or more trials, or when the metric does not vary at all."""
+    gs = [np.asarray(g, dtype=float) for g in groups if len(g) >= 2]
+    k = len(gs)
+    if k < 2:
+        return None
+    n = np.array([len(g) for g in gs], dtype=float)
+    total = n.sum()
+    grand = np.concatenate(gs).mean()
+    msw = sum(((g - g.mean()) ** 2).sum() for g in gs) / (total - k)
+    msb = sum(len(g) * (g.mean() - grand) ** 2 for g in gs) / (k - 1)
+    n0 = (total - (n ** 2).sum() / total) / (k - 1)
+    within, between = float(msw), float(max(0.0, (msb - msw) / n0))
+    if within + between == 0:
+        return None
+    return {"within": within, "between": between, "share_within": within / (within + between),
+            "sessions": k, "trials": int(total)}
+
+
+def variance_decomposition(records: Sequence[Mapping], metrics: Sequence[str]) -> list[dict]:
+    """Per metric and variant, the share of variance from re-simulating the same user (clean
+    sessions only); rows only where the run has repeated trials."""
+    rows = []
+    by_variant: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for r in records:
+        if r.get("status", "ok") != "ok":
+            continue
+        dm = flat_numeric(r.get("dialogue_metrics"))
+        for m in metrics:
+            if dm.get(m) is not None:
+                by_variant.setdefault(str(r.get("variant")), {}).setdefault(m, {}) \
+                    .setdefault(str(r.get("session_id")), []).append(dm[m])
+    for v, per_metric in by_variant.items():
+        for m in metrics:
+            res = random_effects_shares(list(per_metric.get(m, {}).values()))
+            if res:
+                rows.append({"metric": m, "variant": v, **res})
+    return rows

@@ -1,0 +1,99 @@
+"""The answer a report leads with: each headline metric per variant (mean, 95% CI, n over clean
+sessions) and the paired difference of every other variant to the baseline variant.
+
+Headline metrics are the graph file's ``SUMMARY_METRICS`` (every metric when it declares none,
+capped at ``FALLBACK_HEADLINES``). The baseline is the config's ``baseline:`` (default: the first
+variant). A difference is tested with :func:`evaluation.compare.compare_metric` (paired Wilcoxon
+over the sessions both variants ran with the same seed, Mann-Whitney U when fewer than two pair);
+its p-values are Holm-corrected over every difference in the table.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+from evaluation import stats
+from evaluation.compare import compare_metric
+from evaluation.records import JUDGE_FLAGS, flat_numeric, metric_names, pair_key
+
+FALLBACK_HEADLINES = 8
+
+
+def sig3(x) -> str:
+    """A number to 3 significant digits, never in scientific notation for everyday magnitudes
+    (0.4852415 -> 0.485, 1234.5 -> 1230, 12 -> 12); None -> an em dash."""
+    if x is None:
+        return "—"
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    rounded = float(f"{x:.3g}")
+    if 1e-4 <= abs(rounded) < 1e7:
+        digits = max(0, 2 - int(math.floor(math.log10(abs(rounded)))))
+        text = f"{rounded:.{digits}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return f"{rounded:.2e}"
+
+
+def headline_metrics(declared: Sequence[str], records: Sequence[Mapping]) -> list[str]:
+    present = [m for m in metric_names(records) if m not in JUDGE_FLAGS]
+    chosen = [m for m in declared if m in present]
+    return chosen or present[:FALLBACK_HEADLINES]
+
+
+def choose_baseline(configured: str | None, variants: Sequence[str]) -> tuple[str | None, str | None]:
+    """(baseline, warning): the configured variant when the run has it, else the first one."""
+    if not variants:
+        return None, None
+    if configured and configured not in variants:
+        return variants[0], f"baseline {configured!r} is not a variant of this run; using {variants[0]!r}"
+    return configured or variants[0], None
+
+
+def _values(records: Sequence[Mapping], variant: str, metric: str) -> dict[str, tuple[float, object]]:
+    out = {}
+    for r in records:
+        if str(r.get("variant")) == variant:
+            v = flat_numeric(r.get("dialogue_metrics")).get(metric)
+            if v is not None:
+                out[pair_key(r)] = (v, r.get("seed"))
+    return out
+
+
+def headline_table(clean: Sequence[Mapping], variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
+                   *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
+    """``{"rows": [{metric, cells: {variant: describe}, diffs: {variant: compare row}}], "values",
+    "n_comparisons"}`` over the clean records (status ok)."""
+    rows, values = [], {}
+    others = [v for v in variants if v != baseline]
+    for m in metrics:
+        per_variant = {v: _values(clean, v, m) for v in variants}
+        values[m] = {v: [x for x, _ in vals.values()] for v, vals in per_variant.items()}
+        cells = {v: stats.describe(values[m][v], seed=seed) for v in variants}
+        diffs = {v: compare_metric(per_variant[baseline], per_variant[v], alpha=alpha) for v in others} \
+            if baseline else {}
+        rows.append({"metric": m, "cells": cells, "diffs": diffs})
+    flat = [d for r in rows for d in r["diffs"].values()]
+    for d, adj in zip(flat, stats.holm([d["p"] for d in flat])):
+        d["p_holm"] = adj
+        d["significant"] = adj is not None and adj < alpha
+    return {"rows": rows, "values": values, "n_comparisons": sum(d["p"] is not None for d in flat)}
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
+
+
+def group_warnings(warnings: Sequence[str]) -> list[dict]:
+    """Warnings grouped by kind (the text after the metric name with its numbers blanked), each with
+    a count and its first occurrence as the example, most frequent first."""
+    groups: dict[str, dict] = {}
+    for w in warnings:
+        _, sep, rest = w.partition(": ")
+        kind = _NUMBER.sub("#", rest if sep else w)
+        g = groups.setdefault(kind, {"kind": kind, "count": 0, "example": w})
+        g["count"] += 1
+    return sorted(groups.values(), key=lambda g: -g["count"])
