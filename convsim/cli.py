@@ -113,8 +113,9 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         run_id: Optional[str] = typer.Option(None, help="run id; an existing run resumes"),
         out: Optional[str] = typer.Option(None, help="runs directory (default runs/)"),
         concurrency: Optional[int] = typer.Option(None, help="sessions in flight (async executor)"),
-        executor: Optional[str] = typer.Option(None, help="async (default) or process (CPU-bound runs)"),
-        workers: Optional[int] = typer.Option(None, help="processes for --executor process"),
+        executor: Optional[str] = typer.Option(None, help="async (default), process (CPU-bound runs) or ray"),
+        workers: Optional[int] = typer.Option(None, help="processes (--executor process) or Ray actors"),
+        address: Optional[str] = typer.Option(None, help="Ray cluster: auto, ray://host:10001 or host:port"),
         trials: Optional[int] = typer.Option(None),
         checkpoint: bool = typer.Option(False, "--checkpoint", help="keep a SQLite checkpointer"),
         no_trace: bool = typer.Option(False, "--no-trace", help="do not write state traces"),
@@ -130,7 +131,7 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
     cfg = apply_overrides(cfg, sessions=sessions, seed=seed, models=model, set_params=set_,
                           run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
                           checkpoint=checkpoint or None, trace=False if no_trace else None,
-                          executor=executor, workers=workers)
+                          executor=executor, workers=workers, address=address)
     run_dir = run_experiment(cfg, show_progress=not quiet, analyze=not no_analysis)
     if not quiet:
         print_summary(run_dir)

@@ -39,7 +39,8 @@ class ExperimentConfig(BaseModel):
     trace: bool = True
     checkpoint: bool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
-    executor: Literal["async", "process"] = "async"  # process: a pool for CPU-bound runs
+    executor: Literal["async", "process", "ray"] = "async"  # process: a pool for CPU-bound runs; ray: a cluster
+    address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
     workers: int | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
     analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])
     out_dir: str = "runs"
@@ -133,12 +134,14 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     run_id: str | None = None, out_dir: str | None = None,
                     concurrency: int | None = None, trials: int | None = None,
                     checkpoint: bool | None = None, trace: bool | None = None,
-                    executor: str | None = None, workers: int | None = None) -> ExperimentConfig:
+                    executor: str | None = None, workers: int | None = None,
+                    address: str | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant."""
     data = cfg.model_dump()
     for key, val in (("sessions", sessions), ("seed", seed), ("run_id", run_id), ("out_dir", out_dir),
                      ("concurrency", concurrency), ("trials", trials), ("checkpoint", checkpoint),
-                     ("trace", trace), ("executor", executor), ("workers", workers)):
+                     ("trace", trace), ("executor", executor), ("workers", workers),
+                     ("address", address)):
         if val is not None:
             data[key] = val
     for item in models or []:

@@ -67,7 +67,7 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 
 # What may differ when a run is started again: how it runs, not what it computes.
 _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
-                "cache"}
+                "cache", "address"}
 
 
 def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
@@ -94,7 +94,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     store.open()
     try:
         async with AsyncExitStack() as stack:
-            use_processes = cfg.executor == "process" and todo and not any(u.resume for u in todo)
+            use_processes = cfg.executor in ("process", "ray") and todo and not any(u.resume for u in todo)
             saver = None
             if cfg.checkpoint and use_processes:
                 prepare_checkpoint_db(plan.run_dir / "checkpoints.sqlite")  # workers open their own
@@ -106,7 +106,11 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
             sem = asyncio.Semaphore(cfg.concurrency)
             with LiveProgress(total=len(plan.units), done=len(plan.units) - len(todo),
                               enabled=show_progress, label=cfg.run_id) as progress:
-                if use_processes:
+                if use_processes and cfg.executor == "ray":
+                    from .ray_executor import run_on_ray
+                    await run_on_ray(plan, todo, lambda o: land(o, plan, store, progress),
+                                     progress.observe, workers=cfg.workers, address=cfg.address)
+                elif use_processes:
                     from .process_executor import run_in_processes
                     await run_in_processes(plan, todo, lambda o: land(o, plan, store, progress),
                                            progress.observe, workers=cfg.workers)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .aggregate import bootstrap_ci
-from .store import RunStore
+from .store import RunStore, unit_key
 
 
 def flatten_metrics(d: Mapping | None, prefix: str = "") -> dict[str, float | None]:
@@ -53,6 +53,19 @@ def _scalar_items(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _in_run_order(run_dir: Path, by_variant: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Variants in config order, sessions by key: the summary must not depend on which session
+    finished first (executors land them in completion order)."""
+    import yaml
+    cfg_path = Path(run_dir) / "config.yaml"
+    declared = []
+    if cfg_path.exists():
+        declared = [v.get("name") for v in (yaml.safe_load(cfg_path.read_text()) or {}).get("variants") or []]
+    order = {name: i for i, name in enumerate(declared)}
+    names = sorted(by_variant, key=lambda n: (order.get(n, len(order)), list(by_variant).index(n)))
+    return {n: sorted(by_variant[n], key=unit_key) for n in names}
+
+
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary."""
     store = RunStore(run_dir)
@@ -60,6 +73,7 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0) -> dict:
     by_variant: dict[str, list[dict]] = {}
     for r in records:
         by_variant.setdefault(r["variant"], []).append(r)
+    by_variant = _in_run_order(run_dir, by_variant)
     summary: dict[str, Any] = {"variants": {}}
     rows = []
     for variant, recs in by_variant.items():
