@@ -8,6 +8,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConvsimError
+from .limits import Limits
 from .models import parse_model_spec
 
 ModelValue = str | dict
@@ -42,6 +43,7 @@ class ExperimentConfig(BaseModel):
     executor: Literal["async", "process", "ray"] = "async"  # process: a pool for CPU-bound runs; ray: a cluster
     address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
     workers: int | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
+    limits: Limits = Field(default_factory=Limits)  # per-server caps and the run budget (convsim.limits)
     analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])
     out_dir: str = "runs"
     run_id: str | None = None

@@ -17,6 +17,7 @@ import json
 import re
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,8 @@ def parse_model_spec(value: object, *, where: str = "model") -> ModelSpec:
 # ----------------------------------------------------------------------------- backends
 
 _BACKENDS: dict[tuple, Any] = {}
+# Set by convsim.limits.activate: wraps every server request (in-flight cap, pacing, run budget).
+call_guard: Any = None
 _BACKENDS_LOCK = threading.Lock()
 
 
@@ -272,7 +275,11 @@ class ChatModel:
         for attempt in range(self.retries_on_connection + 1):
             started = time.perf_counter()
             try:
-                msg = _backend(self.spec).invoke(msgs, **kwargs)
+                with (call_guard(self.spec) if call_guard is not None else nullcontext()) as charge:
+                    started = time.perf_counter()  # latency is the server's, not the wait for a slot
+                    msg = _backend(self.spec).invoke(msgs, **kwargs)
+                    if charge is not None:
+                        charge(msg)
             except Exception as exc:  # noqa: BLE001 — classify then re-raise
                 if _is_connection_error(exc):
                     self._record(purpose=purpose, started=started, message=None, ok=False,

@@ -15,6 +15,7 @@ import sqlite3
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from . import limits
 from .config import ExperimentConfig
 from .plan import plan_run
 from .session import Outcome, all_sync, run_session_async, run_session_blocking
@@ -26,6 +27,7 @@ _UNITS: dict = {}
 def _init_worker(config_json: str) -> None:
     global _PLAN, _UNITS
     cfg = ExperimentConfig.model_validate_json(config_json)
+    limits.activate(cfg.limits)  # this worker's share (see limits.worker_share)
     plan = plan_run(cfg)
     saver = None
     if cfg.checkpoint:
@@ -59,7 +61,7 @@ async def run_in_processes(plan: Any, todo: list, land, observe, *, workers: int
     # spawn, not fork: the parent holds threads (asyncio, SQLite) that must not be forked
     with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_init_worker,
-                             initargs=(plan.config.model_dump_json(),)) as pool:
+                             initargs=(limits.config_for_workers(plan.config, n).model_dump_json(),)) as pool:
         futures = [loop.run_in_executor(pool, _run_in_worker, u.key) for u in todo]
         for fut in asyncio.as_completed(futures):
             outcome = await fut

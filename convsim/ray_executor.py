@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from . import limits
 from .errors import ConvsimError
 
 # Keep a private Ray instance small: sessions pass kilobytes, not tensors.
@@ -112,7 +113,7 @@ def cluster_cpus() -> int:
 
 
 async def run_on_ray(plan: Any, todo: list, land: Callable, observe: Callable, *,
-                     workers: int | None, address: str | None) -> None:
+                     workers: int | None, address: str | None, stop: Callable[[], bool] = lambda: False) -> None:
     """Run ``todo`` on ``workers`` Ray actors; ``land(outcome)`` in the driver as each one finishes."""
     ray = _import_ray()
     started = connect(address, workers)
@@ -123,6 +124,8 @@ async def run_on_ray(plan: Any, todo: list, land: Callable, observe: Callable, *
             # workers open the checkpoint file themselves: an absolute path on a shared file system
             config = config.model_copy(update={"out_dir": str(Path(config.out_dir).resolve())})
         Worker = _worker_class()
+        # each actor holds its own counters: an equal share of the limits (see limits.worker_share)
+        config = limits.config_for_workers(config, n)
         actors = [Worker.remote(config.model_dump_json()) for _ in range(n)]
         queue = list(reversed(todo))
         try:
@@ -132,7 +135,7 @@ async def run_on_ray(plan: Any, todo: list, land: Callable, observe: Callable, *
         print(f"ray: {n} workers on {len(set(nodes))} node(s)", file=sys.stderr)
 
         async def feed(actor) -> None:
-            while queue:
+            while queue and not stop():  # a spent budget starts no new session
                 unit = queue.pop()
                 outcome = await actor.run.remote(unit.key)
                 for event in outcome.events:

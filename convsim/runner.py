@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from . import limits
 from .config import ExperimentConfig, apply_overrides, load_config
 from .errors import ConvsimError
 from .graphfile import load_graph_module
@@ -67,7 +68,7 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 
 # What may differ when a run is started again: how it runs, not what it computes.
 _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
-                "cache", "address"}
+                "cache", "address", "limits"}
 
 
 def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
@@ -92,6 +93,16 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     if not cfg_path.exists() or cfg.sessions != yaml.safe_load(cfg_path.read_text()).get("sessions"):
         cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
     store.open()
+    run_limits = limits.activate(cfg.limits)
+    budget_cut = []  # sessions a worker's budget stopped (process and Ray workers hold their own)
+
+    def land_one(outcome: Outcome, progress: LiveProgress) -> None:
+        if limits.cut_by_budget(outcome):
+            budget_cut.append(outcome.unit_key)
+        land(outcome, plan, store, progress)
+
+    def stopped() -> bool:
+        return bool(budget_cut) or (run_limits is not None and run_limits.exhausted is not None)
     try:
         async with AsyncExitStack() as stack:
             use_processes = cfg.executor in ("process", "ray") and todo and not any(u.resume for u in todo)
@@ -108,20 +119,27 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
                               enabled=show_progress, label=cfg.run_id) as progress:
                 if use_processes and cfg.executor == "ray":
                     from .ray_executor import run_on_ray
-                    await run_on_ray(plan, todo, lambda o: land(o, plan, store, progress),
-                                     progress.observe, workers=cfg.workers, address=cfg.address)
+                    await run_on_ray(plan, todo, lambda o: land_one(o, progress),
+                                     progress.observe, workers=cfg.workers, address=cfg.address, stop=stopped)
                 elif use_processes:
                     from .process_executor import run_in_processes
-                    await run_in_processes(plan, todo, lambda o: land(o, plan, store, progress),
+                    await run_in_processes(plan, todo, lambda o: land_one(o, progress),
                                            progress.observe, workers=cfg.workers)
                 else:
                     async def guarded(unit: Unit) -> None:
                         async with sem:
-                            await _run_unit(plan, unit, store, progress)
+                            if not stopped():  # a spent budget starts no new session
+                                await _run_unit(plan, unit, store, progress)
                     await asyncio.gather(*(guarded(u) for u in todo))
     finally:
         store.close()
+        limits.activate(None)
     summarise_run(plan.run_dir, plan.module, seed=cfg.seed)
+    if stopped():
+        left = len(plan.units) - len(store.done_keys())
+        why = run_limits.exhausted if run_limits and run_limits.exhausted else "a worker's share was spent"
+        raise limits.BudgetReached(f"run budget reached ({why}): {len(plan.units) - left} sessions kept in "
+                                   f"{plan.run_dir}, {left} left; run the same command again to resume")
     return plan.run_dir
 
 

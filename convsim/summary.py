@@ -9,6 +9,7 @@ from typing import Any
 
 from .aggregate import bootstrap_ci
 from .store import RunStore, unit_key
+from .usage import usage_by_variant
 
 
 def flatten_metrics(d: Mapping | None, prefix: str = "") -> dict[str, float | None]:
@@ -91,6 +92,7 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0) -> dict:
         for name, value in _scalar_items(dataset, "dataset.").items():
             row[name] = value
         rows.append(row)
+    summary["usage"] = usage_by_variant(by_variant)  # calls, tokens, latency (convsim.usage)
     store.write_json("summary.json", summary)
     columns: list[str] = []
     for row in rows:
