@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import sqlite3
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -81,8 +82,18 @@ def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
                                "or choose another --run-id", file=cfg_path, field=key)
 
 
+def session_pool(concurrency: int) -> ThreadPoolExecutor:
+    """Threads for sync sessions and model calls: one per session in flight, plus a few for I/O.
+
+    asyncio's default pool has min(32, cores + 4) threads (6 on 2 cores): with more sessions in
+    flight than that, the extra ones queue for a thread instead of waiting on their server.
+    """
+    return ThreadPoolExecutor(max_workers=concurrency + 4, thread_name_prefix="convsim")
+
+
 async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     cfg = plan.config
+    asyncio.get_running_loop().set_default_executor(session_pool(cfg.concurrency))
     store = RunStore(plan.run_dir)
     done = store.done_keys()
     todo = [u for u in plan.units if (u.variant, u.session_id, u.trial) not in done]

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from .errors import ConvsimError
 
 RESULTS = "results.jsonl"
+FSYNC_EVERY = 64  # records between two fsyncs of results.jsonl ...
+FSYNC_SECONDS = 0.5  # ... or seconds, whichever comes first
 
 
 def unit_key(record: dict) -> tuple[str, str, int]:
@@ -58,6 +61,7 @@ class RunStore:
         self.dir = Path(run_dir)
         self.results_path = self.dir / RESULTS
         self._fh = None
+        self._unsynced, self._synced_at = 0, time.monotonic()
 
     def _repair_tail(self) -> None:
         if not self.results_path.exists():
@@ -84,14 +88,26 @@ class RunStore:
         return self
 
     def append(self, record: dict) -> None:
-        """Write one finished session; flushed and synced so a crash loses nothing written."""
+        """Write one finished session, flushed to the OS at once (a killed run loses nothing written).
+
+        fsync (surviving a power cut too) is batched: every FSYNC_EVERY records or FSYNC_SECONDS,
+        and at close; one fsync per record cost ~1.6 ms per session on the event-loop thread.
+        """
         assert self._fh is not None, "RunStore.open() first"
         self._fh.write(dumps(record) + "\n")
         self._fh.flush()
+        self._unsynced += 1
+        if self._unsynced >= FSYNC_EVERY or time.monotonic() - self._synced_at >= FSYNC_SECONDS:
+            self._sync()
+
+    def _sync(self) -> None:
         os.fsync(self._fh.fileno())
+        self._unsynced, self._synced_at = 0, time.monotonic()
 
     def close(self) -> None:
         if self._fh is not None:
+            if self._unsynced:
+                self._sync()
             self._fh.close()
             self._fh = None
 
