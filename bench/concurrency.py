@@ -1,7 +1,7 @@
 """Concurrency that reaches the server: hello_chat sessions against a latency-bound model server.
 
 Every model call takes ``--latency`` seconds at a stdlib OpenAI-compatible server on 127.0.0.1
-(bench/latency_server.py), so with ``n`` sessions in flight and ``t`` calls per session the ideal
+(bench/latency_server.py, in its own process), so with ``n`` sessions in flight and ``t`` calls per session the ideal
 is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
 
 * convsim's runner (async executor, trace on) at 1, 8 and 32 sessions in flight, efficiency =
@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from latency_server import LatencyServer  # noqa: E402
-from convsim import runner, store  # noqa: E402
+from latency_server import LatencyServerProcess  # noqa: E402
+from convsim import runner, session, store  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.plan import plan_run  # noqa: E402
 from convsim.store import RunStore  # noqa: E402
@@ -75,7 +75,7 @@ def openevals_rate(base_url: str, turns: int, sessions: int) -> float:
 
 class _Step:
     """A way the runner ran before a fix, switched on for one measurement (then restored)."""
-    name = "as shipped"
+    name = "after: all three fixed"
 
     def __enter__(self):
         return self
@@ -86,7 +86,7 @@ class _Step:
 
 class _OldThreadPool(_Step):
     """asyncio's default pool: min(32, cores + 4) threads, whatever --concurrency asks."""
-    name = "default thread pool (min(32, cores+4))"
+    name = "only: default thread pool"
 
     def __enter__(self):
         self.saved = runner.session_pool
@@ -98,7 +98,7 @@ class _OldThreadPool(_Step):
 
 
 class _FsyncEveryRecord(_Step):
-    name = "fsync every record on the event loop"
+    name = "only: fsync every record"
 
     def __enter__(self):
         self.saved = store.FSYNC_EVERY, store.FSYNC_SECONDS
@@ -109,16 +109,35 @@ class _FsyncEveryRecord(_Step):
         store.FSYNC_EVERY, store.FSYNC_SECONDS = self.saved
 
 
-class _Both(_Step):
-    name = "both (the runner before these fixes)"
+class _CustomStream(_Step):
+    """Live metrics through LangGraph's ``custom`` stream mode (turns off its fast path)."""
+    name = "only: metrics on the custom stream"
 
     def __enter__(self):
-        self.a, self.b = _OldThreadPool().__enter__(), _FsyncEveryRecord().__enter__()
+        self.saved = session._Session.__init__
+        saved = self.saved
+
+        def init(s, *a, **k):
+            saved(s, *a, **k)
+            s.modes = ["values", "custom"] + s.modes[1:]
+            s.ctx.event_sink = None
+        session._Session.__init__ = init
         return self
 
     def __exit__(self, *exc):
-        self.b.__exit__(*exc)
-        self.a.__exit__(*exc)
+        session._Session.__init__ = self.saved
+
+
+class _Before(_Step):
+    name = "before: all three"
+
+    def __enter__(self):
+        self.steps = [_OldThreadPool().__enter__(), _FsyncEveryRecord().__enter__(), _CustomStream().__enter__()]
+        return self
+
+    def __exit__(self, *exc):
+        for step in reversed(self.steps):
+            step.__exit__(*exc)
 
 
 def sessions_for(in_flight: int, ideal: float, seconds: float) -> int:
@@ -133,9 +152,10 @@ def main() -> None:
     ap.add_argument("--steps", action="store_true", help="also measure the runner before each fix")
     ap.add_argument("--llamacpp", action="store_true", help="also measure the platform share on llama.cpp")
     args = ap.parse_args()
-    steps = [_Both(), _OldThreadPool(), _FsyncEveryRecord(), _Step()] if args.steps else [_Step()]
-    with LatencyServer(latency_s=args.latency, idle_s=60) as server, tempfile.TemporaryDirectory() as out:
-        spec = f"openai:fake@{server.base_url}"
+    steps = ([_Before(), _OldThreadPool(), _FsyncEveryRecord(), _CustomStream(), _Step()] if args.steps
+             else [_Step()])
+    with LatencyServerProcess(args.latency, idle_s=60) as base_url, tempfile.TemporaryDirectory() as out:
+        spec = f"openai:fake@{base_url}"
         convsim_rate(spec, args.turns, 4, 8, out)  # warm-up: imports, client, connections
         per_session = args.turns * args.latency
         print(f"hello_chat, {args.turns} model calls per session, {args.latency * 1000:.0f} ms per call "
@@ -152,7 +172,7 @@ def main() -> None:
                 best[n] = rate
                 print(f"{step.name:44s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%}")
         k = sessions_for(1, 1 / per_session, args.seconds)
-        oe = openevals_rate(server.base_url, args.turns, k)
+        oe = openevals_rate(base_url, args.turns, k)
         print(f"{'openevals run_multiturn_simulation (sequential)':44s} {1:9d} {k:8d} {oe:8.2f} "
               f"{1 / per_session:8.2f} {oe * per_session:6.0%}")
         for n in IN_FLIGHT:
@@ -199,5 +219,5 @@ def platform_share(sessions: int = 4, turns: int = 2) -> None:
             proc.wait(timeout=30)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # (the server process is spawned: keep this guard)
     main()

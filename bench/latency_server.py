@@ -30,6 +30,9 @@ class LatencyServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive: the client's connection pool reuses sockets
+            # headers and body go out as two writes: without TCP_NODELAY, Nagle + the client's delayed
+            # ACK hold the body back ~40 ms on every call
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # quiet
                 pass
@@ -105,3 +108,33 @@ class LatencyServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _serve(latency_s: float, conn, idle_s: float) -> None:
+    with LatencyServer(latency_s, idle_s=idle_s) as server:
+        conn.send(server.base_url)
+        conn.recv()  # until the parent says stop (or goes away)
+
+
+class LatencyServerProcess:
+    """The server in its own process, as a real model server is: its threads do not share the
+    benchmark's GIL. ``with LatencyServerProcess(0.05) as base_url: ...``"""
+
+    def __init__(self, latency_s: float = 0.05, idle_s: float = 120.0) -> None:
+        import multiprocessing
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(latency_s, child, idle_s), daemon=True)
+
+    def __enter__(self) -> str:
+        self.proc.start()
+        return self.conn.recv()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.conn.send("stop")
+        except OSError:
+            pass
+        self.proc.join(timeout=10)
+        if self.proc.is_alive():
+            self.proc.terminate()

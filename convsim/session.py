@@ -73,7 +73,8 @@ class _Session:
         if resume:  # time travel: continue the copied checkpoint instead of starting from init
             self.config["configurable"]["checkpoint_id"] = resume["checkpoint_id"]
             self.input = None
-        self.modes = ["values", "custom"] + (["updates"] if self.recorder else [])
+        self.modes = ["values"] + (["updates"] if self.recorder else [])
+        self.ctx.event_sink = lambda event: self.handle("custom", event)  # see context.emit_metrics
         self.final: dict = self.init
         self.started = time.perf_counter()
 
