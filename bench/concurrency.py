@@ -38,18 +38,20 @@ from convsim.store import RunStore  # noqa: E402
 IN_FLIGHT = (1, 8, 32)
 
 
-def convsim_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str) -> tuple[float, int]:
+def convsim_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str) -> tuple[float, int, float]:
+    """sessions/s, model calls, and CPU ms of this process (runner + client) per model call."""
     cfg = config_from_dict({"name": "conc", "graph": "hello_chat", "sessions": sessions, "seed": 0,
                             "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": in_flight,
                             "analysis": [], "out_dir": out, "run_id": f"c{in_flight}-{time.time_ns()}",
                             "models": {"agent": spec}})
     plan = plan_run(cfg)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     run_dir = asyncio.run(runner.execute(plan, show_progress=False))
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     recs = RunStore(run_dir).records()
     assert len(recs) == sessions and all(r["status"] == "ok" for r in recs), recs[0].get("error")
-    return sessions / wall, sum(len(r["llm_calls"]) for r in recs)
+    calls = sum(len(r["llm_calls"]) for r in recs)
+    return sessions / wall, calls, 1000 * cpu / max(calls, 1)
 
 
 def openevals_rate(base_url: str, turns: int, sessions: int) -> float:
@@ -149,6 +151,7 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--turns", type=int, default=6, help="agent calls per session")
     ap.add_argument("--seconds", type=float, default=1.5, help="ideal duration of each measurement")
+    ap.add_argument("--repeat", type=int, default=3, help="median of this many runs per cell")
     ap.add_argument("--steps", action="store_true", help="also measure the runner before each fix")
     ap.add_argument("--llamacpp", action="store_true", help="also measure the platform share on llama.cpp")
     args = ap.parse_args()
@@ -160,20 +163,24 @@ def main() -> None:
         per_session = args.turns * args.latency
         print(f"hello_chat, {args.turns} model calls per session, {args.latency * 1000:.0f} ms per call "
               f"(ideal: n / {per_session:.2f} s sessions/s)")
-        print(f"{'runner':44s} {'in flight':>9s} {'sessions':>8s} {'sess/s':>8s} {'ideal':>8s} {'eff.':>6s}")
+        print(f"{'runner':36s} {'in flight':>9s} {'sessions':>8s} {'sess/s':>8s} {'ideal':>8s} {'eff.':>6s} "
+              f"{'CPU ms/call':>11s}")
         best: dict[int, float] = {}
         for step in steps:
             for n in IN_FLIGHT:
                 ideal = n / per_session
                 k = sessions_for(n, ideal, args.seconds)
+                runs = []
                 with step:
-                    rate, calls = convsim_rate(spec, args.turns, n, k, out)
+                    for _ in range(args.repeat):
+                        runs.append(convsim_rate(spec, args.turns, n, k, out))
+                rate, calls, cpu = sorted(runs)[len(runs) // 2]  # the median run
                 assert calls == k * args.turns
                 best[n] = rate
-                print(f"{step.name:44s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%}")
-        k = sessions_for(1, 1 / per_session, args.seconds)
+                print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} {cpu:11.2f}")
+        k = sessions_for(1, 1 / per_session, args.seconds * 2)
         oe = openevals_rate(base_url, args.turns, k)
-        print(f"{'openevals run_multiturn_simulation (sequential)':44s} {1:9d} {k:8d} {oe:8.2f} "
+        print(f"{'openevals, sequential':36s} {1:9d} {k:8d} {oe:8.2f} "
               f"{1 / per_session:8.2f} {oe * per_session:6.0%}")
         for n in IN_FLIGHT:
             print(f"convsim at {n:2d} in flight / openevals sequential: {best[n] / oe:5.2f}x")
