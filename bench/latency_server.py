@@ -26,6 +26,7 @@ class LatencyServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.last_seen = time.monotonic()
+        self.last_request: dict = {}
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,6 +52,7 @@ class LatencyServer:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
+                outer.last_request = request
                 outer._enter()
                 try:
                     time.sleep(outer.latency_s)

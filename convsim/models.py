@@ -127,6 +127,10 @@ def _make_backend(spec: ModelSpec):
             kwargs["seed"] = spec.seed
         if spec.max_tokens is not None:
             kwargs["max_tokens"] = spec.max_tokens
+            if "api.openai.com" not in spec.base_url:
+                # langchain-openai sends only max_completion_tokens, which llama.cpp's server ignores
+                # (it then generates until the context is full): send the classic field as well
+                kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
         return ChatOpenAI(**kwargs)
     if spec.provider == "llamacpp":
         from .llamacpp import ChatLlamaCpp
