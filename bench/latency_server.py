@@ -27,6 +27,7 @@ class LatencyServer:
         self.max_in_flight = 0
         self.last_seen = time.monotonic()
         self.last_request: dict = {}
+        self.finish_reason = "stop"  # "length": an answer cut at max_tokens
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -60,7 +61,7 @@ class LatencyServer:
                     outer._leave()
                 self._send({"id": "cmpl", "object": "chat.completion", "created": 0,
                             "model": request.get("model", "fake"),
-                            "choices": [{"index": 0, "finish_reason": "stop",
+                            "choices": [{"index": 0, "finish_reason": outer.finish_reason,
                                          "message": {"role": "assistant", "content": outer.answer}}],
                             "usage": outer.usage})
 

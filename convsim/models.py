@@ -333,6 +333,14 @@ class ChatModel:
                 raw = self.invoke(msgs, purpose=purpose, **self._json_kwargs(json_schema))
             except TypeError:  # a backend that rejects the JSON-mode kwarg
                 raw = self.invoke(msgs, purpose=purpose)
+            except Exception as exc:  # noqa: BLE001 — only a JSON answer cut at max_tokens is kept
+                cut = cut_answer(exc)
+                if cut is None:
+                    raise
+                raw, error = cut, f"{type(exc).__name__}: the answer reached max_tokens"
+                msgs = msgs + [AIMessage(raw), HumanMessage(
+                    "That answer was cut off. Reply again with only a short JSON object.")]
+                continue
             try:
                 value = schema.model_validate(extract_json(raw))
                 return StructuredResult(ok=True, value=value, raw=raw, attempts=attempt)
@@ -351,6 +359,17 @@ class ChatModel:
         import asyncio
         return await asyncio.to_thread(self.structured, messages, schema, purpose=purpose,
                                        retries=retries)
+
+
+def cut_answer(exc: BaseException) -> str | None:
+    """The text of a JSON-mode answer that hit max_tokens (openai's LengthFinishReasonError, which
+    langchain-openai raises instead of returning it), or None for any other error."""
+    if type(exc).__name__ != "LengthFinishReasonError":
+        return None
+    try:
+        return exc.completion.choices[0].message.content or ""  # type: ignore[attr-defined]
+    except (AttributeError, IndexError):
+        return ""
 
 
 def none_model(role: str = "model") -> ChatModel:

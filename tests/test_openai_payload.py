@@ -17,3 +17,19 @@ def test_max_tokens_reaches_servers_that_only_know_the_classic_field():
         assert model.invoke("hi") == "The answer is Paris."
         assert server.last_request["max_tokens"] == 7
         assert model.calls[0]["prompt_tokens"] == 10 and model.calls[0]["completion_tokens"] == 5
+
+
+def test_a_json_answer_cut_at_max_tokens_is_a_failed_answer_not_a_crash():
+    # langchain-openai raises openai.LengthFinishReasonError for a JSON-mode answer that hit max_tokens;
+    # a weak model does that all the time: it must be retried and kept raw like any invalid answer
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        score: int
+
+    with LatencyServer(latency_s=0.0, answer='{"score": ') as server:
+        server.finish_reason = "length"
+        spec = parse_model_spec({"spec": f"openai:m@{server.base_url}", "max_tokens": 3})
+        result = ChatModel(spec=spec, role="judge").structured("judge this", Verdict, retries=1)
+        assert not result.ok and result.raw == '{"score": ' and "max_tokens" in result.error
+        assert server.requests == 2  # tried again once
