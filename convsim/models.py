@@ -293,6 +293,9 @@ class ChatModel:
                         delay *= 2
                         continue
                     raise ModelUnavailable(f"{self.spec.spec}: {exc}") from exc
+                if cut_answer(exc) is not None:  # served (tokens spent) but cut: still a recorded call
+                    self._record(purpose=purpose, started=started, message=_cut_usage(exc), ok=False,
+                                 error="the answer reached max_tokens")
                 raise
             self._record(purpose=purpose, started=started, message=msg, ok=True)
             if self.cache is not None:
@@ -370,6 +373,15 @@ def cut_answer(exc: BaseException) -> str | None:
         return exc.completion.choices[0].message.content or ""  # type: ignore[attr-defined]
     except (AttributeError, IndexError):
         return ""
+
+
+def _cut_usage(exc: BaseException) -> Any:
+    usage = getattr(getattr(exc, "completion", None), "usage", None)
+    if usage is None:
+        return None
+    from types import SimpleNamespace
+    return SimpleNamespace(usage_metadata={"input_tokens": usage.prompt_tokens,
+                                           "output_tokens": usage.completion_tokens})
 
 
 def none_model(role: str = "model") -> ChatModel:

@@ -30,6 +30,9 @@ def test_a_json_answer_cut_at_max_tokens_is_a_failed_answer_not_a_crash():
     with LatencyServer(latency_s=0.0, answer='{"score": ') as server:
         server.finish_reason = "length"
         spec = parse_model_spec({"spec": f"openai:m@{server.base_url}", "max_tokens": 3})
-        result = ChatModel(spec=spec, role="judge").structured("judge this", Verdict, retries=1)
+        model = ChatModel(spec=spec, role="judge")
+        result = model.structured("judge this", Verdict, retries=1)
         assert not result.ok and result.raw == '{"score": ' and "max_tokens" in result.error
         assert server.requests == 2  # tried again once
+        # both calls were served: recorded, with the server's token counts
+        assert [(c["ok"], c["prompt_tokens"], c["completion_tokens"]) for c in model.calls] == [(False, 10, 5)] * 2

