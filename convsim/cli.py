@@ -104,6 +104,15 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
     console.print(table)
     if len(names) > max_metrics:
         console.print(f"{len(names) - max_metrics} more metrics in {run_dir / 'metrics.csv'}")
+    from .usage import COLUMNS, usage_rows
+    rows = usage_rows(summary.get("usage") or {})
+    if rows:
+        usage = Table(title="model usage (every session)")
+        for col in ("variant", *(title for _, title in COLUMNS)):
+            usage.add_column(col, justify="left" if col == "variant" else "right")
+        for row in rows:
+            usage.add_row(*row)
+        console.print(usage)
 
 
 @app.command("list")
@@ -137,9 +146,14 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         run_id: Optional[str] = typer.Option(None, help="run id; an existing run resumes"),
         out: Optional[str] = typer.Option(None, help="runs directory (default runs/)"),
         concurrency: Optional[int] = typer.Option(None, help="sessions in flight (async executor)"),
-        executor: Optional[str] = typer.Option(None, help="async (default) or process (CPU-bound runs)"),
-        workers: Optional[int] = typer.Option(None, help="processes for --executor process"),
+        executor: Optional[str] = typer.Option(None, help="async (default), process (CPU-bound runs) or ray"),
+        workers: Optional[int] = typer.Option(None, help="processes (--executor process) or Ray actors"),
+        address: Optional[str] = typer.Option(None, help="Ray cluster: auto, ray://host:10001 or host:port"),
         trials: Optional[int] = typer.Option(None),
+        max_in_flight: Optional[int] = typer.Option(None, help="model calls in flight per server (limits)"),
+        rpm: Optional[float] = typer.Option(None, help="model calls per minute per server (limits)"),
+        max_calls: Optional[int] = typer.Option(None, help="run budget: model calls (exit 3 when spent)"),
+        max_tokens: Optional[int] = typer.Option(None, help="run budget: tokens (exit 3 when spent)"),
         checkpoint: bool = typer.Option(False, "--checkpoint", help="keep a SQLite checkpointer"),
         no_trace: bool = typer.Option(False, "--no-trace", help="do not write state traces"),
         no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
@@ -147,12 +161,19 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         prefix_turns: int = typer.Option(1, "--prefix-turns", help="scripted user turns taken from --prefix"),
         quiet: bool = typer.Option(False, "--quiet", "-q")) -> None:
     """Run an experiment config, or a graph with its default params."""
-    run_dir = api.run(target, sessions=sessions, seed=seed, models=model, set_params=set_,
-                      run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
-                      checkpoint=checkpoint or None, trace=False if no_trace else None,
-                      executor=executor, workers=workers, show_progress=not quiet,
-                      analyze=not no_analysis,
-                      prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns})
+    from .limits import BudgetReached
+    try:
+        run_dir = api.run(target, sessions=sessions, seed=seed, models=model, set_params=set_,
+                          run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
+                          checkpoint=checkpoint or None, trace=False if no_trace else None,
+                          executor=executor, workers=workers, address=address, show_progress=not quiet,
+                          analyze=not no_analysis,
+                          prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns},
+                          limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
+                                  "max_tokens": max_tokens})
+    except BudgetReached as exc:
+        err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(3) from None
     if not quiet:
         print_summary(run_dir)
         console.print(f"results in {run_dir}")

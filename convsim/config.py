@@ -8,6 +8,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConvsimError
+from .limits import Limits
 from .models import parse_model_spec
 from .retry import RetryPolicy
 from .textio import load_yaml
@@ -45,8 +46,10 @@ class ExperimentConfig(BaseModel):
     checkpoint: bool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)  # model-call retries (convsim.retry)
-    executor: Literal["async", "process"] = "async"  # process: a pool for CPU-bound runs
+    executor: Literal["async", "process", "ray"] = "async"  # process: a pool for CPU-bound runs; ray: a cluster
+    address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
     workers: int | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
+    limits: Limits = Field(default_factory=Limits)  # per-server caps and the run budget (convsim.limits)
     analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])
     out_dir: str = "runs"
     run_id: str | None = None
@@ -147,7 +150,8 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     concurrency: int | None = None, trials: int | None = None,
                     checkpoint: bool | None = None, trace: bool | None = None,
                     executor: str | None = None, workers: int | None = None,
-                    prefix: dict | None = None) -> ExperimentConfig:
+                    prefix: dict | None = None, address: str | None = None,
+                    limits: dict | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
 
     ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
@@ -157,9 +161,13 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
     data = cfg.model_dump()
     for key, val in (("sessions", sessions), ("seed", seed), ("run_id", run_id), ("out_dir", out_dir),
                      ("concurrency", concurrency), ("trials", trials), ("checkpoint", checkpoint),
-                     ("trace", trace), ("executor", executor), ("workers", workers), ("prefix", prefix)):
+                     ("trace", trace), ("executor", executor), ("workers", workers), ("prefix", prefix),
+                     ("address", address)):
         if val is not None:
             data[key] = val
+    for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.limits)
+        if val is not None:
+            data["limits"][key] = val
     for role, spec in _assignments(models, what="--model"):
         data["models"][role] = spec if isinstance(spec, dict) else str(spec)
         for var in data["variants"]:

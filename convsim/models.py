@@ -17,6 +17,7 @@ import json
 import re
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,8 @@ def parse_model_spec(value: object, *, where: str = "model") -> ModelSpec:
 # ----------------------------------------------------------------------------- backends
 
 _BACKENDS: dict[tuple, Any] = {}
+# Set by convsim.limits.activate: wraps every server request (in-flight cap, pacing, run budget).
+call_guard: Any = None
 _BACKENDS_LOCK = threading.Lock()
 
 
@@ -128,6 +131,10 @@ def _make_backend(spec: ModelSpec, timeout: float = 120.0):
             kwargs["seed"] = spec.seed
         if spec.max_tokens is not None:
             kwargs["max_tokens"] = spec.max_tokens
+            if "api.openai.com" not in spec.base_url:
+                # langchain-openai sends only max_completion_tokens, which llama.cpp's server ignores
+                # (it then generates until the context is full): send the classic field as well
+                kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
         return ChatOpenAI(**kwargs)
     if spec.provider == "llamacpp":
         from .llamacpp import ChatLlamaCpp
@@ -271,11 +278,19 @@ class ChatModel:
         def call():
             started = time.perf_counter()
             try:
-                return _backend(self.spec, policy.timeout).invoke(msgs, **kwargs), started
-            except Exception as exc:
+                with (call_guard(self.spec) if call_guard is not None else nullcontext()) as charge:
+                    started = time.perf_counter()  # latency is the server's, not the wait for a slot
+                    msg = _backend(self.spec, policy.timeout).invoke(msgs, **kwargs)
+                    if charge is not None:
+                        charge(msg)
+                return msg, started
+            except Exception as exc:  # noqa: BLE001 — classify then re-raise
                 if infra_fault(exc) is not None:  # recorded per attempt, retried by call_with_retry
                     self._record(purpose=purpose, started=started, message=None, ok=False,
                                  error=f"{type(exc).__name__}: {exc}")
+                elif cut_answer(exc) is not None:  # served (tokens spent) but cut: still a recorded call
+                    self._record(purpose=purpose, started=started, message=_cut_usage(exc), ok=False,
+                                 error="the answer reached max_tokens")
                 raise
         try:
             msg, started = call_with_retry(call, policy)
@@ -323,6 +338,14 @@ class ChatModel:
                 raw = self.invoke(msgs, purpose=purpose, **self._json_kwargs(json_schema))
             except TypeError:  # a backend that rejects the JSON-mode kwarg
                 raw = self.invoke(msgs, purpose=purpose)
+            except Exception as exc:  # noqa: BLE001 — only a JSON answer cut at max_tokens is kept
+                cut = cut_answer(exc)
+                if cut is None:
+                    raise
+                raw, error = cut, f"{type(exc).__name__}: the answer reached max_tokens"
+                msgs = msgs + [AIMessage(raw), HumanMessage(
+                    "That answer was cut off. Reply again with only a short JSON object.")]
+                continue
             try:
                 value = schema.model_validate(extract_json(raw))
                 return StructuredResult(ok=True, value=value, raw=raw, attempts=attempt)
@@ -341,6 +364,26 @@ class ChatModel:
         import asyncio
         return await asyncio.to_thread(self.structured, messages, schema, purpose=purpose,
                                        retries=retries)
+
+
+def cut_answer(exc: BaseException) -> str | None:
+    """The text of a JSON-mode answer that hit max_tokens (openai's LengthFinishReasonError, which
+    langchain-openai raises instead of returning it), or None for any other error."""
+    if type(exc).__name__ != "LengthFinishReasonError":
+        return None
+    try:
+        return exc.completion.choices[0].message.content or ""  # type: ignore[attr-defined]
+    except (AttributeError, IndexError):
+        return ""
+
+
+def _cut_usage(exc: BaseException) -> Any:
+    usage = getattr(getattr(exc, "completion", None), "usage", None)
+    if usage is None:
+        return None
+    from types import SimpleNamespace
+    return SimpleNamespace(usage_metadata={"input_tokens": usage.prompt_tokens,
+                                           "output_tokens": usage.completion_tokens})
 
 
 def none_model(role: str = "model") -> ChatModel:

@@ -24,6 +24,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Iterator
 
+from . import limits
 from .config import ExperimentConfig
 from .plan import plan_run
 from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking
@@ -51,10 +52,13 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="convsim-parent-watch", daemon=True).start()
 
 
-def _init_worker(config_json: str, parent_pid: int) -> None:
+def _init_worker(config_json: str, parent_pid: int | None = None) -> None:
+    """Plan the run once in this worker (``parent_pid``: end with that process; Ray manages its own)."""
     global _PLAN
-    die_with_parent(parent_pid)
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     cfg = ExperimentConfig.model_validate_json(config_json)
+    limits.activate(cfg.limits)  # this worker's share (see limits.worker_share)
     plan = plan_run(cfg)
     saver = None
     if cfg.checkpoint:
@@ -94,7 +98,7 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
     # spawn, not fork: the parent holds threads (asyncio, SQLite) that must not be forked
     with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_init_worker,
-                             initargs=(plan.config.model_dump_json(), os.getpid())) as pool:
+                             initargs=(limits.config_for_workers(plan.config, n).model_dump_json(), os.getpid())) as pool:
         pending: set = {loop.run_in_executor(pool, _run_in_worker, first)}
 
         def submit_next() -> bool:

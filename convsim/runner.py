@@ -12,15 +12,17 @@ import asyncio
 import importlib
 import sqlite3
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import yaml
 from pydantic import ValidationError
 
+from . import limits
 from .config import ExperimentConfig, apply_overrides, load_config
 from .errors import ConvsimError
 from .graphfile import load_graph_module
@@ -44,7 +46,7 @@ def land(outcome: Outcome, plan: Plan, store: RunStore, progress: LiveProgress) 
     progress.advance(failed=outcome.record["status"] != "ok")
 
 
-async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgress) -> None:
+async def _run_unit(plan: Plan, unit: Unit, land_one: Callable, progress: LiveProgress) -> None:
     vp = plan.variants[unit.variant]
     if vp.sync_nodes:
         # All nodes are plain functions: stream the session in one worker thread rather than
@@ -52,7 +54,7 @@ async def _run_unit(plan: Plan, unit: Unit, store: RunStore, progress: LiveProgr
         outcome = await asyncio.to_thread(run_session_blocking, plan, unit, progress.observe)
     else:
         outcome = await run_session_async(plan, unit, progress.observe)
-    land(outcome, plan, store, progress)
+    land_one(outcome)
 
 
 async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
@@ -66,7 +68,7 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 
 # What may differ when a run is started again: how it runs, not what it computes.
 _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
-                "baseline", "cache", "retry"}
+                "baseline", "cache", "retry", "address", "limits"}
 
 
 def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
@@ -79,11 +81,15 @@ def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
                                "or choose another --run-id", file=cfg_path, field=key)
 
 
-async def _run_bounded(plan: Plan, todo: Iterator[Unit], store: RunStore, progress: LiveProgress) -> None:
-    """``concurrency`` workers pull units from the lazy plan: memory is flat in the number of sessions."""
+async def _run_bounded(plan: Plan, todo: Iterator[Unit], land_one: Callable, progress: LiveProgress,
+                       stopped: Callable[[], bool]) -> None:
+    """``concurrency`` workers pull units from the lazy plan: memory is flat in the number of sessions.
+    A spent budget (``stopped``) starts no new session."""
     async def worker() -> None:
         for unit in todo:  # a shared generator: each unit goes to exactly one worker
-            await _run_unit(plan, unit, store, progress)
+            if stopped():
+                return
+            await _run_unit(plan, unit, land_one, progress)
     workers = [asyncio.create_task(worker()) for _ in range(plan.config.concurrency)]
     try:
         await asyncio.gather(*workers)
@@ -94,9 +100,19 @@ async def _run_bounded(plan: Plan, todo: Iterator[Unit], store: RunStore, progre
         raise
 
 
+def session_pool(concurrency: int) -> ThreadPoolExecutor:
+    """Threads for sync sessions and model calls: one per session in flight, plus a few for I/O.
+
+    asyncio's default pool has min(32, cores + 4) threads (6 on 2 cores): with more sessions in
+    flight than that, the extra ones queue for a thread instead of waiting on their server.
+    """
+    return ThreadPoolExecutor(max_workers=concurrency + 4, thread_name_prefix="convsim")
+
+
 async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     cfg = plan.config
     preflight(plan)  # inputs are loaded and validated before anything is written
+    asyncio.get_running_loop().set_default_executor(session_pool(cfg.concurrency))
     store = RunStore(plan.run_dir)
     done = store.done_keys()
     total = plan.expected_total()
@@ -108,9 +124,19 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     if not cfg_path.exists() or cfg.sessions != yaml.safe_load(cfg_path.read_text()).get("sessions"):
         cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
     store.open()
+    run_limits = limits.activate(cfg.limits)
+    budget_cut = []  # sessions a worker's budget stopped (process and Ray workers hold their own)
+
+    def land_one(outcome: Outcome, progress: LiveProgress) -> None:
+        if limits.cut_by_budget(outcome):
+            budget_cut.append(outcome.unit_key)
+        land(outcome, plan, store, progress)
+
+    def stopped() -> bool:
+        return bool(budget_cut) or (run_limits is not None and run_limits.exhausted is not None)
     try:
         async with AsyncExitStack() as stack:
-            use_processes = cfg.executor == "process" and plan.units is None
+            use_processes = cfg.executor in ("process", "ray") and plan.units is None
             saver = None
             if cfg.checkpoint and use_processes:
                 prepare_checkpoint_db(plan.run_dir / "checkpoints.sqlite")  # workers open their own
@@ -121,15 +147,27 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
                 vp.sync_nodes = all_sync(vp.compiled)
             with LiveProgress(total=total, done=len(done), enabled=show_progress,
                               label=cfg.run_id) as progress:
-                if use_processes:
+                if use_processes and cfg.executor == "ray":
+                    from .ray_executor import run_on_ray
+                    await run_on_ray(plan, todo, lambda o: land_one(o, progress),
+                                     progress.observe, workers=cfg.workers, address=cfg.address, stop=stopped)
+                elif use_processes:
                     from .process_executor import run_in_processes
-                    await run_in_processes(plan, todo, lambda o: land(o, plan, store, progress),
+                    await run_in_processes(plan, todo, lambda o: land_one(o, progress),
                                            progress.observe, workers=cfg.workers)
                 else:
-                    await _run_bounded(plan, todo, store, progress)
+                    await _run_bounded(plan, todo, lambda o: land_one(o, progress), progress, stopped)
     finally:
         store.close()
+        limits.activate(None)
     summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings)
+    if stopped():
+        kept = len(store.done_keys())
+        total_planned = plan.expected_total()
+        left = "" if total_planned is None else f", {max(0, total_planned - kept)} left"
+        why = run_limits.exhausted if run_limits and run_limits.exhausted else "a worker's share was spent"
+        raise limits.BudgetReached(f"run budget reached ({why}): {kept} sessions kept in "
+                                   f"{plan.run_dir}{left}; run the same command again to resume")
     return plan.run_dir
 
 

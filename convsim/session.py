@@ -73,7 +73,8 @@ class _Session:
         if resume:  # time travel: continue the copied checkpoint instead of starting from init
             self.config["configurable"]["checkpoint_id"] = resume["checkpoint_id"]
             self.input = None
-        self.modes = ["values", "custom"] + (["updates"] if self.recorder else [])
+        self.modes = ["values"] + (["updates"] if self.recorder else [])
+        self.ctx.event_sink = lambda event: self.handle("custom", event)  # see context.emit_metrics
         self.final: dict = self.init
         self.started = time.perf_counter()
 
@@ -112,7 +113,9 @@ class _Session:
         record = {**self.final, "run_id": cfg.run_id, "variant": unit.variant,
                   "session_id": unit.session_id, "trial": unit.trial, "seed": unit.seed,
                   "status": status.value, "error": error, "simulator_flags": flags, "models": {r: s.settings for r, s in vp.models.items()},
-                  "params": vp.params.model_dump(mode="json"), "llm_calls": self.calls,
+                  # n_sessions is the run's size (set from --sessions), not a setting of this session:
+                  # left out so that a run extended from 2 to 4 sessions records what a fresh one does
+                  "params": vp.params.model_dump(mode="json", exclude={"n_sessions"}), "llm_calls": self.calls,
                   "elapsed_s": round(time.perf_counter() - self.started, 4)}
         if unit.resume:
             record["forked_from"] = unit.resume["fork"]

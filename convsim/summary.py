@@ -16,6 +16,7 @@ from typing import Any
 from .aggregate import bootstrap_ci, record_sort_key
 from .status import SCORED, Status
 from .store import RunStore
+from .usage import usage_by_variant
 
 SCORED_STATUSES = frozenset(s.value for s in SCORED)
 ERROR_STATUSES = (Status.INFRA_ERROR.value, Status.CODE_ERROR.value)
@@ -84,6 +85,19 @@ def first_error(records: list[dict]) -> dict | None:
     return None
 
 
+def _in_run_order(run_dir: Path, by_variant: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Variants in config order, sessions by key: the summary must not depend on which session
+    finished first (executors land them in completion order)."""
+    import yaml
+    cfg_path = Path(run_dir) / "config.yaml"
+    declared = []
+    if cfg_path.exists():
+        declared = [v.get("name") for v in (yaml.safe_load(cfg_path.read_text()) or {}).get("variants") or []]
+    order = {name: i for i, name in enumerate(declared)}
+    names = sorted(by_variant, key=lambda n: (order.get(n, len(order)), list(by_variant).index(n)))
+    return {n: sorted(by_variant[n], key=record_sort_key) for n in names}
+
+
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary."""
     store = RunStore(run_dir)
@@ -91,6 +105,7 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
     by_variant: dict[str, list[dict]] = {}
     for r in records:
         by_variant.setdefault(r["variant"], []).append(r)
+    by_variant = _in_run_order(run_dir, by_variant)
     summary: dict[str, Any] = {"variants": {}, "status_counts": status_counts(records),
                                "first_error": first_error(records), "warnings": list(warnings or [])}
     rows = []
@@ -113,6 +128,7 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
         for name, value in _scalar_items(dataset, "dataset.").items():
             row[name] = value
         rows.append(row)
+    summary["usage"] = usage_by_variant(by_variant)  # calls, tokens, latency (convsim.usage)
     store.write_json("summary.json", summary)
     columns: list[str] = []
     for row in rows:

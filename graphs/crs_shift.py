@@ -292,7 +292,9 @@ def check_simulator(state: State, runtime: Runtime[Context]) -> dict:
     dialogue and flags a user that broke persona, ended early or contradicted itself."""
     model = runtime.context.model("simulator_judge")
     if model.is_none:
-        return {}
+        # an explicit "not judged" (rather than no update) keeps one state version per node step,
+        # so traces and checkpoints stay aligned
+        return {"simulator_judge": None}
     from agents.crs.fidelity import llm_simulator_flags
     return {"simulator_judge": llm_simulator_flags(model, state.get("transcript", []))}
 
@@ -352,7 +354,7 @@ def dataset_metrics(records: list[dict]) -> dict:
     return pooled_dataset_metrics(records)
 
 
-MODEL_ROLES = ("crs", "user", "topics", "judge")  # the roles the nodes ask ctx.model() for
+MODEL_ROLES = ("crs", "user", "topics", "judge", "simulator_judge")  # the roles the nodes ask ctx.model() for
 
 
 def preflight(params: Params, ctx: Context) -> None:

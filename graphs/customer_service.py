@@ -415,8 +415,8 @@ def simulator_checks(state: State) -> list[dict]:
     from agents.service.fidelity import service_simulator_checks
     flags = list(evaluator_simulator_checks(state)) + list(service_simulator_checks(state))
     seen, out = set(), []
-    for flag in flags:  # both sets may flag the same thing; report it once
-        key = (flag.get("check"), flag.get("detail"))
+    for flag in flags:  # both sets may flag the same thing (goal_leak, _check_goal_leak): report it once
+        key = str(flag.get("check", "")).removeprefix("_check_")
         if key not in seen:
             seen.add(key)
             out.append(flag)

@@ -108,7 +108,7 @@ def _db(params: Params):
     return load_travel_db(params.db_path)
 
 
-MODEL_ROLES = ("synthesis", "planner")  # the roles the nodes ask ctx.model() for
+MODEL_ROLES = ("synthesis", "planner", "member")  # the roles the nodes ask ctx.model() for
 
 
 def preflight(params: Params, ctx: Context) -> None:

@@ -31,7 +31,7 @@ class UserDouble:
 def double_backend(monkeypatch):
     real = models._make_backend
     monkeypatch.setattr(models, "_make_backend",
-                        lambda spec: UserDouble() if spec.model == "user-double" else real(spec))
+                        lambda spec, *a: UserDouble() if spec.model == "user-double" else real(spec, *a))
     monkeypatch.setattr(models, "_BACKENDS", {})
 
 
@@ -103,7 +103,7 @@ class SimulatorJudgeDouble:
 def test_llm_simulator_judge_flags_sessions(tmp_path, monkeypatch):
     real = models._make_backend
     monkeypatch.setattr(models, "_make_backend",
-                        lambda spec: SimulatorJudgeDouble() if spec.model == "sim-judge" else real(spec))
+                        lambda spec, *a: SimulatorJudgeDouble() if spec.model == "sim-judge" else real(spec, *a))
     monkeypatch.setattr(models, "_BACKENDS", {})
     cfg = load_config(ROOT / "configs" / "crs_shift.yaml").model_copy(update={
         "sessions": 8, "out_dir": str(tmp_path), "run_id": "judge", "trace": False, "analysis": [],

@@ -60,7 +60,7 @@ def _check_replay_exhausted(state: Mapping) -> list[dict]:
         return []
     turns = (state.get("replay") or {}).get("turns") or []
     last = (turns[-1].get("user") or "") if turns else ""
-    if turns and CLOSING.search(last):
+    if not last.strip() or CLOSING.search(last):  # no recorded words to judge, or the customer closed
         return []
     return [{"check": "_check_replay_exhausted",
              "detail": f"the recording ran out after {len(turns)} user turn(s) without the customer closing "

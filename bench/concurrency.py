@@ -1,0 +1,230 @@
+"""Concurrency that reaches the server: hello_chat sessions against a latency-bound model server.
+
+Every model call takes ``--latency`` seconds at a stdlib OpenAI-compatible server on 127.0.0.1
+(bench/latency_server.py, in its own process), so with ``n`` sessions in flight and ``t`` calls per session the ideal
+is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
+
+* convsim's runner (async executor, trace on) at 1, 8 and 32 sessions in flight, efficiency =
+  measured / ideal, for each step of the fixes (``--steps``: the runner as it was, then each fix
+  added in turn) — what changes is named in the table;
+* the same work through openevals' ``run_multiturn_simulation`` (one session after another, as its
+  users run it), and the ratio convsim / openevals.
+
+With ``--llamacpp`` it also runs a few sessions against llama-cpp-python's real server and prints the
+platform's share of wall time (everything but waiting for the model). Usage:
+    python bench/concurrency.py [--latency 0.05] [--turns 6] [--seconds 1.0]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from latency_server import LatencyServerProcess  # noqa: E402
+from convsim import runner, session, store  # noqa: E402
+from convsim.config import config_from_dict  # noqa: E402
+from convsim.plan import plan_run  # noqa: E402
+from convsim.store import RunStore  # noqa: E402
+
+IN_FLIGHT = (1, 8, 32)
+
+
+def convsim_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str) -> tuple[float, int, float]:
+    """sessions/s, model calls, and CPU ms of this process (runner + client) per model call."""
+    cfg = config_from_dict({"name": "conc", "graph": "hello_chat", "sessions": sessions, "seed": 0,
+                            "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": in_flight,
+                            "analysis": [], "out_dir": out, "run_id": f"c{in_flight}-{time.time_ns()}",
+                            "models": {"agent": spec}})
+    plan = plan_run(cfg)
+    started, cpu = time.perf_counter(), time.process_time()
+    run_dir = asyncio.run(runner.execute(plan, show_progress=False))
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    recs = RunStore(run_dir).records()
+    assert len(recs) == sessions and all(r["status"] == "ok" for r in recs), recs[0].get("error")
+    calls = sum(len(r["llm_calls"]) for r in recs)
+    return sessions / wall, calls, 1000 * cpu / max(calls, 1)
+
+
+def openevals_rate(base_url: str, turns: int, sessions: int) -> float:
+    """The same sessions (same questions, same agent call) through openevals, one after another."""
+    from langchain_openai import ChatOpenAI
+    from openevals.simulators import run_multiturn_simulation
+    sys.path.insert(0, str(ROOT / "graphs"))
+    from hello_chat import FACTS
+    model = ChatOpenAI(model="fake", base_url=base_url, api_key="none", temperature=0.0, max_retries=0)
+    topics = sorted(FACTS)[:turns]
+
+    def app(inputs, **kwargs):
+        text = model.invoke([("system", "Answer in one short sentence."), ("user", inputs["content"])]).content
+        return {"role": "assistant", "content": text}
+    started = time.perf_counter()
+    for i in range(sessions):
+        run_multiturn_simulation(app=app, user=[f"What is the {t}?" for t in topics], max_turns=turns,
+                                 thread_id=f"oe-{i}")
+    return sessions / (time.perf_counter() - started)
+
+
+# ----------------------------------------------------------------------------- the steps
+
+class _Step:
+    """A way the runner ran before a fix, switched on for one measurement (then restored)."""
+    name = "after: all three fixed"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _OldThreadPool(_Step):
+    """asyncio's default pool: min(32, cores + 4) threads, whatever --concurrency asks."""
+    name = "only: default thread pool"
+
+    def __enter__(self):
+        self.saved = runner.session_pool
+        runner.session_pool = lambda concurrency: ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4))
+        return self
+
+    def __exit__(self, *exc):
+        runner.session_pool = self.saved
+
+
+class _FsyncEveryRecord(_Step):
+    name = "only: fsync every record"
+
+    def __enter__(self):
+        self.saved = store.FSYNC_EVERY, store.FSYNC_SECONDS
+        store.FSYNC_EVERY, store.FSYNC_SECONDS = 1, 0.0
+        return self
+
+    def __exit__(self, *exc):
+        store.FSYNC_EVERY, store.FSYNC_SECONDS = self.saved
+
+
+class _CustomStream(_Step):
+    """Live metrics through LangGraph's ``custom`` stream mode (turns off its fast path)."""
+    name = "only: metrics on the custom stream"
+
+    def __enter__(self):
+        self.saved = session._Session.__init__
+        saved = self.saved
+
+        def init(s, *a, **k):
+            saved(s, *a, **k)
+            s.modes = ["values", "custom"] + s.modes[1:]
+            s.ctx.event_sink = None
+        session._Session.__init__ = init
+        return self
+
+    def __exit__(self, *exc):
+        session._Session.__init__ = self.saved
+
+
+class _Before(_Step):
+    name = "before: all three"
+
+    def __enter__(self):
+        self.steps = [_OldThreadPool().__enter__(), _FsyncEveryRecord().__enter__(), _CustomStream().__enter__()]
+        return self
+
+    def __exit__(self, *exc):
+        for step in reversed(self.steps):
+            step.__exit__(*exc)
+
+
+def sessions_for(in_flight: int, ideal: float, seconds: float) -> int:
+    return max(in_flight, int(round(ideal * seconds / in_flight)) * in_flight)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--turns", type=int, default=6, help="agent calls per session")
+    ap.add_argument("--seconds", type=float, default=1.5, help="ideal duration of each measurement")
+    ap.add_argument("--repeat", type=int, default=3, help="median of this many runs per cell")
+    ap.add_argument("--steps", action="store_true", help="also measure the runner before each fix")
+    ap.add_argument("--llamacpp", action="store_true", help="also measure the platform share on llama.cpp")
+    args = ap.parse_args()
+    steps = ([_Before(), _OldThreadPool(), _FsyncEveryRecord(), _CustomStream(), _Step()] if args.steps
+             else [_Step()])
+    with LatencyServerProcess(args.latency, idle_s=60) as base_url, tempfile.TemporaryDirectory() as out:
+        spec = f"openai:fake@{base_url}"
+        convsim_rate(spec, args.turns, 4, 8, out)  # warm-up: imports, client, connections
+        per_session = args.turns * args.latency
+        print(f"hello_chat, {args.turns} model calls per session, {args.latency * 1000:.0f} ms per call "
+              f"(ideal: n / {per_session:.2f} s sessions/s)")
+        print(f"{'runner':36s} {'in flight':>9s} {'sessions':>8s} {'sess/s':>8s} {'ideal':>8s} {'eff.':>6s} "
+              f"{'CPU ms/call':>11s}")
+        best: dict[int, float] = {}
+        for step in steps:
+            for n in IN_FLIGHT:
+                ideal = n / per_session
+                k = sessions_for(n, ideal, args.seconds)
+                runs = []
+                with step:
+                    for _ in range(args.repeat):
+                        runs.append(convsim_rate(spec, args.turns, n, k, out))
+                rate, calls, cpu = sorted(runs)[len(runs) // 2]  # the median run
+                assert calls == k * args.turns
+                best[n] = rate
+                print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} {cpu:11.2f}")
+        k = sessions_for(1, 1 / per_session, args.seconds * 2)
+        oe = openevals_rate(base_url, args.turns, k)
+        print(f"{'openevals, sequential':36s} {1:9d} {k:8d} {oe:8.2f} "
+              f"{1 / per_session:8.2f} {oe * per_session:6.0%}")
+        for n in IN_FLIGHT:
+            print(f"convsim at {n:2d} in flight / openevals sequential: {best[n] / oe:5.2f}x")
+    if args.llamacpp:
+        platform_share()
+
+
+def platform_share(sessions: int = 4, turns: int = 2) -> None:
+    """hello_chat against llama-cpp-python's server: wall time not spent waiting for the model."""
+    import subprocess
+    import urllib.request
+    from convsim.llamacpp import gemma3_270m_path
+    with tempfile.TemporaryDirectory() as out:
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        log = open(Path(out) / "server.log", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gemma3_270m_path()),
+                                 "--model_alias", "gemma3-270m", "--host", "127.0.0.1", "--port", str(port),
+                                 "--chat_format", "gemma", "--n_threads", "1", "--n_threads_batch", "1"],
+                                stdout=log, stderr=log, start_new_session=True)
+        try:
+            base = f"http://127.0.0.1:{port}/v1"
+            for _ in range(240):
+                try:
+                    urllib.request.urlopen(base + "/models", timeout=1)
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            spec = {"spec": f"openai:gemma3-270m@{base}", "max_tokens": 16, "temperature": 0.0, "seed": 1}
+            cfg = config_from_dict({"name": "share", "graph": "hello_chat", "sessions": sessions, "seed": 0,
+                                    "params": {"n_turns": turns}, "concurrency": 1, "analysis": [],
+                                    "out_dir": out, "run_id": "share", "models": {"agent": spec}})
+            started = time.perf_counter()
+            run_dir = asyncio.run(runner.execute(plan_run(cfg), show_progress=False))
+            wall = time.perf_counter() - started
+            model = sum(c["latency_s"] for r in RunStore(run_dir).records() for c in r["llm_calls"])
+            print(f"llama.cpp server, gemma3-270m, {sessions} sessions x {turns} calls, 1 in flight: wall "
+                  f"{wall:.2f} s, waiting for the model {model:.2f} s, platform share {(wall - model) / wall:.1%}")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+if __name__ == "__main__":  # (the server process is spawned: keep this guard)
+    main()

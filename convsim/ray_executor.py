@@ -1,0 +1,161 @@
+"""The Ray executor: sessions on a pool of Ray actors, on one machine or a cluster.
+
+Each actor plans the run once (the same deterministic session list as the driver, see
+convsim/plan.py), compiles the graphs and loads the catalogs when it starts, then runs the
+sessions it is handed one at a time and returns each one's :class:`~convsim.session.Outcome`.
+The driver lands every outcome through the run's single writer (``runner.land``), so
+``results.jsonl``, the traces and ``errors.jsonl`` live only in the driver's run directory, and
+resuming, the status taxonomy and exit codes are those of the other executors. Session seeds do
+not depend on where a session runs: the executor changes throughput, never results.
+
+``address``: ``None`` starts a private local Ray instance sized to ``workers``; ``auto`` joins the
+cluster this machine belongs to; ``ray://host:10001`` connects a Ray client to a remote head;
+``host:port`` joins a cluster's GCS directly. When joining a cluster the project directory is
+shipped to the workers as the job's ``working_dir`` (Ray honours .gitignore), so the graph files,
+agents and catalogs are the driver's.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from . import limits
+from .errors import ConvsimError
+
+# Keep a private Ray instance small: sessions pass kilobytes, not tensors.
+OBJECT_STORE_BYTES = 100_000_000
+# Sessions queued on each actor beyond the one it runs, so it never waits for the driver.
+PIPELINE_DEPTH = 2
+_SHIP_EXCLUDES = ["runs/", ".git/", "**/__pycache__/", "*.sqlite", "*.sqlite-wal", "*.sqlite-shm",
+                  ".pytest_cache/", "bench/out/"]
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConvsimError("executor: ray needs the ray extra: pip install 'convsim[ray]'",
+                           field="executor") from exc
+    return ray
+
+
+def _project_dir() -> Path:
+    from .graphfile import project_root
+    return project_root()
+
+
+def connect(address: str | None, workers: int | None) -> bool:
+    """Connect to Ray (or start a private instance); True when this call started the connection."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        return False
+    quiet = {"log_to_driver": False, "configure_logging": False}
+    try:
+        if address is None:
+            ray.init(num_cpus=workers or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES,
+                     include_dashboard=False, runtime_env={"env_vars": _pythonpath()}, **quiet)
+        else:
+            ray.init(address=address, runtime_env={
+                "working_dir": str(_project_dir()), "excludes": _SHIP_EXCLUDES}, **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ConvsimError(f"cannot connect to the Ray cluster at {address!r}: {exc}",
+                           field="address") from None
+    return True
+
+
+def _pythonpath() -> dict:
+    # a private instance's workers start from the driver's files: same import path
+    root = str(_project_dir())
+    current = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": root + (os.pathsep + current if current else "")}
+
+
+def _worker_class():
+    ray = _import_ray()
+
+    @ray.remote(num_cpus=1, max_restarts=0)
+    class SessionWorker:
+        """Holds the planned run (compiled graphs, catalogs) for all the sessions it runs."""
+
+        def __init__(self, config_json: str) -> None:
+            from .process_executor import _init_worker
+            _init_worker(config_json)
+
+        def run(self, unit):
+            from .process_executor import _run_in_worker
+            return _run_in_worker(unit)
+
+        def node(self) -> str:
+            import ray
+            return ray.get_runtime_context().get_node_id()
+
+    return SessionWorker
+
+
+def _worker_failed(exc: BaseException) -> Exception:
+    """Bad input met in a worker (a malformed catalog...) stays one clear line; a lost worker too."""
+    cause = getattr(exc, "cause", None) or getattr(exc, "error", None)
+    for err in (cause, getattr(cause, "cause", None)):
+        if isinstance(err, ConvsimError):
+            return ConvsimError(err.message, file=err.file, record=err.record, field=err.field)
+    if isinstance(exc, _import_ray().exceptions.RayTaskError):
+        return exc
+    return ConvsimError(f"a Ray worker failed: {str(exc).splitlines()[0]}; finished sessions are kept, "
+                        "run again to resume", field="executor")
+
+
+def cluster_cpus() -> int:
+    ray = _import_ray()
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callable, *,
+                     workers: int | None, address: str | None, stop: Callable[[], bool] = lambda: False) -> None:
+    """Run the units of ``todo`` (a lazy iterator: memory stays flat in the number of sessions) on
+    ``workers`` Ray actors; ``land(outcome)`` in the driver as each one finishes."""
+    ray = _import_ray()
+    todo = iter(todo)
+    first = next(todo, None)
+    if first is None:
+        return
+    started = connect(address, workers)
+    try:
+        n = max(1, workers or cluster_cpus())
+        config = plan.config
+        if config.checkpoint:
+            # workers open the checkpoint file themselves: an absolute path on a shared file system
+            config = config.model_copy(update={"out_dir": str(Path(config.out_dir).resolve())})
+        Worker = _worker_class()
+        # each actor holds its own counters: an equal share of the limits (see limits.worker_share)
+        config = limits.config_for_workers(config, n)
+        actors = [Worker.remote(config.model_dump_json()) for _ in range(n)]
+        pending = [first]
+        try:
+            nodes = await asyncio.gather(*(a.node.remote() for a in actors))
+        except ray.exceptions.RayActorError as exc:
+            raise _worker_failed(exc) from None
+        print(f"ray: {n} workers on {len(set(nodes))} node(s)", file=sys.stderr)
+
+        async def feed(actor) -> None:
+            while not stop():  # a spent budget starts no new session
+                unit = pending.pop() if pending else next(todo, None)
+                if unit is None:
+                    return
+                outcome = await actor.run.remote(unit)
+                for event in outcome.events:
+                    observe(event)
+                land(outcome)
+
+        try:
+            await asyncio.gather(*(feed(a) for a in actors for _ in range(PIPELINE_DEPTH)))
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
+            raise _worker_failed(exc) from None
+        finally:
+            for a in actors:
+                ray.kill(a)
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,134 @@
+"""Provider limits (calls in flight, requests per minute) and the run budget, against a real HTTP server."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import convsim
+from convsim.limits import BudgetReached, Limits, worker_share
+from convsim.store import RunStore
+from convsim.usage import usage_table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from latency_server import LatencyServer  # noqa: E402
+
+
+def config(tmp_path, server, **over):
+    cfg = {"name": "lim", "graph": "hello_chat", "sessions": 4, "seed": 1, "analysis": [],
+           "out_dir": str(tmp_path / "runs"), "params": {"n_turns": 3}, "concurrency": 8,
+           "models": {"agent": f"openai:fake@{server.base_url}"}}
+    cfg.update(over)
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture
+def server():
+    with LatencyServer(latency_s=0.05) as srv:
+        yield srv
+
+
+def test_max_in_flight_caps_calls_at_the_server(tmp_path, server):
+    convsim.run(config(tmp_path, server), run_id="free", analyze=False)
+    free = server.max_in_flight
+    server.reset()
+    convsim.run(config(tmp_path, server, limits={"max_in_flight": 2}), run_id="capped", analyze=False)
+    assert server.requests == 12
+    assert server.max_in_flight <= 2 < free  # 8 sessions in flight reach the server unless capped
+
+
+def test_rpm_spaces_call_starts(tmp_path, server):
+    import threading
+    import time
+    from convsim.limits import RunLimits
+    from convsim.models import parse_model_spec
+    spec = parse_model_spec(f"openai:fake@{server.base_url}")
+    run_limits, starts = RunLimits(Limits(rpm=600)), []
+
+    def one_call():
+        with run_limits.call(spec):
+            starts.append(time.monotonic())
+    threads = [threading.Thread(target=one_call) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    starts.sort()
+    # 600/min = one start per 100 ms, whatever the number of threads asking at once
+    assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.1 - 1e-3
+    # and through a run: every call of it went through the pacer (6 calls, 5 gaps of >= 100 ms)
+    convsim.run(config(tmp_path, server, sessions=2, limits={"rpm": 600}), run_id="paced", analyze=False)
+    assert server.requests == 6
+
+
+def test_call_budget_stops_cleanly_and_resumes(tmp_path, server):
+    cfg = config(tmp_path, server, concurrency=1)
+    # 3 calls per session: session 1 spends 3, session 2 gets 2 and is cut at its 3rd call
+    with pytest.raises(BudgetReached, match="max_calls=5"):
+        _run_with(cfg, max_calls=5)
+    run_dir = tmp_path / "runs" / "b"
+    recs = RunStore(run_dir).records()  # the cut session is kept as infra_error (never scored, re-run)
+    assert sorted(r["status"] for r in recs) == ["infra_error", "ok"]
+    errors = [json.loads(line) for line in (run_dir / "errors.jsonl").read_text().splitlines()]
+    assert len(errors) == 1 and "run budget" in errors[0]["error"]
+    assert server.requests == 5  # the refused call never reached the server
+    full = convsim.run(cfg, run_id="b", analyze=False)  # resume without a budget: the 3 others run
+    assert len(RunStore(full).records()) == 4
+    ref = convsim.run(cfg, run_id="ref", analyze=False)
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("run_id", "elapsed_s", "llm_calls")}  # noqa: E731
+    key = lambda r: r["session_id"]  # noqa: E731
+    assert [strip(r) for r in sorted(RunStore(full).records(), key=key)] == \
+        [strip(r) for r in sorted(RunStore(ref).records(), key=key)]
+
+
+def _run_with(cfg_path, **limits):
+    from convsim.config import load_config
+    from convsim.limits import with_limits
+    return convsim.run(with_limits(load_config(cfg_path), **limits), run_id="b", analyze=False)
+
+
+def test_token_budget(tmp_path, server):
+    # the server reports 10 + 5 tokens a call: after 3 calls (45 >= 40) the next call is refused
+    cfg = config(tmp_path, server, concurrency=1, limits={"max_tokens": 40})
+    with pytest.raises(BudgetReached, match="max_tokens=40"):
+        convsim.run(cfg, run_id="t", analyze=False)
+    statuses = sorted(r["status"] for r in RunStore(tmp_path / "runs" / "t").records())
+    assert statuses == ["infra_error", "ok"] and server.requests == 3
+
+
+def test_cli_exit_code_3_and_usage_table(tmp_path, server):
+    cfg = config(tmp_path, server, concurrency=1)
+    cmd = [sys.executable, "-m", "convsim", "run", str(cfg), "--run-id", "c", "--no-analysis", "--max-calls", "4"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    assert "run budget reached" in done.stderr and "1 sessions kept" in done.stderr
+    done = subprocess.run(cmd[:-2], cwd=ROOT, capture_output=True, text=True)  # resume, no budget
+    assert done.returncode == 0, done.stderr
+    assert "model usage" in done.stdout
+    usage = json.loads((tmp_path / "runs" / "c" / "summary.json").read_text())["usage"]["default"]
+    assert usage["sessions"] == 4 and usage["calls"] == 12
+    assert usage["prompt_tokens"] == 120 and usage["completion_tokens"] == 60
+
+
+def test_usage_table_hand_computed():
+    def call(lat, pt, ct, hit=False, ok=True):
+        return {"latency_s": lat, "prompt_tokens": pt, "completion_tokens": ct, "cache_hit": hit, "ok": ok}
+    recs = [{"llm_calls": [call(1.0, 10, 2), call(3.0, 20, 4)]},
+            {"llm_calls": [call(2.0, 5, 1), call(0.001, 7, 3, hit=True), call(5.0, None, None, ok=False)]}]
+    u = usage_table(recs)
+    assert u["calls"] == 5 and u["cache_hits"] == 1 and u["failed_calls"] == 1
+    assert u["prompt_tokens"] == 42 and u["completion_tokens"] == 10
+    # served latencies sorted: 1, 2, 3, 5 -> mean 2.75, median 2.5, p95 = 3 + 0.85 * 2 = 4.7
+    assert u["latency_s_mean"] == 2.75 and u["latency_s_p50"] == 2.5 and u["latency_s_p95"] == pytest.approx(4.7)
+    assert u["tokens_per_session"] == 26.0 and u["calls_per_session"] == 2.5
+
+
+def test_worker_share_splits_every_limit():
+    share = worker_share(Limits(max_in_flight=5, rpm=90, max_calls=7, max_tokens=100), 2)
+    assert share == Limits(max_in_flight=3, rpm=45, max_calls=4, max_tokens=50)
+    assert worker_share(Limits(), 4) == Limits()
