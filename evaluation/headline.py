@@ -67,7 +67,7 @@ def _values(records: Sequence[Mapping], variant: str, metric: str) -> dict[str, 
 def headline_table(clean: Sequence[Mapping], variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
                    *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
     """``{"rows": [{metric, cells: {variant: describe}, diffs: {variant: compare row}}], "values",
-    "n_comparisons"}`` over the clean records (status ok)."""
+    "n_comparisons"}`` over the scored records (status ok or agent_failure)."""
     rows, values = [], {}
     others = [v for v in variants if v != baseline]
     for m in metrics:
