@@ -58,7 +58,7 @@ def seed_dialogues(n_sessions: int, n_turns: int) -> list[list[dict]]:
 def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str, run_dir: str | None = None) -> dict:
     from catalog.movies.concepts import ConceptExtractor
     from catalog.movies.catalog import load_movie_catalog
-    from evaluation.crs.coverage import coverage_metrics
+    from evaluation.crs.coverage import coverage_metrics, hidden_targets
     from evaluation.crs.nodes import DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, turn_evaluation
     from evaluation.crs.tas_cas_eval import _embedder, tas_cas_many, topic_extractor
 
@@ -77,7 +77,7 @@ def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str, run_dir: str |
             state["turn_details"].append(d)
             turns += 1
         dialogue_evaluation(state, settings, catalog.idf, DIALOGUE_CONTRIBUTORS)
-        coverage_metrics(transcript)
+        coverage_metrics(transcript, hidden_targets({"transcript": transcript}))  # logged in the first user turn
     grounded = time.perf_counter() - started
     tas_cas_many(dialogues, topics=topics, embedder=embedder)
     total = time.perf_counter() - started
