@@ -1,7 +1,11 @@
 """Running an experiment: plan the session attempts, execute them, land each result as it finishes.
 
-The asyncio executor bounds the sessions in flight; ``executor: process`` hands them to a process
-pool (convsim/process_executor.py). Either way one writer appends to ``results.jsonl``.
+The asyncio executor bounds the sessions in flight (pulling them from the lazy plan, on a thread
+pool sized to the concurrency); ``executor: process`` hands them to a process pool
+(convsim/process_executor.py) and ``executor: ray`` to Ray actors (convsim/ray_executor.py). Either
+way one writer in this process appends to ``results.jsonl``, the traces and ``errors.jsonl``.
+Preflight runs before anything is written; a spent run budget (convsim/limits.py) starts no new
+session and ends the run with exit 3.
 
 The unit of work is one session attempt ``(variant, session_id, trial)``. Its seed comes
 from the base seed, the session id and the trial (not the variant), so variants are paired.
@@ -10,25 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import sqlite3
-import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import yaml
-from pydantic import ValidationError
 
 from . import limits
 from .config import ExperimentConfig, apply_overrides, load_config
 from .errors import ConvsimError
-from .graphfile import load_graph_module
-from .models import parse_model_spec
 from .progress import LiveProgress
-from .seeding import session_seed
 from .store import RunStore
 from .summary import summarise_run
 from .plan import Plan, plan_run, prepare_checkpoint_db

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import textio
-from .errors import ConvsimError
 from .status import FINAL
 
 FINAL_STATUSES = frozenset(s.value for s in FINAL)

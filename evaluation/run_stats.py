@@ -14,7 +14,7 @@ from pathlib import Path
 
 from convsim import ConvsimError, load_graph_module
 from evaluation import plots, stats
-from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_judge_metric, is_paired, load_run,
+from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_judge_metric, is_paired,
                                 MetricTable, metric_table, sort_records)
 
 log = logging.getLogger(__name__)
