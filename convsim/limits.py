@@ -47,7 +47,7 @@ BUDGET_PREFIX = "run budget: "  # how a session cut by the budget shows in error
 
 
 def cut_by_budget(outcome: Any) -> bool:
-    err = getattr(outcome, "infra_error", None)
+    err = getattr(outcome, "error_entry", None)
     return bool(err) and BUDGET_PREFIX in str(err.get("error", ""))
 
 
@@ -133,10 +133,6 @@ def activate(limits: Limits | None) -> RunLimits | None:
     global _ACTIVE
     _ACTIVE = RunLimits(limits) if limits is not None and limits.any() else None
     models.call_guard = model_call if _ACTIVE is not None else None
-    return _ACTIVE
-
-
-def active() -> RunLimits | None:
     return _ACTIVE
 
 

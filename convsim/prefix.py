@@ -19,28 +19,23 @@ items have ``speaker`` and ``text`` or ``utterance``; ConvLab-3 unified MultiWOZ
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from collections.abc import Iterable, Iterator
 from typing import Any, Callable
 
+from . import textio
 from .errors import ConvsimError
 
 USER_SPEAKERS = ("user", "customer", "usr")
 
 
 def _dialogues(path: Path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
+    # through convsim.textio like every loader (UTF-8 only, bounded nesting); JSON, else JSONL
+    text = textio.read_text(path, what="prefix file")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = []
-        for i, line in enumerate(text.splitlines()):
-            if line.strip():
-                try:
-                    data.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ConvsimError(f"not JSON or JSONL: {exc.msg}", file=path, record=i) from None
+        data = textio.parse_json(text, file=path)
+    except ConvsimError:
+        data = textio.read_jsonl(path, what="prefix file")
     if isinstance(data, dict):  # one dialogue, {"dialogues": [...]}, or {id: dialogue}
         data = [data] if ("turns" in data or "transcript" in data) else (data.get("dialogues") or list(data.values()))
     if not isinstance(data, list) or not data:

@@ -84,7 +84,8 @@ def _run_in_worker(unit: Unit) -> Outcome:
     return outcome
 
 
-async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, workers: int | None) -> None:
+async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, workers: int | None,
+                           stop=lambda: False) -> None:
     """Run the units of ``todo`` in ``workers`` processes; ``land(outcome)`` as each one finishes.
 
     At most two units per worker are in flight, so the plan is never materialised.
@@ -102,7 +103,7 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
         pending: set = {loop.run_in_executor(pool, _run_in_worker, first)}
 
         def submit_next() -> bool:
-            unit = next(todo, None)
+            unit = None if stop() else next(todo, None)  # a spent budget starts no new session
             if unit is not None:
                 pending.add(loop.run_in_executor(pool, _run_in_worker, unit))
             return unit is not None

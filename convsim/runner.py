@@ -150,7 +150,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
                 elif use_processes:
                     from .process_executor import run_in_processes
                     await run_in_processes(plan, todo, lambda o: land_one(o, progress),
-                                           progress.observe, workers=cfg.workers)
+                                           progress.observe, workers=cfg.workers, stop=stopped)
                 else:
                     await _run_bounded(plan, todo, lambda o: land_one(o, progress), progress, stopped)
     finally:

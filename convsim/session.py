@@ -91,7 +91,7 @@ class _Session:
             self.observe(chunk)
 
     def outcome(self, exc: BaseException | None) -> Outcome:
-        unit, vp, cfg = self.unit, self.vp, self.plan.config
+        unit = self.unit
         if isinstance(exc, ConvsimError):
             raise exc  # bad input (a malformed catalog...) stops the run with one clear line
         if isinstance(exc, ModelUnavailable):
@@ -107,45 +107,50 @@ class _Session:
                 traceback.format_exception(type(exc), exc, exc.__traceback__, limit=6))
         if status == Status.CODE_ERROR:
             return self._failed(status, error)
-        flags = simulator_flags(self.plan.module, self.final) if status == Status.OK else []
+        flags = graph_checks(self.plan.module, "simulator_checks", self.final) if status == Status.OK else []
         if flags:
             status = Status.SIMULATOR_FAILURE
+        # a failure the graph caught and recorded in its state (it ended the dialogue gracefully):
+        # still the agent's failure, scored as such, never a silent "ok"
+        agent_flags = graph_checks(self.plan.module, "agent_checks", self.final) if status == Status.OK else []
+        if agent_flags:
+            status = Status.AGENT_FAILURE
+        return Outcome(unit.key, record=self._record(status, error, flags, agent_flags), trace=self.recorder)
+
+    def _record(self, status: Status, error: str | None, flags: list[dict], agent_flags: list[dict]) -> dict:
+        unit, cfg = self.unit, self.plan.config
         record = {**self.final, "run_id": cfg.run_id, "variant": unit.variant,
                   "session_id": unit.session_id, "trial": unit.trial, "seed": unit.seed,
-                  "status": status.value, "error": error, "simulator_flags": flags, "models": {r: s.settings for r, s in vp.models.items()},
+                  "status": status.value, "error": error, "simulator_flags": flags, "agent_flags": agent_flags,
+                  "models": {r: s.settings for r, s in self.vp.models.items()},
                   # n_sessions is the run's size (set from --sessions), not a setting of this session:
                   # left out so that a run extended from 2 to 4 sessions records what a fresh one does
-                  "params": vp.params.model_dump(mode="json", exclude={"n_sessions"}), "llm_calls": self.calls,
+                  "params": self.vp.params.model_dump(mode="json", exclude={"n_sessions"}), "llm_calls": self.calls,
                   "elapsed_s": round(time.perf_counter() - self.started, 4)}
         if unit.resume:
             record["forked_from"] = unit.resume["fork"]
-        return Outcome(unit.key, record=record, trace=self.recorder)
+        return record
 
     def _failed(self, status: Status, error: str) -> Outcome:
         """An attempt that must run again: its record (partial state kept for debugging, never
         scored: readers score ok/agent_failure only) and an errors.jsonl line."""
-        unit, cfg = self.unit, self.plan.config
-        record = {**self.final, "run_id": cfg.run_id, "variant": unit.variant, "session_id": unit.session_id,
-                  "trial": unit.trial, "seed": unit.seed, "status": status.value, "error": error,
-                  "simulator_flags": [], "models": {r: s.settings for r, s in self.vp.models.items()},
-                  "params": self.vp.params.model_dump(mode="json"), "llm_calls": self.calls,
-                  "elapsed_s": round(time.perf_counter() - self.started, 4)}
-        if unit.resume:
-            record["forked_from"] = unit.resume["fork"]
+        unit = self.unit
         entry = {"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
                  "status": status.value, "kind": "infrastructure" if status == Status.INFRA_ERROR else "code",
                  "error": error}
-        return Outcome(unit.key, record=record, error_entry=entry, trace=self.recorder)
+        return Outcome(unit.key, record=self._record(status, error, [], []), error_entry=entry, trace=self.recorder)
 
 
-def simulator_flags(module: Any, state: dict) -> list[dict]:
-    """The graph's simulator checks over a finished session's state (``[]`` when it declares none).
+def graph_checks(module: Any, hook: str, state: dict) -> list[dict]:
+    """The flags a graph's ``hook`` finds in a finished session's state (``[]`` when it has none).
 
-    A graph file may define ``simulator_checks(state) -> list[dict]``: each flag is
-    ``{"check": name, "detail": text}`` and marks the session ``simulator_failure`` (the simulated
-    user broke persona, ended early, leaked its goal...), which keeps it out of agent scores.
+    A graph file may define ``simulator_checks(state)`` (flags mark the session
+    ``simulator_failure``: the simulated user broke persona, ended early, leaked its goal...,
+    which keeps it out of agent scores) and ``agent_checks(state)`` (flags mark it
+    ``agent_failure``: an agent failure the graph caught and recorded in its state). Each flag is
+    ``{"check": name, "detail": text}``.
     """
-    checks = getattr(module, "simulator_checks", None)
+    checks = getattr(module, hook, None)
     if not callable(checks):
         return []
     return [dict(f) for f in (checks(state) or [])]

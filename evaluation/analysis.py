@@ -16,5 +16,6 @@ __all__ = ["analyze_run", "make_figures", "run_statistics"]
 
 def analyze_run(run_dir: str | Path) -> None:
     """Post-run hook: write stats.json, figures/ and report.html into the run directory."""
-    write_statistics(load_run(run_dir))
-    build_report(run_dir)
+    run = load_run(run_dir)
+    write_statistics(run)
+    build_report(run_dir, run=run)  # the records already loaded; stats.json read back as written

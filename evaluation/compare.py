@@ -20,9 +20,9 @@ from scipy import stats as sps
 from convsim import ConvsimError
 from convsim.aggregate import bootstrap_means
 from evaluation import stats
-from evaluation.records import MetricTable, load_run, metric_table
+from evaluation.records import JUDGE_FLAGS, MetricTable, load_run, metric_table
 
-NOT_COMPARED = ("judge_failed", "judge_heuristic")
+NOT_COMPARED = JUDGE_FLAGS  # bookkeeping counters: summarised, not tested (as in stats.json)
 
 
 def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object]]:

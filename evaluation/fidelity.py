@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from convsim.summary import SCORED_STATUSES
 from evaluation.records import flat_numeric
 
 STATUSES = ("ok", "agent_failure", "simulator_failure")
@@ -79,7 +80,7 @@ def variance_decomposition(records: Sequence[Mapping], metrics: Sequence[str]) -
     rows = []
     by_variant: dict[str, dict[str, dict[str, list[float]]]] = {}
     for r in records:
-        if r.get("status", "ok") != "ok":
+        if r.get("status", "ok") not in SCORED_STATUSES:
             continue
         dm = flat_numeric(r.get("dialogue_metrics"))
         for m in metrics:

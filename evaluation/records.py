@@ -16,14 +16,13 @@ import numpy as np
 
 from convsim import ConvsimError, flatten_metrics
 from convsim.aggregate import record_sort_key
+from convsim.summary import SCORED_STATUSES
 from convsim.textio import load_json, load_yaml, read_jsonl
 
 JUDGE_PREFIX = "judge_"
 # bookkeeping that shares the judge_ prefix but is not a judge score (never correlated or tested)
 JUDGE_FLAGS = ("judge_failed", "judge_heuristic", "judge_failures", "judge_calls", "judge_failure_rate")
 
-
-SCORED_STATUSES = frozenset({"ok", "agent_failure"})
 
 # the engine's flattening, so the report sees exactly the metrics of metrics.csv
 flat_numeric = flatten_metrics
@@ -125,17 +124,6 @@ def pair_key(record: Mapping) -> str:
     return f"{record.get('session_id')}#{record.get('trial', 0)}"
 
 
-def metric_by_variant(records: Sequence[Mapping], metric: str) -> dict[str, dict[str, float]]:
-    """``{variant: {pair_key: value}}`` for one metric, sessions without a value left out."""
-    out: dict[str, dict[str, float]] = {}
-    for r in records:
-        value = flat_numeric(r.get("dialogue_metrics")).get(metric)
-        bucket = out.setdefault(str(r.get("variant", "default")), {})
-        if value is not None:
-            bucket[pair_key(r)] = value
-    return out
-
-
 @dataclass
 class MetricTable:
     """Every record's numeric dialogue metrics, flattened once: a column (float array, NaN where a
@@ -151,7 +139,7 @@ class MetricTable:
         return list(self.columns)
 
     def by_variant(self, metric: str) -> dict[str, dict[str, float]]:
-        """``{variant: {pair_key: value}}`` like :func:`metric_by_variant`."""
+        """``{variant: {pair_key: value}}`` (pair keys: :func:`pair_key`)."""
         out: dict[str, dict[str, float]] = {}
         col = self.columns.get(metric)
         for i, (v, k) in enumerate(zip(self.variants, self.keys)):

@@ -21,6 +21,7 @@ import jinja2
 import yaml
 
 from convsim import read_jsonl
+from convsim.textio import load_json
 from evaluation import fidelity, plots
 from evaluation.headline import choose_baseline, group_warnings, headline_metrics, headline_table, sig3
 from evaluation.records import RunData, flat_numeric, load_run, metric_names
@@ -103,12 +104,13 @@ def _headline_figures(headline: Mapping, out_dir: Path) -> list[dict]:
     return _figures(out_dir.parent, stems)
 
 
-def build_report(run_dir: str | Path) -> Path:
-    """(Re)build ``report.html`` from the run's files; computes stats.json first if it is missing."""
-    run = load_run(run_dir)
+def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
+    """(Re)build ``report.html`` from the run's files; computes stats.json first if it is missing.
+    ``run``: the run as the caller already loaded it (its records are not read again)."""
+    run = run if run is not None else load_run(run_dir)
     stats_path = run.run_dir / "stats.json"
     if stats_path.exists():
-        statistics = json.loads(stats_path.read_text(encoding="utf-8"))
+        statistics = load_json(stats_path, what="stats.json")
     else:
         statistics = write_statistics(run)
     clean = run.ok_records

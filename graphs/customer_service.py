@@ -407,6 +407,13 @@ def sessions(params: Params, ctx: Context):
         yield {**base, "session_id": sid, "replay": None, "goal": goal, "user_state": new_user_state(goal)}
 
 
+def agent_checks(state: State) -> list[dict]:
+    """An agent node that raised ends the dialogue gracefully (termination ``agent_error``, the
+    error in ``errors``) so its metrics are still computed; the session is an agent failure."""
+    return [{"check": "agent_error", "detail": f"{e['node']}: {e['error']}"[:300]}
+            for e in state.get("errors") or [] if e.get("node") != "user"]
+
+
 def simulator_checks(state: State) -> list[dict]:
     """Flags of a simulated (or replayed) customer that failed as a simulator: the evaluator's
     checks (evaluation/service/sim_checks.py: replay ran out, spoke as the agent, leaked its goal,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.crs.references import echo_reply
+from convsim.summary import SCORED_STATUSES
 from evaluation.crs.health import health_metrics, pooled_health
 from evaluation.crs.tas import (
     concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
@@ -193,7 +194,7 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
     """Figures that are not means of dialogue metrics: recovery pooled over all shifts of all
     sessions (not a mean of per-session rates, which would weight sessions with few shifts
     up), total off-catalog titles, and counts of LLM failures."""
-    ok = [r for r in records if r.get("status", "ok") == "ok"]
+    ok = [r for r in records if r.get("status", "ok") in SCORED_STATUSES]
     shifts = [s for r in ok for s in (r.get("dialogue_details") or {}).get("recovery", {})
               .get("shifts", [])]
     delays = [s["delay"] for s in shifts if s["recovered"]]
@@ -221,5 +222,6 @@ def gameable_note(dm: list[dict]) -> dict:
     note = (f"grounded TAS rewards restating the user's concepts: a reply that only restates them "
             f"and names no film scores {ceiling:.2f} on these user turns (this system: "
             f"{'n/a' if tas is None else f'{tas:.2f}'}, echo turns {0 if echo is None else echo:.0%}); "
-            "read TAS beside echo_turn_share, recall_at_k and the echo/oracle references")
+            "read TAS beside echo_turn_share, recall_at_k and the echo/oracle references; recovery_rate "
+            "(rule cc: CC >= tau) is reached by restating too, so a system that names films scores ~0 on it")
     return {"tas_echo_ceiling": ceiling, "echo_turn_share": echo, "tas_gameable_note": note}

@@ -23,6 +23,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from convsim.summary import SCORED_STATUSES
+
 ORDERED_METRICS = ("recall_at_10", "pc_final", "tas_grounded", "echo_turn_share",
                    "judge_heuristic_personalization")
 
@@ -33,10 +35,10 @@ def agent_of(record: Mapping) -> str:
 
 def agent_means(records: Sequence[Mapping], metrics: Sequence[str] = ORDERED_METRICS
                 ) -> dict[str, dict[str, float | None]]:
-    """``{agent: {metric: mean over ok sessions}}`` (None when no session has the metric)."""
+    """``{agent: {metric: mean over scored sessions}}`` (None when no session has the metric)."""
     values: dict[str, dict[str, list[float]]] = {}
     for r in records:
-        if r.get("status", "ok") != "ok":
+        if r.get("status", "ok") not in SCORED_STATUSES:
             continue
         dm = r.get("dialogue_metrics") or {}
         row = values.setdefault(agent_of(r), {m: [] for m in metrics})

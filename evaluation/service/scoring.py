@@ -63,7 +63,7 @@ def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion
                    extra: dict) -> dict:
     out = {name: m.mean_or_none(t.get(name) for t in turns) for name in TURN_MEANS
            if any(name in t for t in turns)}
-    out["system_correctness"] = out.pop("system_correct")
+    out["system_correctness"] = out.pop("system_correct", None)  # None: no turn was scored (e.g. the first one failed)
     mentions = sum(t.get("db_mentions", 0) for t in turns)
     out["db_grounding"] = (sum(t.get("db_grounded_mentions", 0) for t in turns) / mentions
                            if mentions else None)

@@ -23,11 +23,15 @@ def simulator_checks(state: dict) -> list[dict]:
       "Your booking is confirmed", a "System:" label) — an LLM user that swapped roles;
     * ``goal_leak``: a user utterance that shows its goal as JSON or names goal fields;
     * ``early_goodbye``: the user says goodbye on a turn whose own act is not a goodbye;
+    * ``user_error``: the user node raised (the session ended ``user_error``);
     * ``goal_unstated``: the user ended the dialogue (``user_stop``) before stating a constraint
       of every domain of its goal.
     """
     flags: list[dict] = []
     mode, termination = state.get("mode"), state.get("termination")
+    for err in state.get("errors") or []:
+        if err.get("node") == "user":  # the simulator raised (an LLM user's unusable answer...)
+            flags.append({"check": "user_error", "detail": str(err.get("error"))[:300]})
     if mode == "replay":
         recorded = len((state.get("replay") or {}).get("turns", []))
         played = len(state.get("turn_metrics", []))
