@@ -186,3 +186,7 @@ class RunStore:
     def append_error(self, record: dict) -> None:
         with open(self.dir / "errors.jsonl", "a", encoding="utf-8") as fh:
             fh.write(dumps(record) + "\n")
+
+    def repair(self) -> None:
+        """Drop a last line cut short by a crash (readers that index the file call this first)."""
+        self._repair_tail()

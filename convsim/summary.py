@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .aggregate import bootstrap_ci, record_sort_key
+from .aggregate import bootstrap_ci
+from .recordset import RecordSet, statuses_of
 from .status import SCORED, Status
 from .store import RunStore
 from .usage import usage_by_variant
@@ -42,16 +43,21 @@ def flatten_metrics(d: Mapping | None, prefix: str = "") -> dict[str, float | No
     return out
 
 
-def variant_summary(records: list[dict], *, seed: int = 0) -> dict[str, dict]:
+def metric_columns(records: Iterable[Mapping]) -> dict[str, list[float | None]]:
+    """Every numeric dialogue metric of ``records`` as a column (one entry per record that has the
+    metric; names in first-seen order), flattened one record at a time: only the columns are held,
+    never the records."""
+    columns: dict[str, list[float | None]] = {}
+    for r in records:
+        for name, value in flatten_metrics(r.get("dialogue_metrics") or {}).items():
+            columns.setdefault(name, []).append(value)
+    return columns
+
+
+def variant_summary(records: Iterable[Mapping], *, seed: int = 0) -> dict[str, dict]:
     """Mean, n and bootstrap 95% CI of every numeric dialogue metric over scored sessions."""
-    ok = [r for r in records if r.get("status", "ok") in SCORED_STATUSES]
-    flat = [flatten_metrics(r.get("dialogue_metrics") or {}) for r in ok]
-    names: list[str] = []
-    for f in flat:
-        for k in f:
-            if k not in names:
-                names.append(k)
-    return {name: bootstrap_ci([f.get(name) for f in flat], seed=seed) for name in names}
+    scored = (r for r in records if r.get("status", "ok") in SCORED_STATUSES)
+    return {name: bootstrap_ci(values, seed=seed) for name, values in metric_columns(scored).items()}
 
 
 def _scalar_items(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -64,20 +70,21 @@ def _scalar_items(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def status_counts(records: list[dict]) -> dict[str, int]:
+def status_counts(records: Sequence[Mapping]) -> dict[str, int]:
     """Sessions per status (every status listed, zeros included), plus ``errors`` and ``sessions``."""
     counts = {s.value: 0 for s in Status}
-    for r in records:
-        status = r.get("status", "ok")
+    statuses = statuses_of(records)
+    for status in statuses:
         counts[status] = counts.get(status, 0) + 1
     counts["errors"] = sum(counts[s] for s in ERROR_STATUSES)
-    counts["sessions"] = len(records)
+    counts["sessions"] = len(statuses)
     return counts
 
 
-def first_error(records: list[dict]) -> dict | None:
+def first_error(records: Sequence[Mapping]) -> dict | None:
     """The first infra/code error of the run (variant, session, status, the error's first line)."""
-    for r in records:
+    errors = records.where(statuses=ERROR_STATUSES) if isinstance(records, RecordSet) else records
+    for r in errors:
         if r.get("status") in ERROR_STATUSES:
             lines = str(r.get("error") or "").strip().splitlines()
             return {"variant": r.get("variant"), "session_id": r.get("session_id"), "trial": r.get("trial", 0),
@@ -85,34 +92,37 @@ def first_error(records: list[dict]) -> dict | None:
     return None
 
 
-def _in_run_order(run_dir: Path, by_variant: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """Variants in config order, sessions by key: the summary must not depend on which session
-    finished first (executors land them in completion order)."""
+def _config_order(run_dir: Path, found: Sequence[str]) -> list[str]:
+    """Variants in config order, then any other found in the records (their sorted order): the summary
+    must not depend on which session finished first (executors land them in completion order)."""
     import yaml
     cfg_path = Path(run_dir) / "config.yaml"
     declared = []
     if cfg_path.exists():
         declared = [v.get("name") for v in (yaml.safe_load(cfg_path.read_text()) or {}).get("variants") or []]
     order = {name: i for i, name in enumerate(declared)}
-    names = sorted(by_variant, key=lambda n: (order.get(n, len(order)), list(by_variant).index(n)))
-    return {n: sorted(by_variant[n], key=record_sort_key) for n in names}
+    return sorted(found, key=lambda n: (order.get(n, len(order)), list(found).index(n)))
 
 
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None) -> dict:
-    """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary."""
+    """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary.
+
+    The records are read through a :class:`~convsim.recordset.RecordSet` (an index, not the records),
+    once per figure family, so memory stays flat in the number of sessions. ``module.dataset_metrics``
+    gets each variant's scored records as a RecordSet: a sequence to iterate (as often as it needs),
+    index and measure, not a list."""
     store = RunStore(run_dir)
-    records = sorted(store.records(), key=record_sort_key)  # the file's order is the executor's, not ours
-    by_variant: dict[str, list[dict]] = {}
-    for r in records:
-        by_variant.setdefault(r["variant"], []).append(r)
-    by_variant = _in_run_order(run_dir, by_variant)
+    store.repair()
+    records = RecordSet.scan(store.results_path) if store.results_path.exists() else RecordSet(
+        store.results_path, [])
     summary: dict[str, Any] = {"variants": {}, "status_counts": status_counts(records),
                                "first_error": first_error(records), "warnings": list(warnings or [])}
     rows = []
+    by_variant = {v: records.where(variant=v) for v in _config_order(run_dir, records.variants)}
     for variant, recs in by_variant.items():
-        scored = [r for r in recs if r.get("status", "ok") in SCORED_STATUSES]
+        scored = recs.where(statuses=SCORED_STATUSES)
         counts = status_counts(recs)
-        metrics = variant_summary(recs, seed=seed)
+        metrics = variant_summary(scored, seed=seed)
         dataset = module.dataset_metrics(scored) if scored else {}
         summary["variants"][variant] = {"n": counts["ok"], "errors": counts["errors"],
                                         "status_counts": counts, "metrics": metrics, "dataset": dataset}

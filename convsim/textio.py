@@ -10,8 +10,9 @@ these functions, so a malformed input always ends as one :class:`~convsim.errors
   syntax errors name line and column; a too-deep document names where it got too deep (the parser
   never recurses without bound: its own recursion error is caught and located too).
 * ``load_yaml(path, max_depth=...)``: the same for YAML (safe loader; recursive aliases refused).
-* ``read_jsonl(path)`` / ``iter_jsonl(path)``: one JSON object per line, streamed line by line (a
-  50 MB line costs about its own size, not the file's); errors name the line.
+* ``read_jsonl(path)`` / ``iter_jsonl(path)`` / ``iter_jsonl_at(path)``: one JSON object per line,
+  streamed line by line (a 50 MB line costs about its own size, not the file's); errors name the
+  line. ``iter_jsonl_at`` also gives each line's byte offset (convsim.recordset reads lines back).
 """
 from __future__ import annotations
 
@@ -152,6 +153,13 @@ def iter_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: st
                numbered: bool = False) -> Iterator:
     """The JSON objects of a JSONL file, one per non-empty line, read one line at a time
     (``(line number, object)`` pairs when ``numbered``)."""
+    for offset, lineno, obj in iter_jsonl_at(path, max_depth=max_depth, what=what):
+        yield (lineno, obj) if numbered else obj
+
+
+def iter_jsonl_at(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file") -> Iterator:
+    """``(byte offset, line number, object)`` for every non-empty line of a JSONL file (checked as
+    :func:`iter_jsonl` checks it): the offset lets a reader come back to one line later."""
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -159,7 +167,9 @@ def iter_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: st
     except OSError as exc:
         raise ConvsimError(f"cannot read {what}: {exc.strerror or exc}", file=path) from None
     with fh:
+        offset = 0
         for lineno, raw in enumerate(fh, 1):
+            start, offset = offset, offset + len(raw)
             record = f"line {lineno}"
             if lineno == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]
@@ -172,7 +182,7 @@ def iter_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: st
             if not isinstance(obj, dict):
                 raise ConvsimError(f"line is a JSON {_JSON_TYPE.get(type(obj), 'value')}, expected an object",
                                    file=path, record=record)
-            yield (lineno, obj) if numbered else obj
+            yield start, lineno, obj
 
 
 def read_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file") -> list[dict]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from .config import apply_overrides, load_config
 from .errors import ConvsimError
-from .store import RunStore, read_jsonl
+from .store import RunStore, iter_jsonl, read_jsonl
 from .tracing import cut_trace, read_trace
 
 COMPARISON = "fork_comparison.json"
@@ -56,7 +56,7 @@ def locate_trace(run_dir: Path, session_id: str, *, variant: str | None = None, 
 
 
 def _find_record(run_dir: Path, variant: str, session_id: str, trial: int) -> dict:
-    for rec in read_jsonl(Path(run_dir) / "results.jsonl"):
+    for rec in iter_jsonl(Path(run_dir) / "results.jsonl"):
         if (rec.get("variant"), str(rec.get("session_id")), int(rec.get("trial", 0))) == \
                 (variant, session_id, trial):
             return rec
@@ -138,7 +138,7 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
     asyncio.run(execute(plan, show_progress=show_progress))
     errors = plan.run_dir / "errors.jsonl"
     if not (plan.run_dir / "results.jsonl").exists() or (errors.exists() and not any(
-            str(r.get("session_id")) == session_id for r in read_jsonl(plan.run_dir / "results.jsonl"))):
+            str(r.get("session_id")) == session_id for r in iter_jsonl(plan.run_dir / "results.jsonl"))):
         last = read_jsonl(errors)[-1] if errors.exists() else {}
         raise ConvsimError(f"the forked session did not finish: {last.get('error', 'unknown error')}",
                            file=errors, record=session_id)

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from convsim.summary import SCORED_STATUSES
-from evaluation.records import flat_numeric
+from convsim.recordset import RecordSet
+from evaluation.records import MetricTable, metric_table, scored
 
 STATUSES = ("ok", "agent_failure", "simulator_failure")
 ERROR_STATUSES = ("infra_error", "code_error")
@@ -24,9 +24,10 @@ def status_counts(records: Sequence[Mapping], variants: Sequence[str], infra_err
     """Per variant: ok, agent_failure, simulator_failure and errors (code errors kept in the results
     plus infrastructure errors of ``errors.jsonl``, which never reach the results)."""
     out = {v: {**{s: 0 for s in STATUSES}, "errors": 0} for v in variants}
-    for r in records:
-        row = out.setdefault(str(r.get("variant")), {**{s: 0 for s in STATUSES}, "errors": 0})
-        status = r.get("status", "ok")
+    pairs = zip((k[0] for k in records.keys), records.statuses) if isinstance(records, RecordSet) else \
+        ((str(r.get("variant")), r.get("status", "ok")) for r in records)
+    for variant, status in pairs:
+        row = out.setdefault(variant, {**{s: 0 for s in STATUSES}, "errors": 0})
         row[status if status in STATUSES else "errors"] += 1
     for e in infra_errors:
         out.setdefault(str(e.get("variant")), {**{s: 0 for s in STATUSES}, "errors": 0})["errors"] += 1
@@ -37,6 +38,8 @@ def simulator_flags(records: Sequence[Mapping]) -> dict[str, dict]:
     """Per check name: how many sessions it flagged per variant and the first one as an example.
     A simulator that raised (no check flag) is counted under ``raised``."""
     out: dict[str, dict] = {}
+    if isinstance(records, RecordSet):
+        records = records.where(statuses={"simulator_failure"})
     for r in records:
         if r.get("status") != "simulator_failure":
             continue
@@ -74,19 +77,20 @@ def random_effects_shares(groups: Sequence[Sequence[float]]) -> dict | None:
             "sessions": k, "trials": int(total)}
 
 
-def variance_decomposition(records: Sequence[Mapping], metrics: Sequence[str]) -> list[dict]:
+def variance_decomposition(records: Sequence[Mapping] | MetricTable, metrics: Sequence[str]) -> list[dict]:
     """Per metric and variant, the share of variance from re-simulating the same user (clean
-    sessions only); rows only where the run has repeated trials."""
+    sessions only: a MetricTable is taken to hold the scored records); rows only where the run has
+    repeated trials."""
+    table = records if isinstance(records, MetricTable) else metric_table(scored(records))
     rows = []
     by_variant: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for r in records:
-        if r.get("status", "ok") not in SCORED_STATUSES:
+    for m in metrics:
+        col = table.columns.get(m)
+        if col is None:
             continue
-        dm = flat_numeric(r.get("dialogue_metrics"))
-        for m in metrics:
-            if dm.get(m) is not None:
-                by_variant.setdefault(str(r.get("variant")), {}).setdefault(m, {}) \
-                    .setdefault(str(r.get("session_id")), []).append(dm[m])
+        for value, variant, session in zip(col, table.variants, table.sessions):
+            if not np.isnan(value):
+                by_variant.setdefault(variant, {}).setdefault(m, {}).setdefault(session, []).append(float(value))
     for v, per_metric in by_variant.items():
         for m in metrics:
             res = random_effects_shares(list(per_metric.get(m, {}).values()))

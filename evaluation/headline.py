@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluation import stats
 from evaluation.compare import compare_metric
-from evaluation.records import JUDGE_FLAGS, flat_numeric, metric_names, pair_key
+from evaluation.records import JUDGE_FLAGS, MetricTable, metric_names, metric_table
 
 FALLBACK_HEADLINES = 8
 
@@ -39,7 +39,7 @@ def sig3(x) -> str:
     return f"{rounded:.2e}"
 
 
-def headline_metrics(declared: Sequence[str], records: Sequence[Mapping]) -> list[str]:
+def headline_metrics(declared: Sequence[str], records: Sequence[Mapping] | MetricTable) -> list[str]:
     present = [m for m in metric_names(records) if m not in JUDGE_FLAGS]
     chosen = [m for m in declared if m in present]
     return chosen or present[:FALLBACK_HEADLINES]
@@ -54,24 +54,24 @@ def choose_baseline(configured: str | None, variants: Sequence[str]) -> tuple[st
     return configured or variants[0], None
 
 
-def _values(records: Sequence[Mapping], variant: str, metric: str) -> dict[str, tuple[float, object]]:
-    out = {}
-    for r in records:
-        if str(r.get("variant")) == variant:
-            v = flat_numeric(r.get("dialogue_metrics")).get(metric)
-            if v is not None:
-                out[pair_key(r)] = (v, r.get("seed"))
-    return out
+def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object]]:
+    """``{pair key: (value, seed)}`` of one variant's sessions that have the metric."""
+    col = table.columns.get(metric)
+    if col is None:
+        return {}
+    return {k: (float(col[i]), table.seeds[i]) for i, (v, k) in enumerate(zip(table.variants, table.keys))
+            if v == variant and not math.isnan(col[i])}
 
 
-def headline_table(clean: Sequence[Mapping], variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
+def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
                    *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
     """``{"rows": [{metric, cells: {variant: describe}, diffs: {variant: compare row}}], "values",
     "n_comparisons"}`` over the scored records (status ok or agent_failure)."""
+    table = clean if isinstance(clean, MetricTable) else metric_table(clean)
     rows, values = [], {}
     others = [v for v in variants if v != baseline]
     for m in metrics:
-        per_variant = {v: _values(clean, v, m) for v in variants}
+        per_variant = {v: _values(table, v, m) for v in variants}
         values[m] = {v: [x for x, _ in vals.values()] for v, vals in per_variant.items()}
         cells = {v: stats.describe(values[m][v], seed=seed) for v in variants}
         diffs = {v: compare_metric(per_variant[baseline], per_variant[v], alpha=alpha) for v in others} \

@@ -16,7 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from evaluation.records import flat_numeric  # noqa: E402
+from convsim.recordset import RecordSet  # noqa: E402
+from evaluation.records import MetricTable, metric_table  # noqa: E402
 
 
 def _save(fig, out_dir: Path, stem: str, **margins) -> str:
@@ -75,11 +76,12 @@ def judge_radar(means: Mapping[str, Mapping[str, float]], out_dir: Path, *, lo: 
     return [_save(fig, out_dir, "radar_judge")]
 
 
-def correlation_heatmap(records: Sequence[Mapping], metrics: Sequence[str], out_dir: Path) -> list[str]:
+def correlation_heatmap(records: Sequence[Mapping] | MetricTable, metrics: Sequence[str], out_dir: Path) -> list[str]:
     """Spearman correlations between metrics, pooled over all sessions (pairwise complete)."""
     import pandas as pd
-    rows = [flat_numeric(r.get("dialogue_metrics")) for r in records]
-    df = pd.DataFrame(rows, columns=list(metrics)).astype(float)
+    table = records if isinstance(records, MetricTable) else metric_table(records)
+    df = pd.DataFrame({m: table.columns.get(m, np.full(len(table.keys), np.nan)) for m in metrics},
+                      columns=list(metrics)).astype(float)
     df = df.loc[:, df.nunique(dropna=True) > 1]
     if df.shape[1] < 2:
         return []
@@ -111,21 +113,23 @@ def distributions(values: Mapping[str, Mapping[str, Sequence[float]]], out_dir: 
     return [_save(fig, out_dir, "distributions")]
 
 
-def scatter_against(records: Sequence[Mapping], x_metrics: Sequence[str], y_metrics: Sequence[str],
+def scatter_against(records: Sequence[Mapping] | MetricTable, x_metrics: Sequence[str], y_metrics: Sequence[str],
                     out_dir: Path, *, stem: str = "tas_vs_judge") -> list[str]:
     """Scatter of each x metric (e.g. tas_*) against each y metric (judge_*), colour = variant."""
     if not x_metrics or not y_metrics:
         return []
-    variants = sorted({str(r.get("variant")) for r in records})
+    table = records if isinstance(records, MetricTable) else metric_table(records)
+    variants = sorted(set(table.variants))
     colours = dict(zip(variants, plt.cm.tab10.colors * 3))
     fig, axes = plt.subplots(len(x_metrics), len(y_metrics), squeeze=False,
                              figsize=(3 * len(y_metrics), 2.6 * len(x_metrics)))
-    flat = [(str(r.get("variant")), flat_numeric(r.get("dialogue_metrics"))) for r in records]
     for i, xm in enumerate(x_metrics):
         for j, ym in enumerate(y_metrics):
             ax = axes[i][j]
             for v in variants:
-                pts = [(d[xm], d[ym]) for vv, d in flat if vv == v and d.get(xm) is not None and d.get(ym) is not None]
+                xs, ys = (table.values(xm, v) if xm in table.columns else []), \
+                    (table.values(ym, v) if ym in table.columns else [])
+                pts = [(x, y) for x, y in zip(xs, ys) if x is not None and y is not None]
                 if pts:
                     ax.scatter(*zip(*pts), s=10, alpha=0.6, color=colours[v], label=v)
             ax.set_xlabel(xm, fontsize=7)
@@ -149,9 +153,12 @@ def shift_turns(transcript: Sequence[Mapping]) -> list[int]:
 def tas_timelines(records: Sequence[Mapping], out_dir: Path, *, max_sessions: int = 6, prefix: str = "tas") -> list[str]:
     """Per session: every turn metric whose name starts with ``prefix`` against the turn, one line per
     variant, with the simulator's true shifts as dashed vertical lines."""
+    first = sorted({str(r.get("session_id")) for r in records})[:max_sessions] if not isinstance(records, RecordSet) \
+        else sorted({k[1] for k in records.keys})[:max_sessions]
     by_session: dict[str, list[Mapping]] = {}
-    for r in records:
-        by_session.setdefault(str(r.get("session_id")), []).append(r)
+    for r in records:  # only the sessions drawn are kept (the records may be 10,000s, read from disk)
+        if str(r.get("session_id")) in first:
+            by_session.setdefault(str(r.get("session_id")), []).append(r)
     stems = []
     for sid in sorted(by_session)[:max_sessions]:
         fig, ax = plt.subplots(figsize=(7, 2.8))

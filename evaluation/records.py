@@ -8,6 +8,9 @@ ones named ``judge_<criterion>`` (agents/judge.py), minus the bookkeeping flags.
 from __future__ import annotations
 
 import csv
+import math
+import sys
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +19,9 @@ import numpy as np
 
 from convsim import ConvsimError, flatten_metrics
 from convsim.aggregate import record_sort_key
+from convsim.recordset import RecordSet
 from convsim.summary import SCORED_STATUSES
-from convsim.textio import load_json, load_yaml, read_jsonl
+from convsim.textio import load_json, load_yaml
 
 JUDGE_PREFIX = "judge_"
 # bookkeeping that shares the judge_ prefix but is not a judge score (never correlated or tested)
@@ -28,29 +32,57 @@ JUDGE_FLAGS = ("judge_failed", "judge_heuristic", "judge_failures", "judge_calls
 flat_numeric = flatten_metrics
 
 
-def sort_records(records: Sequence[Mapping]) -> list:
-    return sorted(records, key=record_sort_key)
+def sort_records(records: Sequence[Mapping]) -> Sequence[Mapping]:
+    """Records in (variant, session id, trial) order; a RecordSet is in that order already."""
+    return records if isinstance(records, RecordSet) else sorted(records, key=record_sort_key)
+
+
+def scored(records: Sequence[Mapping]) -> Sequence[Mapping]:
+    """The records agent scores are computed over: ``ok`` and ``agent_failure`` (scored as the
+    metric defines); simulator failures and errors are counted elsewhere, never scored."""
+    if isinstance(records, RecordSet):
+        return records.where(statuses=SCORED_STATUSES)
+    return [r for r in records if r.get("status", "ok") in SCORED_STATUSES]
+
+
+def slim_records(records: Sequence[Mapping]) -> list[dict]:
+    """Each record's identity, status and numeric dialogue metrics only (a few KB where the record
+    may hold 50 KB of transcript): for figures that pass over the metrics many times."""
+    return [{"variant": r.get("variant"), "session_id": r.get("session_id"), "trial": r.get("trial", 0),
+             "seed": r.get("seed"), "status": r.get("status", "ok"),
+             "dialogue_metrics": {k: v for k, v in (r.get("dialogue_metrics") or {}).items()
+                                  if v is None or isinstance(v, (int, float))}} for r in records]
 
 
 @dataclass
 class RunData:
+    """A loaded run. ``records`` is a :class:`~convsim.recordset.RecordSet` when read from disk
+    (an index; each pass reads the file again), or any sequence of dicts built in memory."""
     run_dir: Path
     config: dict = field(default_factory=dict)
-    records: list[dict] = field(default_factory=list)
+    records: Sequence[dict] = field(default_factory=list)
     summary: dict | None = None
     metrics_rows: list[dict] = field(default_factory=list)
+    _table: "MetricTable | None" = field(default=None, repr=False)
 
     @property
-    def ok_records(self) -> list[dict]:
-        """The records agent scores are computed over: ``ok`` and ``agent_failure`` (scored as the
-        metric defines); simulator failures and errors are counted elsewhere, never scored."""
-        return [r for r in self.records if r.get("status", "ok") in SCORED_STATUSES]
+    def ok_records(self) -> Sequence[dict]:
+        """The scored records (:func:`scored`)."""
+        return scored(self.records)
+
+    @property
+    def table(self) -> "MetricTable":
+        """The :class:`MetricTable` of the scored records, built once (one pass over the file)."""
+        if self._table is None:
+            self._table = metric_table(self.ok_records)
+        return self._table
 
     @property
     def variants(self) -> list[str]:
         """The run's variants in the config's order (its first is the default baseline), then any
         other variant found in the records, by name; never the order sessions happened to finish in."""
-        found = {r.get("variant") for r in self.records}
+        found = set(self.records.variants) if isinstance(self.records, RecordSet) else \
+            {r.get("variant") for r in self.records}
         configured = [v.get("name") for v in (self.config or {}).get("variants") or [] if isinstance(v, dict)]
         ordered = [v for v in configured if v in found]
         return ordered + sorted((v for v in found if v not in ordered), key=str)
@@ -78,18 +110,17 @@ def check_record(rec: Mapping, *, file: object, record: object = None) -> None:
 def load_run(run_dir: str | Path) -> RunData:
     """config.yaml, results.jsonl, summary.json and metrics.csv of a run (the last two optional).
 
-    Records are sorted by (variant, session id, trial); every file goes through convsim.textio
-    (UTF-8, bounded nesting, one-line errors naming the file)."""
+    Records are indexed, not held (a :class:`~convsim.recordset.RecordSet`, one per session, sorted
+    by (variant, session id, trial)); every file goes through convsim.textio (UTF-8, bounded
+    nesting, one-line errors naming the file)."""
     run_dir = Path(run_dir)
     results = run_dir / "results.jsonl"
     if not results.exists():
         raise ConvsimError("not a run directory: results.jsonl is missing", file=str(run_dir))
-    records = read_jsonl(results)
+    records = RecordSet.scan(results, check=check_record)
     if not records:
         raise ConvsimError("results.jsonl holds no records", file=results)
-    for i, r in enumerate(records, 1):
-        check_record(r, file=results, record=f"line {i}")
-    data = RunData(run_dir=run_dir, records=sort_records(records))
+    data = RunData(run_dir=run_dir, records=records)
     cfg = run_dir / "config.yaml"
     if cfg.exists():
         data.config = load_yaml(cfg) or {}
@@ -110,9 +141,11 @@ def load_run(run_dir: str | Path) -> RunData:
     return data
 
 
-def metric_names(records: Sequence[Mapping]) -> list[str]:
+def metric_names(records: Sequence[Mapping] | "MetricTable") -> list[str]:
     """Numeric dialogue metrics that have at least one value, in first-seen order."""
-    return metric_names_of([flat_numeric(r.get("dialogue_metrics")) for r in records])
+    if isinstance(records, MetricTable):
+        return records.names
+    return metric_names_of(flat_numeric(r.get("dialogue_metrics")) for r in records)
 
 
 def is_judge_metric(name: str) -> bool:
@@ -127,12 +160,15 @@ def pair_key(record: Mapping) -> str:
 @dataclass
 class MetricTable:
     """Every record's numeric dialogue metrics, flattened once: a column (float array, NaN where a
-    session has no value) per metric, beside each record's variant, pair key and seed. Building it
-    costs one flatten per record, where asking the records metric by metric cost one per metric."""
+    session has no value) per metric, beside each record's variant, pair key, session id and seed.
+    Building it costs one flatten per record (and one pass over a RecordSet), where asking the
+    records metric by metric cost one per metric; it holds a few numbers per session, never the
+    records."""
     variants: list[str]
     keys: list[str]
     seeds: list
     columns: dict[str, np.ndarray]
+    sessions: list[str] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -156,14 +192,36 @@ class MetricTable:
 
 
 def metric_table(records: Sequence[Mapping]) -> MetricTable:
-    """The :class:`MetricTable` of ``records`` (metrics in first-seen order, those with a value only)."""
-    flats = [flat_numeric(r.get("dialogue_metrics")) for r in records]
-    columns: dict[str, np.ndarray] = {}
-    for name in metric_names_of(flats):
-        columns[name] = np.array([np.nan if f.get(name) is None else f[name] for f in flats], dtype=float)
-    return MetricTable(variants=[str(r.get("variant", "default")) for r in records],
-                       keys=[pair_key(r) for r in records], seeds=[r.get("seed") for r in records],
-                       columns=columns)
+    """The :class:`MetricTable` of ``records`` (metrics in first-seen order, those with a value only),
+    built in one streaming pass: a column grows by one float per record."""
+    cols: dict[str, array] = {}
+    has_value: dict[str, bool] = {}
+    variants, keys, seeds, sessions = [], [], [], []
+    for i, r in enumerate(records):
+        for name, value in flat_numeric(r.get("dialogue_metrics")).items():
+            col = cols.get(name)
+            if col is None:
+                col = cols[name] = array("d")
+                has_value[name] = False
+            if len(col) < i:
+                col.extend(_nans(i - len(col)))
+            col.append(math.nan if value is None else value)
+            has_value[name] = has_value[name] or value is not None
+        variants.append(sys.intern(str(r.get("variant", "default"))))
+        keys.append(pair_key(r))
+        seeds.append(r.get("seed"))
+        sessions.append(str(r.get("session_id")))
+    n = len(keys)
+    columns = {}
+    for name, col in cols.items():
+        if has_value[name]:
+            col.extend(_nans(n - len(col)))
+            columns[name] = np.frombuffer(col, dtype=float) if n else np.empty(0)
+    return MetricTable(variants=variants, keys=keys, seeds=seeds, columns=columns, sessions=sessions)
+
+
+def _nans(k: int) -> array:
+    return array("d", [math.nan]) * k
 
 
 def metric_names_of(flats: Sequence[Mapping]) -> list[str]:
@@ -174,13 +232,15 @@ def metric_names_of(flats: Sequence[Mapping]) -> list[str]:
     return [k for k, has in names.items() if has]
 
 
-def is_paired(records: Sequence[Mapping]) -> bool:
+def is_paired(records: Sequence[Mapping] | MetricTable) -> bool:
     """True when at least two variants share sessions and every shared session has the same seed."""
+    table = records if isinstance(records, MetricTable) else None
+    triples = zip(table.keys, table.variants, table.seeds) if table is not None else \
+        ((pair_key(r), r.get("variant"), r.get("seed")) for r in records)
     seeds: dict[str, set] = {}
     variants_by_key: dict[str, set] = {}
-    for r in records:
-        k = pair_key(r)
-        seeds.setdefault(k, set()).add(r.get("seed"))
-        variants_by_key.setdefault(k, set()).add(r.get("variant"))
+    for k, variant, seed in triples:
+        seeds.setdefault(k, set()).add(seed)
+        variants_by_key.setdefault(k, set()).add(variant)
     shared = [k for k, vs in variants_by_key.items() if len(vs) > 1]
     return bool(shared) and all(len(seeds[k]) == 1 for k in shared)

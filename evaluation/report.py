@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jinja2
 import yaml
 
 from convsim import read_jsonl
+from convsim.aggregate import record_sort_key
+from convsim.recordset import RecordSet, statuses_of
 from convsim.textio import load_json
 from evaluation import fidelity, plots
 from evaluation.headline import choose_baseline, group_warnings, headline_metrics, headline_table, sig3
@@ -113,7 +115,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         statistics = load_json(stats_path, what="stats.json")
     else:
         statistics = write_statistics(run)
-    clean = run.ok_records
+    clean = run.table  # the scored sessions' metrics, one pass over the records
     metrics = metric_names(clean)
     module = _graph_module(run)
     baseline, baseline_warning = choose_baseline(run.config.get("baseline"), run.variants)
@@ -124,14 +126,14 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
                 if several or not any(t in w for t in BETWEEN_VARIANT_TESTS)]
     errors_path = run.run_dir / "errors.jsonl"
     infra = read_jsonl(errors_path) if errors_path.exists() else []
-    trials = max((int(r.get("trial", 0)) for r in run.records), default=0) + 1
+    keys = run.records.keys if isinstance(run.records, RecordSet) else [record_sort_key(r) for r in run.records]
+    trials = max((k[2] for k in keys), default=0) + 1
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["fmt"] = _fmt
-    viewer = report_fragments(run.run_dir)
+    shown = shown_sessions(run.records, run.variants)
+    viewer = report_fragments(run.run_dir, records=shown)
     sessions = []
-    order = {v: i for i, v in enumerate(run.variants)}
-    for r in sorted(run.records, key=lambda r: (order.get(r.get("variant"), 0), str(r.get("session_id")),
-                                                int(r.get("trial", 0)))):
+    for r in shown:
         view = session_view(r)
         dm = flat_numeric(r.get("dialogue_metrics"))
         view["headline"] = {row["metric"]: sig3(dm.get(row["metric"])) for row in headline["rows"][:3]}
@@ -146,13 +148,35 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         headline=headline, headline_figures=headline_figures,
         status=fidelity.status_counts(run.records, run.variants, infra),
         flags=fidelity.simulator_flags(run.records),
-        decomposition=fidelity.variance_decomposition(run.records, [r["metric"] for r in headline["rows"]]),
+        decomposition=fidelity.variance_decomposition(clean, [r["metric"] for r in headline["rows"]]),
         metric_rows=metric_rows(run, statistics, metrics), stats=statistics, warning_groups=group_warnings(warnings),
         dataset_rows=_dataset_rows(run), figures=_figures(run.run_dir, statistics.get("figures", [])),
-        sessions=sessions, viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"])
+        sessions=sessions, sessions_total=len(run.records), sessions_per_variant=SESSIONS_PER_VARIANT,
+        viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"])
     out = run.run_dir / "report.html"
     out.write_text(html, encoding="utf-8")
     return out
+
+
+SESSIONS_PER_VARIANT = 50  # sessions drawn in full per variant; a run of 10,000 would make a 500 MB page
+
+
+def shown_sessions(records: Sequence[Mapping], variants: Sequence[str], *,
+                   per_variant: int = SESSIONS_PER_VARIANT) -> Sequence[Mapping]:
+    """The sessions the page draws in full, in variant order then (session id, trial): per variant,
+    those that did not end ``ok`` first (failures are what a reader looks for), then the first ok
+    ones, ``per_variant`` at most. Every session stays in results.jsonl and in every figure."""
+    keys = records.keys if isinstance(records, RecordSet) else [record_sort_key(r) for r in records]
+    statuses = statuses_of(records)
+    order = {v: i for i, v in enumerate(variants)}
+    by_variant: dict[str, list[int]] = {}
+    for i in sorted(range(len(keys)), key=lambda i: (statuses[i] == "ok", keys[i])):
+        chosen = by_variant.setdefault(keys[i][0], [])
+        if len(chosen) < per_variant:
+            chosen.append(i)
+    picked = sorted((i for chosen in by_variant.values() for i in chosen),
+                    key=lambda i: (order.get(keys[i][0], len(order)), keys[i]))
+    return records.take(picked) if isinstance(records, RecordSet) else [records[i] for i in picked]
 
 
 def _dataset_rows(run: RunData) -> list[dict]:

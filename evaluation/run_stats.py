@@ -81,13 +81,15 @@ def across_metrics(per_metric: Mapping[str, Mapping], *, alpha: float) -> dict:
             "or for the omnibus test (group '*')", "alpha": alpha, "rows": rows}
 
 
-def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
+def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, seed: int = 0,
+                   table: MetricTable | None = None) -> dict:
     """Everything that goes into stats.json for a list of ok records (sorted by variant, session id and
-    trial first, so the file does not depend on the order the sessions finished in)."""
+    trial first, so the file does not depend on the order the sessions finished in). ``table``: the
+    records' MetricTable when the caller has it (otherwise built here, one pass over the records)."""
     records = sort_records(records)
-    table = metric_table(records)
+    table = table if table is not None else metric_table(records)
     metrics = table.names
-    paired = is_paired(records)
+    paired = is_paired(table)
     per_metric = {}
     warnings = []
     for m in metrics:
@@ -103,7 +105,7 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
                 warnings.append(f"{m}: {row['group1']} vs {row['group2']}: {row['warning']}")
     corr = correlations(table, metrics, seed=seed)
     warnings += [f"{c['automatic']} ~ {c['judge']}: {c['warning']}" for c in corr if c.get("warning")]
-    variants = sorted({str(r.get("variant")) for r in records})
+    variants = sorted(set(table.variants))
     corr_by_variant = [row for v in variants for row in correlations(table, metrics, seed=seed, variant=v)] \
         if len(variants) > 1 else []
     return {"alpha": alpha, "design": "paired" if paired else "independent", "n_records": len(records),
@@ -116,7 +118,7 @@ def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
     """All figures of a run. Per-metric figures (bars, distributions) cover the graph's
     ``SUMMARY_METRICS`` and the judge metrics when the graph names headline metrics, every metric
     otherwise; the correlation heatmap always covers every metric."""
-    records = run.ok_records
+    records, table = run.ok_records, run.table
     module = _graph_module(run)
     metrics = list(statistics.get("metrics", {}))
     judge = [m for m in metrics if is_judge_metric(m)]
@@ -126,12 +128,11 @@ def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
     stems = plots.bar_charts({m: describe[m] for m in per_metric}, out_dir)
     stems += plots.judge_radar({v: {m: describe[m].get(v, {}).get("mean") for m in judge}
                                 for v in run.variants}, out_dir)
-    stems += plots.correlation_heatmap(records, metrics, out_dir)
-    table = metric_table(records)
+    stems += plots.correlation_heatmap(table, metrics, out_dir)
     stems += plots.distributions({m: {v: list(vals.values()) for v, vals in table.by_variant(m).items()}
                                   for m in per_metric}, out_dir)
     tas = [m for m in metrics if m.startswith("tas")][:3]
-    stems += plots.scatter_against(records, tas, judge, out_dir)
+    stems += plots.scatter_against(table, tas, judge, out_dir)
     stems += plots.tas_timelines(records, out_dir)
     hook = getattr(module, "figures", None)
     stems += list(hook(records, out_dir) or []) if callable(hook) else []
@@ -152,7 +153,7 @@ def _graph_module(run: RunData):
 
 def write_statistics(run: RunData) -> dict:
     """Compute stats.json and the figures of a loaded run, write both, and return the statistics."""
-    statistics = run_statistics(run.ok_records)
+    statistics = run_statistics(run.ok_records, table=run.table)
     figure_dir = run.run_dir / "figures"
     statistics["figures"] = make_figures(run, statistics, figure_dir)
     (run.run_dir / "stats.json").write_text(json.dumps(statistics, indent=1, default=str), encoding="utf-8")

@@ -15,9 +15,10 @@ import html
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-from convsim import ConvsimError, load_config, load_graph_module, read_jsonl, read_trace
+from convsim import ConvsimError, load_config, load_graph_module, read_trace
+from convsim.textio import iter_jsonl
 from convsim.drawing import mermaid_text, topology_svg
 from convsim.tracing import dict_diff, explain_turn_metrics
 
@@ -219,8 +220,12 @@ def run_topology_mermaid(run_dir: Path) -> str | None:
 
 
 def report_fragments(run_dir: str | Path, *, thresholds: Mapping | None = None,
-                     max_sessions_per_variant: int = 20, max_steps: int = 400) -> dict:
+                     max_sessions_per_variant: int = 20, max_steps: int = 400,
+                     records: Iterable[Mapping] | None = None) -> dict:
     """Everything the report needs from the tracing side, as HTML fragments.
+
+    ``records``: the sessions the page draws (default: results.jsonl, streamed); the state trace
+    of the first ``max_sessions_per_variant`` of each variant that has one is rendered.
 
     ``thresholds`` defaults to the graph's ``METRIC_THRESHOLDS`` and the metric inputs to its
     ``METRIC_INPUTS`` (both optional module attributes, see docs/tracing.md).
@@ -238,7 +243,9 @@ def report_fragments(run_dir: str | Path, *, thresholds: Mapping | None = None,
     sessions: dict[tuple, str] = {}
     per_variant: dict[str, int] = {}
     results = run_dir / "results.jsonl"
-    for rec in read_jsonl(results) if results.exists() else []:
+    if records is None:
+        records = iter_jsonl(results) if results.exists() else []
+    for rec in records:
         key = (str(rec.get("variant")), str(rec.get("session_id")), int(rec.get("trial", 0)))
         if per_variant.get(key[0], 0) >= max_sessions_per_variant:
             continue

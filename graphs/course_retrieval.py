@@ -315,20 +315,22 @@ def dataset_metrics(records: list[dict]) -> dict:
         out["judgeGoldRelevantAgreement"] = sum((a >= 2) == (b >= 2) for a, b in pairs) / len(pairs)
         out["judgeGoldConfusion"] = confusion_text(judged, gold)
     # Repeated iterations (trials): how stable are the judge's labels and the case NDCG?
-    by_case: dict[str, list[dict]] = {}
+    # per case, each iteration's NDCG and labels only (never the records: they may be many)
+    by_case: dict[str, list[tuple]] = {}
     for r in records:
-        by_case.setdefault(r["session_id"], []).append(r)
+        by_case.setdefault(r["session_id"], []).append(
+            ((r.get("dialogue_metrics") or {}).get("ndcg@10"),
+             [(j["code"], j.get("score")) for j in r.get("judgements") or []]))
     if any(len(rs) > 1 for rs in by_case.values()):
         stds, same, total = [], 0, 0
         for rs in by_case.values():
-            values = [(r.get("dialogue_metrics") or {}).get("ndcg@10") for r in rs]
-            values = [v for v in values if v is not None]
+            values = [ndcg for ndcg, _ in rs if ndcg is not None]
             if len(values) > 1:
                 stds.append(statistics.pstdev(values))
             labels: dict[str, set] = {}
-            for r in rs:
-                for j in r.get("judgements") or []:
-                    labels.setdefault(j["code"], set()).add(j.get("score"))
+            for _, judged in rs:
+                for code, score in judged:
+                    labels.setdefault(code, set()).add(score)
             same += sum(1 for s in labels.values() if len(s) == 1)
             total += len(labels)
         out["iterations"] = max(len(rs) for rs in by_case.values())

@@ -144,8 +144,11 @@ def simulator_checks(state: State) -> list[dict]:
 
 
 def dataset_metrics(records: list[dict]) -> dict:
-    turns = [m for r in records for m in r.get("turn_metrics", [])]
-    return {"pooled_turn_accuracy": sum(m["correct"] for m in turns) / len(turns) if turns else None}
+    correct = turns = 0
+    for r in records:  # counted as they stream by: a run's records are read from disk (a RecordSet)
+        for m in r.get("turn_metrics", []):
+            correct, turns = correct + m["correct"], turns + 1
+    return {"pooled_turn_accuracy": correct / turns if turns else None}
 
 
 graph = compile_with_default_context(build(Params()))

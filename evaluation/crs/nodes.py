@@ -194,14 +194,18 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
     """Figures that are not means of dialogue metrics: recovery pooled over all shifts of all
     sessions (not a mean of per-session rates, which would weight sessions with few shifts
     up), total off-catalog titles, and counts of LLM failures."""
-    ok = [r for r in records if r.get("status", "ok") in SCORED_STATUSES]
-    shifts = [s for r in ok for s in (r.get("dialogue_details") or {}).get("recovery", {})
-              .get("shifts", [])]
+    # the small parts only: the records may be a RecordSet of 10,000s of sessions read from disk
+    # on each pass (convsim.recordset), so none is held
+    ok = _Scored(records)
+    shifts, dm = [], []
+    for r in ok:
+        shifts += (r.get("dialogue_details") or {}).get("recovery", {}).get("shifts", [])
+        metrics = r.get("dialogue_metrics") or {}
+        dm.append({k: metrics[k] for k in POOLED_INPUTS if k in metrics})
     delays = [s["delay"] for s in shifts if s["recovered"]]
-    dm = [r.get("dialogue_metrics") or {} for r in ok]
     off = sum(d.get("off_catalog_titles_total", 0) for d in dm)
     rec = sum(d.get("recommended_titles_total", 0) for d in dm)
-    return {"sessions": len(ok), "shifts_total": len(shifts),
+    return {"sessions": len(dm), "shifts_total": len(shifts),
             "recovery_rate_pooled": len(delays) / len(shifts) if shifts else None,
             "avg_recovery_delay_pooled": sum(delays) / len(delays) if delays else None,
             "off_catalog_titles_total": off, "recommended_titles_total": rec,
@@ -209,6 +213,21 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
             "crs_generation_failures_total": sum(d.get("crs_generation_failures", 0) for d in dm),
             "user_paraphrase_fallbacks_total": sum(d.get("user_paraphrase_fallbacks", 0) for d in dm),
             **pooled_health(ok), **gameable_note(dm)}
+
+
+# the dialogue metrics the pooled figures read (kept per session; the rest of the record is not)
+POOLED_INPUTS = ("off_catalog_titles_total", "recommended_titles_total", "crs_generation_failures",
+                 "user_paraphrase_fallbacks", "tas_echo_ceiling", "echo_turn_share", "tas_grounded")
+
+
+class _Scored:
+    """The scored records of a sequence, re-iterable without holding them (each pass filters again)."""
+
+    def __init__(self, records) -> None:
+        self.records = records
+
+    def __iter__(self):
+        return (r for r in self.records if r.get("status", "ok") in SCORED_STATUSES)
 
 
 def gameable_note(dm: list[dict]) -> dict:

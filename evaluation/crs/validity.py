@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from convsim.recordset import RecordSet
 from convsim.summary import SCORED_STATUSES
 
 ORDERED_METRICS = ("recall_at_10", "pc_final", "tas_grounded", "echo_turn_share",
@@ -77,9 +78,7 @@ def ordering(means: Mapping[str, Mapping[str, float | None]], metric: str) -> li
 
 
 def reference_validity(run_dir: Path) -> dict:
-    records = [json.loads(line) for line in
-               (Path(run_dir) / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    means = agent_means(records)
+    means = agent_means(RecordSet.scan(Path(run_dir) / "results.jsonl"))  # read one record at a time
     out = {"means": means, "checks": reference_checks(means),
            "ordering": {m: ordering(means, m) for m in ORDERED_METRICS}}
     (Path(run_dir) / "reference_validity.json").write_text(json.dumps(out, indent=2),

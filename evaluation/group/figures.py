@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from convsim import bootstrap_ci  # noqa: E402
+from evaluation.records import slim_records  # noqa: E402
 
 WELFARE = ("W1", "W2", "W3")
 HEATMAP_METRICS = ("M1", "M2", "M3", "M4", "M4b", "M5", "M6", "M8", "M8a", "M8b", "M9", "M10",
@@ -95,6 +96,7 @@ def _contrast_figure(records: Sequence[Mapping], out_dir: Path) -> list[str]:
 
 def group_figures(records: Sequence[Mapping], out_dir) -> list[str]:
     out_dir = Path(out_dir)
+    records = slim_records(records)  # one pass; the figures below pass over the metrics many times
     summary = welfare_summary(records)
     if not summary:
         return []

@@ -1,0 +1,116 @@
+"""A run's result records as a sequence that holds an index, not the records.
+
+A record of a rule-based CRS or group-planning session is 30–50 KB of JSON (transcript, turn
+details, trace summaries); 10,000 of them held as Python dicts take gigabytes. Everything that
+reads a whole run (the end-of-run summary, ``dataset_metrics``, stats.json, the figures, the
+report) reads it through :class:`RecordSet` instead: one pass over ``results.jsonl`` keeps, per
+session, its sort key, its status and the byte offset of its line (about 250 bytes), and each
+iteration reads the lines back one at a time. Memory is then flat in the number of sessions; the
+price is parsing the file once per pass, so consumers that need one column many times should
+collect it once (``evaluation.records.MetricTable``).
+
+The sequence has the properties every aggregation relies on:
+
+* **one record per session**: the last line written for a (variant, session, trial) wins, as in
+  :meth:`convsim.store.RunStore.records` (a re-run replaces a failed attempt);
+* **a fixed order**: (variant, session id, trial), whatever order the executor wrote them in;
+* **checked input**: every line goes through :mod:`convsim.textio` on the first pass (UTF-8,
+  bounded nesting, errors naming the file and line), and an optional ``check`` per record.
+
+It is a ``collections.abc.Sequence``: ``len``, indexing (a slice is again a RecordSet),
+iteration, ``bool``. Records are parsed afresh on every access, so changing one changes nothing.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from . import textio
+from .aggregate import record_sort_key
+
+Entry = tuple[tuple[str, str, int], int, str]  # (sort key, byte offset of the line, status)
+
+
+class RecordSet(Sequence):
+    """Records of one results file, read on demand in (variant, session id, trial) order."""
+
+    __slots__ = ("path", "_entries")
+
+    def __init__(self, path: str | Path, entries: list[Entry]) -> None:
+        self.path = Path(path)
+        self._entries = entries
+
+    @classmethod
+    def scan(cls, path: str | Path, *, check: Callable[..., None] | None = None) -> "RecordSet":
+        """Index ``path`` in one streaming pass (``check(record, file=, record=)`` per line)."""
+        last: dict[tuple[str, str, int], tuple[int, str]] = {}
+        for offset, lineno, rec in textio.iter_jsonl_at(path, what="results"):
+            if check is not None:
+                check(rec, file=path, record=f"line {lineno}")
+            key = record_sort_key(rec)
+            key = (sys.intern(key[0]), key[1], key[2])
+            last[key] = (offset, sys.intern(str(rec.get("status", "ok"))))
+        return cls(path, sorted((k, off, status) for k, (off, status) in last.items()))
+
+    # --------------------------------------------------------------------- the sequence
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return RecordSet(self.path, self._entries[i])
+        with open(self.path, "rb") as fh:
+            return self._read(fh, self._entries[i][1])
+
+    def __iter__(self) -> Iterator[dict]:
+        if not self._entries:
+            return
+        with open(self.path, "rb") as fh:
+            for _, offset, _ in self._entries:
+                yield self._read(fh, offset)
+
+    def __repr__(self) -> str:
+        return f"RecordSet({str(self.path)!r}, {len(self)} records)"
+
+    @staticmethod
+    def _read(fh, offset: int) -> dict:
+        fh.seek(offset)
+        line = fh.readline()
+        if offset == 0 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        return json.loads(line)  # checked by textio on the first pass
+
+    # --------------------------------------------------------------------- what the index knows
+    @property
+    def keys(self) -> list[tuple[str, str, int]]:
+        """(variant, session id, trial) of every record, in order."""
+        return [e[0] for e in self._entries]
+
+    @property
+    def statuses(self) -> list[str]:
+        """Every record's status, in order (read from the index, not the file)."""
+        return [e[2] for e in self._entries]
+
+    @property
+    def variants(self) -> list[str]:
+        """The variants present, in sorted order."""
+        return list(dict.fromkeys(e[0][0] for e in self._entries))
+
+    def take(self, positions: Sequence[int]) -> "RecordSet":
+        """The records at ``positions`` (in that order)."""
+        return RecordSet(self.path, [self._entries[i] for i in positions])
+
+    def where(self, *, variant: str | None = None, statuses: Collection[str] | None = None) -> "RecordSet":
+        """The records of one variant and/or with one of ``statuses`` (filtered on the index)."""
+        return RecordSet(self.path, [e for e in self._entries
+                                     if (variant is None or e[0][0] == variant)
+                                     and (statuses is None or e[2] in statuses)])
+
+
+def statuses_of(records: Sequence[Mapping]) -> list[str]:
+    """Every record's status (``ok`` when absent): from the index of a RecordSet, else from the records."""
+    if isinstance(records, RecordSet):
+        return records.statuses
+    return [str(r.get("status", "ok")) for r in records]
