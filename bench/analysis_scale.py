@@ -65,7 +65,8 @@ def summarise_and_stats(run_dir: Path) -> float:
     from evaluation.run_stats import run_statistics
     t0 = time.perf_counter()
     summarise_run(run_dir, SimpleNamespace(dataset_metrics=lambda ok: {"n": len(ok)}))
-    stats = run_statistics(load_run(run_dir).ok_records)
+    run = load_run(run_dir)
+    stats = run_statistics(run.ok_records, table=run.table)
     (run_dir / "stats.json").write_text(json.dumps(stats, default=str), encoding="utf-8")
     return time.perf_counter() - t0
 
