@@ -15,7 +15,7 @@ from typing import Any, Callable
 from .errors import AgentError, ConvsimError, SimulatorError
 from .models import ChatModel, ModelUnavailable
 from .status import Status
-from .tracing import TraceRecorder
+from .tracing import TraceRecorder, append_channels
 
 
 @dataclass
@@ -65,10 +65,15 @@ class _Session:
                      "dialogue_metrics": {}, **unit.init}
         resume = unit.resume
         self.recorder = (TraceRecorder(resume["trace"]["initial"] if resume else self.init, self.calls,
-                                       prefix=resume and resume["trace"], fork=resume and resume["fork"])
+                                       prefix=resume and resume["trace"], fork=resume and resume["fork"],
+                                       append_keys=append_channels(self.vp.compiled.channels))
                          if cfg.trace else None)
-        thread = f"{unit.variant}/{unit.session_id}/t{unit.trial}"
-        self.config = {"configurable": {"thread_id": thread}, "recursion_limit": 100_000}
+        self.config: dict = {"recursion_limit": 100_000}
+        if self.vp.compiled.checkpointer is not None or resume:
+            # a thread id only means something to a checkpointer; without one, LangGraph would
+            # still merge it into every task's metadata
+            thread = f"{unit.variant}/{unit.session_id}/t{unit.trial}"
+            self.config["configurable"] = {"thread_id": thread}
         self.input: dict | None = self.init
         if resume:  # time travel: continue the copied checkpoint instead of starting from init
             self.config["configurable"]["checkpoint_id"] = resume["checkpoint_id"]
@@ -115,7 +120,7 @@ class _Session:
         agent_flags = graph_checks(self.plan.module, "agent_checks", self.final) if status == Status.OK else []
         if agent_flags:
             status = Status.AGENT_FAILURE
-        return Outcome(unit.key, record=self._record(status, error, flags, agent_flags), trace=self.recorder)
+        return Outcome(unit.key, record=self._record(status, error, flags, agent_flags), trace=self._trace())
 
     def _record(self, status: Status, error: str | None, flags: list[dict], agent_flags: list[dict]) -> dict:
         unit, cfg = self.unit, self.plan.config
@@ -138,7 +143,11 @@ class _Session:
         entry = {"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
                  "status": status.value, "kind": "infrastructure" if status == Status.INFRA_ERROR else "code",
                  "error": error}
-        return Outcome(unit.key, record=self._record(status, error, [], []), error_entry=entry, trace=self.recorder)
+        return Outcome(unit.key, record=self._record(status, error, [], []), error_entry=entry, trace=self._trace())
+
+    def _trace(self) -> TraceRecorder | None:
+        # rendered here, in the session's thread or worker: the single writer only writes the text
+        return self.recorder.close() if self.recorder else None
 
 
 def graph_checks(module: Any, hook: str, state: dict) -> list[dict]:
