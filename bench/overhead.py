@@ -1,4 +1,4 @@
-"""What LangGraph and tracing cost: the same rule-based CRS sessions run four ways, side by side.
+"""What LangGraph and tracing cost: the same rule-based CRS sessions run five ways, side by side.
 
 1. ``loop``: a plain Python loop calling the graph's node functions, merging updates by hand;
 2. ``graph``: the compiled LangGraph graph (``invoke``, no checkpointer);
@@ -6,9 +6,17 @@
 4. ``runner``: the convsim runner (async, streams values; metrics reach it directly), trace off;
 5. ``runner+trace``: the same with the state-transition trace on (the default).
 
+Every arm's nodes get a run directory, as the runner's do (crs_shift saves the run's LDA topic
+model there once per run), so the node work is the same in all five. The runner arms include
+everything a run does: planning, compiling, writing results.jsonl and the traces, and the
+end-of-run summary (its share is printed on its own line).
+
+Each arm prints its median wall time and its median process CPU time (all threads): on a machine
+shared with other jobs the CPU ratios are the steadier ones.
+
 ``--workers`` adds model-none sessions/s of ``--executor process`` and ``ray`` at 1 vs 2 workers.
 
-Prints per-turn times and the ratios to the loop. Usage:
+Usage:
     python bench/overhead.py [--sessions 20] [--turns 20] [--repeat 3] [--workers]
 """
 from __future__ import annotations
@@ -25,10 +33,11 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from timing import median_time  # noqa: E402
+from timing import median_time, median_times  # noqa: E402
 from convsim import load_graph_module, session_seed  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.runner import execute, plan_run  # noqa: E402
+from convsim.summary import summarise_run  # noqa: E402
 
 LIST_KEYS = ("transcript", "turn_metrics", "turn_details", "shift_events")
 
@@ -38,14 +47,23 @@ def merge(state: dict, update: dict) -> None:
         state[k] = operator.add(state.get(k, []), v) if k in LIST_KEYS else v
 
 
-def context(mod, params, sid):
-    return mod.Context(params=params, seed=session_seed(0, sid, 0), session_id=sid)
+def context(mod, params, sid, run_dir=None):
+    return mod.Context(params=params, seed=session_seed(0, sid, 0), session_id=sid, run_dir=run_dir)
 
 
-def run_loop(mod, params, inits) -> None:
+def in_run_dir(arm):
+    """Call ``arm(..., run_dir=<a fresh directory>)``: per-run work of the nodes happens in every arm."""
+    def call(*args):
+        with tempfile.TemporaryDirectory() as tmp:
+            arm(*args, run_dir=tmp)
+    return call
+
+
+@in_run_dir
+def run_loop(mod, params, inits, run_dir=None) -> None:
     """The same node functions, called in the graph's order, no LangGraph."""
     for init in inits:
-        ctx = context(mod, params, init["session_id"])
+        ctx = context(mod, params, init["session_id"], run_dir)
         rt = SimpleNamespace(context=ctx, stream_writer=lambda e: None)
         state = {"transcript": [], "turn_metrics": [], "dialogue_metrics": {}, **init}
         while True:
@@ -58,27 +76,32 @@ def run_loop(mod, params, inits) -> None:
         merge(state, mod.evaluate_dialogue(state, rt))
 
 
-def run_graph(mod, params, inits) -> None:
+@in_run_dir
+def run_graph(mod, params, inits, run_dir=None) -> None:
     compiled = mod.build(params).compile()
     for init in inits:
-        compiled.invoke(dict(init), context=context(mod, params, init["session_id"]))
+        compiled.invoke(dict(init), context=context(mod, params, init["session_id"], run_dir))
 
 
-def run_stream(mod, params, inits) -> None:
+@in_run_dir
+def run_stream(mod, params, inits, run_dir=None) -> None:
     """Bare LangGraph ``stream`` (values), what the runner consumes, without the runner."""
     compiled = mod.build(params).compile()
     for init in inits:
-        for _ in compiled.stream(dict(init), context=context(mod, params, init["session_id"]),
+        for _ in compiled.stream(dict(init), context=context(mod, params, init["session_id"], run_dir),
                                  stream_mode="values"):
             pass
 
 
-def run_runner(params_dict, n_sessions, trace: bool) -> None:
+def run_runner(params_dict, n_sessions, trace: bool, summary_s: list | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = config_from_dict({"name": "bench", "graph": "crs_shift", "params": params_dict,
                                 "sessions": n_sessions, "seed": 0, "concurrency": 1, "trace": trace,
                                 "analysis": [], "out_dir": tmp, "run_id": "b"})
-        asyncio.run(execute(plan_run(cfg), show_progress=False))
+        plan = plan_run(cfg)
+        asyncio.run(execute(plan, show_progress=False))
+        if summary_s is not None:  # what the end-of-run summary alone costs, on the finished run
+            summary_s.append(median_times(lambda: summarise_run(plan.run_dir, plan.module), 1))
 
 
 def main() -> None:
@@ -103,16 +126,23 @@ def main() -> None:
         "runner": lambda: run_runner(params_dict, args.sessions, trace=False),
         "runner+trace": lambda: run_runner(params_dict, args.sessions, trace=True),
     }
-    results = {name: median_time(fn, args.repeat) for name, fn in arms.items()}
-    base = results["loop"]
+    results = {name: median_times(fn, args.repeat) for name, fn in arms.items()}
+    summary: list = []
+    run_runner(params_dict, args.sessions, trace=True, summary_s=summary)
     print(f"{args.sessions} sessions x {args.turns} turns, median of {args.repeat}, checkpointing off")
-    print(f"{'arm':<14}{'total s':>10}{'ms/turn':>10}{'ratio':>8}")
-    for name, t in results.items():
-        print(f"{name:<14}{t:>10.3f}{1000 * t / turns:>10.3f}{t / base:>8.2f}")
-    print(f"graph/loop = {results['graph'] / base:.2f}; "
-          f"trace cost = {results['runner+trace'] / results['runner']:.2f}x the untraced runner")
-    print(f"runner+trace / bare stream = {results['runner+trace'] / results['stream']:.2f} (goal <= 1.20); "
-          f"runner+trace / loop = {results['runner+trace'] / base:.2f} (goal <= 1.50)")
+    print(f"{'arm':<14}{'wall s':>9}{'ms/turn':>9}{'ratio':>7}{'cpu s':>9}{'ms/turn':>9}{'ratio':>7}")
+    for name, (wall, cpu) in results.items():
+        print(f"{name:<14}{wall:>9.3f}{1000 * wall / turns:>9.3f}{wall / results['loop'][0]:>7.2f}"
+              f"{cpu:>9.3f}{1000 * cpu / turns:>9.3f}{cpu / results['loop'][1]:>7.2f}")
+    wall_s, cpu_s = summary[0]
+    print(f"{'  of which the end-of-run summary':<30}{1000 * wall_s / turns:>9.3f} ms/turn wall, "
+          f"{1000 * cpu_s / turns:.3f} ms/turn cpu")
+    for i, clock in enumerate(("wall", "cpu")):
+        r = {name: t[i] for name, t in results.items()}
+        print(f"{clock}: graph/loop = {r['graph'] / r['loop']:.2f}; stream/loop = {r['stream'] / r['loop']:.2f}; "
+              f"trace cost = {r['runner+trace'] / r['runner']:.2f}x the untraced runner; "
+              f"runner+trace / bare stream = {r['runner+trace'] / r['stream']:.2f} (goal <= 1.20); "
+              f"runner+trace / loop = {r['runner+trace'] / r['loop']:.2f} (goal <= 1.50)")
     if args.workers:
         scaling(params_dict, args.scaling_sessions, args.repeat)
 

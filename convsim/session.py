@@ -15,6 +15,7 @@ from typing import Any, Callable
 from .errors import AgentError, ConvsimError, SimulatorError
 from .models import ChatModel, ModelUnavailable
 from .status import Status
+from .store import dumps
 from .tracing import TraceRecorder, append_channels
 
 
@@ -41,6 +42,7 @@ class Outcome:
     record: dict | None = None
     error_entry: dict | None = None  # written to errors.jsonl (infra_error and code_error)
     trace: TraceRecorder | None = None
+    record_line: str | None = None  # the record as its results.jsonl line, encoded where the session ran
     events: list = field(default_factory=list)  # custom-stream events (for a remote progress bar)
 
 
@@ -120,7 +122,7 @@ class _Session:
         agent_flags = graph_checks(self.plan.module, "agent_checks", self.final) if status == Status.OK else []
         if agent_flags:
             status = Status.AGENT_FAILURE
-        return Outcome(unit.key, record=self._record(status, error, flags, agent_flags), trace=self._trace())
+        return self._outcome(self._record(status, error, flags, agent_flags))
 
     def _record(self, status: Status, error: str | None, flags: list[dict], agent_flags: list[dict]) -> dict:
         unit, cfg = self.unit, self.plan.config
@@ -143,11 +145,13 @@ class _Session:
         entry = {"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
                  "status": status.value, "kind": "infrastructure" if status == Status.INFRA_ERROR else "code",
                  "error": error}
-        return Outcome(unit.key, record=self._record(status, error, [], []), error_entry=entry, trace=self._trace())
+        return self._outcome(self._record(status, error, [], []), entry)
 
-    def _trace(self) -> TraceRecorder | None:
-        # rendered here, in the session's thread or worker: the single writer only writes the text
-        return self.recorder.close() if self.recorder else None
+    def _outcome(self, record: dict, error_entry: dict | None = None) -> Outcome:
+        # the record and the trace are encoded here, in the session's thread or worker process:
+        # the run's single writer (on the event loop, or the driver of a pool) only writes text
+        return Outcome(self.unit.key, record=record, error_entry=error_entry, record_line=dumps(record),
+                       trace=self.recorder.close() if self.recorder else None)
 
 
 def graph_checks(module: Any, hook: str, state: dict) -> list[dict]:

@@ -17,6 +17,7 @@ File format (JSON lines, optionally gzip when the name ends in ``.gz``)::
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import operator
@@ -84,8 +85,16 @@ def _appended_text(before_len: int, after_len: int, appended: str) -> str:
 
 def _step_line(step: int, superstep: int, turn: Any, node: str, changed: str, wall: float, calls: str) -> str:
     # the bytes json.dumps({"type": "step", **step}) gives, with the changes already encoded once
-    return (f'{{"type": "step", "step": {step}, "superstep": {superstep}, "turn": {dumps(turn)}, '
-            f'"node": {dumps(node)}, "changed": {{{changed}}}, "wall_s": {dumps(wall)}, "llm_calls": {calls}}}')
+    turn_text = str(turn) if type(turn) is int else dumps(turn)
+    return (f'{{"type": "step", "step": {step}, "superstep": {superstep}, "turn": {turn_text}, '
+            f'"node": {_name(node)}, "changed": {{{changed}}}, "wall_s": {float.__repr__(wall)}, '
+            f'"llm_calls": {calls}}}')
+
+
+@functools.lru_cache(maxsize=4096)
+def _name(name: str) -> str:
+    """A node or state key as JSON (a handful of names, encoded millions of times)."""
+    return dumps(name)
 
 
 class TraceRecorder:
@@ -211,7 +220,7 @@ class TraceRecorder:
             for key in update:
                 if key not in changes and (key in values or key in self._echo or key in self._text
                                            or key in self._length):
-                    changes[key] = f"{dumps(key)}: {self._change(key, values.get(key))}"
+                    changes[key] = f"{_name(key)}: {self._change(key, values.get(key))}"
         self._turn = turn = _turn_of(values, self._turn)
         for node, update, wall in self._pending:
             calls = [c for c in new_calls if c.get("node") in (node, None)]
