@@ -25,15 +25,17 @@ import argparse
 import asyncio
 import importlib
 import operator
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from timing import median_time, median_times  # noqa: E402
+from timing import median_times  # noqa: E402
 from convsim import load_graph_module, session_seed  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.runner import execute, plan_run  # noqa: E402
@@ -148,14 +150,35 @@ def main() -> None:
 
 
 def scaling(params_dict, n_sessions, repeat) -> None:
-    """Model-none sessions/s of the process and Ray executors at 1 and 2 workers (pool start-up
-    included: each worker plans the run and loads the catalogs once)."""
+    """Model-none sessions/s of the process and Ray executors at 1 and 2 workers.
+
+    ``overall`` includes the pool's start-up (each worker imports the graph's libraries, plans the
+    run, loads the catalogs and the CRS topic model once: seconds, of the same order as the whole
+    run at these sizes); ``steady`` is the rate once every worker runs, from the landing of the
+    session at the first quarter of the run to the last one, which is what a long run sees. The
+    driver's CPU per landed session (steady part) is what it takes from the workers' cores.
+    """
+    import convsim.runner as runner
+    landed: list[tuple[float, float]] = []  # (wall, driver process CPU) at each landing
+    real_land = runner.land
+
+    def timed_land(*a, **k):
+        real_land(*a, **k)
+        landed.append((time.perf_counter(), time.process_time()))
+    runner.land = timed_land
+
     def run_with(executor, workers):
+        landed.clear()
         with tempfile.TemporaryDirectory() as tmp:
             cfg = config_from_dict({"name": "bench", "graph": "crs_shift", "params": params_dict,
                                     "sessions": n_sessions, "seed": 0, "trace": True, "analysis": [],
                                     "out_dir": tmp, "run_id": "s", "executor": executor, "workers": workers})
+            t0 = time.perf_counter()
             asyncio.run(execute(plan_run(cfg), show_progress=False))
+            total = time.perf_counter() - t0
+        k, n = n_sessions // 4, len(landed) - 1
+        return (n_sessions / total, (n - k) / (landed[n][0] - landed[k][0]),
+                1000 * (landed[n][1] - landed[k][1]) / (n - k))
     executors = ["process"]
     try:
         import ray
@@ -164,11 +187,18 @@ def scaling(params_dict, n_sessions, repeat) -> None:
         executors.append("ray")
     except ImportError:
         print("ray not installed: process executor only")
-    print(f"{n_sessions} sessions x {params_dict['n_turns']} turns, model none, median of {repeat}")
+    print(f"{n_sessions} sessions x {params_dict['n_turns']} turns, model none, median of {repeat} "
+          "(sessions/s; ideal ratio 2.00 on 2 free cores, and the driver shares them)")
     for executor in executors:
-        rates = {w: n_sessions / median_time(lambda: run_with(executor, w), repeat) for w in (1, 2)}
-        print(f"{executor:<8} 1 worker {rates[1]:7.2f} sessions/s, 2 workers {rates[2]:7.2f} sessions/s, "
-              f"ratio {rates[2] / rates[1]:.2f} (ideal 2.00 on 2 free cores)")
+        rates = {}
+        for w in (1, 2):
+            runs = [run_with(executor, w) for _ in range(repeat)]
+            rates[w] = tuple(statistics.median(r[i] for r in runs) for i in (0, 1, 2))
+        print(f"{executor:<8} overall: 1 worker {rates[1][0]:7.2f}, 2 workers {rates[2][0]:7.2f}, "
+              f"ratio {rates[2][0] / rates[1][0]:.2f};  steady: 1 worker {rates[1][1]:7.2f}, "
+              f"2 workers {rates[2][1]:7.2f}, ratio {rates[2][1] / rates[1][1]:.2f};  driver CPU per "
+              f"landed session {rates[1][2]:.2f} / {rates[2][2]:.2f} ms")
+    runner.land = real_land
 
 
 if __name__ == "__main__":
