@@ -4,7 +4,9 @@
 2. ``graph``: the compiled LangGraph graph (``invoke``, no checkpointer);
 3. ``stream``: the compiled graph's bare ``stream`` (values), what the runner consumes;
 4. ``runner``: the convsim runner (async, streams values; metrics reach it directly), trace off;
-5. ``runner+trace``: the same with the state-transition trace on (the default).
+5. ``runner+trace``: the same with the state-transition trace on (the default);
+6. ``stream 1/turn``: for scale, the bare stream of the same node functions folded into one node per
+   turn (a third of the supersteps): how much of the graph's cost is LangGraph's per-step work.
 
 Every arm's nodes get a run directory, as the runner's do (crs_shift saves the run's LDA topic
 model there once per run), so the node work is the same in all five. The runner arms include
@@ -95,6 +97,46 @@ def run_stream(mod, params, inits, run_dir=None) -> None:
             pass
 
 
+def one_node_per_turn(mod):
+    """crs_shift's graph with user, crs and evaluate_turn folded into one ``turn`` node (the same
+    functions, merged as the loop merges them): what a third of the supersteps would cost. Not a
+    graph convsim ships: its trace would show one step per turn instead of three."""
+    from langgraph.graph import END, START, StateGraph
+
+    def turn(state, runtime):
+        state, out = dict(state), {}
+        for node in (mod.user, mod.crs, mod.evaluate_turn):
+            update = node(state, runtime)
+            merge(state, update)
+            for k, v in update.items():
+                out[k] = out.get(k, []) + v if k in LIST_KEYS else v
+        return out
+
+    def route(state, runtime):
+        return "turn" if mod.route(state, runtime) == "user" else mod.route(state, runtime)
+    g = StateGraph(mod.State, context_schema=mod.Context)
+    g.add_node("turn", turn)
+    g.add_node("evaluate_dialogue", mod.evaluate_dialogue)
+    g.add_edge(START, "turn")
+    stage = [name for name, _ in mod.DIALOGUE_STAGE_NODES]
+    g.add_conditional_edges("turn", route, ["turn", (stage or ["evaluate_dialogue"])[0]])
+    for (name, fn), nxt in zip(mod.DIALOGUE_STAGE_NODES, stage[1:] + ["evaluate_dialogue"]):
+        g.add_node(name, fn)
+        g.add_edge(name, nxt)
+    g.add_edge("evaluate_dialogue", END)
+    return g
+
+
+@in_run_dir
+def run_stream_folded(mod, params, inits, run_dir=None) -> None:
+    """Bare ``stream`` (values) of :func:`one_node_per_turn`."""
+    compiled = one_node_per_turn(mod).compile()
+    for init in inits:
+        for _ in compiled.stream(dict(init), context=context(mod, params, init["session_id"], run_dir),
+                                 stream_mode="values"):
+            pass
+
+
 def run_runner(params_dict, n_sessions, trace: bool, summary_s: list | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = config_from_dict({"name": "bench", "graph": "crs_shift", "params": params_dict,
@@ -127,6 +169,7 @@ def main() -> None:
         "stream": lambda: run_stream(mod, params, inits),
         "runner": lambda: run_runner(params_dict, args.sessions, trace=False),
         "runner+trace": lambda: run_runner(params_dict, args.sessions, trace=True),
+        "stream 1/turn": lambda: run_stream_folded(mod, params, inits),
     }
     results = {name: median_times(fn, args.repeat) for name, fn in arms.items()}
     summary: list = []
