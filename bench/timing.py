@@ -25,3 +25,17 @@ def median_times(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
         cpus.append(time.process_time() - c0)
         walls.append(time.perf_counter() - w0)
     return statistics.median(walls), statistics.median(cpus)
+
+
+def interleaved_medians(arms: dict[str, Callable[[], object]], repeat: int) -> dict[str, tuple[float, float]]:
+    """:func:`median_times` of every arm, the arms taking turns (round ``i`` runs each arm once):
+    a burst of load from other jobs then slows every arm a little rather than one arm a lot."""
+    walls: dict[str, list[float]] = {name: [] for name in arms}
+    cpus: dict[str, list[float]] = {name: [] for name in arms}
+    for _ in range(repeat):
+        for name, fn in arms.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            cpus[name].append(time.process_time() - c0)
+            walls[name].append(time.perf_counter() - w0)
+    return {name: (statistics.median(walls[name]), statistics.median(cpus[name])) for name in arms}

@@ -137,14 +137,21 @@ class TraceRecorder:
         self._seen_values = False
         self._rendered: str | None = None
 
+    def _decoded(self, kind: str) -> list[dict]:
+        if self._rendered is None:
+            lines = self._lines if kind == "step" else self._events
+        else:  # closed: the rendered text is all that is kept
+            lines = [x for x in self._rendered.splitlines() if x.startswith(f'{{"type": "{kind}"')]
+        return [{k: v for k, v in json.loads(line).items() if k != "type"} for line in lines]
+
     @property
     def steps(self) -> list[dict]:
         """The recorded steps, decoded (for inspection; the runner only writes them)."""
-        return [{k: v for k, v in json.loads(line).items() if k != "type"} for line in self._lines]
+        return self._decoded("step")
 
     @property
     def events(self) -> list[dict]:
-        return [{k: v for k, v in json.loads(line).items() if k != "type"} for line in self._events]
+        return self._decoded("event")
 
     def on_updates(self, chunk: dict) -> None:
         now = time.perf_counter()
@@ -243,6 +250,7 @@ class TraceRecorder:
         """Render the file text once and drop the working state (copies, references to the state)."""
         self._rendered = self.render()
         self._echo, self._text, self._copy, self._ref, self._calls, self._pending = {}, {}, {}, {}, [], []
+        self._lines, self._events = [], []
         return self
 
     def write(self, path: Path) -> Path:
