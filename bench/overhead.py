@@ -16,10 +16,11 @@ end-of-run summary (its share is printed on its own line).
 Each arm prints its median wall time and its median process CPU time (all threads): on a machine
 shared with other jobs the CPU ratios are the steadier ones.
 
+``--parts`` adds the trace's own cost step by step (stream, updates stream, recorder, rendering).
 ``--workers`` adds model-none sessions/s of ``--executor process`` and ``ray`` at 1 vs 2 workers.
 
 Usage:
-    python bench/overhead.py [--sessions 20] [--turns 20] [--repeat 3] [--workers]
+    python bench/overhead.py [--sessions 20] [--turns 20] [--repeat 3] [--parts] [--workers]
 """
 from __future__ import annotations
 
@@ -155,6 +156,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", action="store_true", help="also: process/Ray executors at 1 vs 2 workers")
     ap.add_argument("--scaling-sessions", type=int, default=40)
+    ap.add_argument("--parts", action="store_true", help="also: the trace's own cost, step by step")
     args = ap.parse_args()
     mod = load_graph_module("crs_shift")
     # the judge and TAS/CAS stage are the same work in every arm; keep them on
@@ -194,8 +196,49 @@ def main() -> None:
         print(f"  {clock}, without the end-of-run summary: runner+trace / bare stream = "
               f"{sessions_only / r['stream']:.2f}; runner+trace / loop = {sessions_only / r['loop']:.2f}; "
               f"stream 1/turn / loop = {r['stream 1/turn'] / r['loop']:.2f}")
+    if args.parts:
+        trace_parts(mod, params, inits, max(3, args.repeat))
     if args.workers:
         scaling(params_dict, args.scaling_sessions, args.repeat)
+
+
+def trace_parts(mod, params, inits, repeat) -> None:
+    """The trace's own cost, in this thread's CPU time (least of ``repeat``, arms interleaved):
+    the bare stream, plus LangGraph's ``updates`` stream the recorder needs, plus the recorder
+    (encoding every written value once), plus rendering the file."""
+    from convsim import tracing
+    compiled = mod.build(params).compile()
+    # (the same arms run on older versions of the recorder too, for a before/after comparison)
+    keys = ({"append_keys": tracing.append_channels(compiled.channels)}
+            if hasattr(tracing, "append_channels") else {})
+    out = Path(tempfile.mkdtemp()) / "trace.jsonl"
+
+    def arm(modes, record=False, write=False):
+        def run():
+            for init in inits:
+                ctx = context(mod, params, init["session_id"])
+                rec = tracing.TraceRecorder(init, [], **keys) if record else None
+                if rec:
+                    ctx.event_sink = rec.on_custom
+                for mode, chunk in compiled.stream(dict(init), context=ctx, stream_mode=modes):
+                    if rec:
+                        (rec.on_values if mode == "values" else rec.on_updates)(chunk)
+                if write:
+                    (rec.close() if hasattr(rec, "close") else rec).write(out)
+        return run
+    arms = {"stream (values)": arm(["values"]), "+ updates stream": arm(["values", "updates"]),
+            "+ recorder": arm(["values", "updates"], True), "+ file written": arm(["values", "updates"], True, True)}
+    least = {name: float("inf") for name in arms}
+    for _ in range(repeat):
+        for name, fn in arms.items():
+            t0 = time.thread_time()
+            fn()
+            least[name] = min(least[name], time.thread_time() - t0)
+    turns = len(inits) * params.n_turns
+    base = least["stream (values)"]
+    print(f"trace parts, thread CPU, least of {repeat} (ms/turn, ratio to the bare stream):")
+    for name, t in least.items():
+        print(f"  {name:<18}{1000 * t / turns:>8.3f}{t / base:>7.2f}")
 
 
 def scaling(params_dict, n_sessions, repeat) -> None:
