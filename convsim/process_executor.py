@@ -74,6 +74,10 @@ def _init_worker(config_json: str, parent_pid: int | None = None) -> None:
     _PLAN = plan
 
 
+# what the driver reads of a landed record; the rest travels as its encoded line only
+_DRIVER_FIELDS = ("variant", "session_id", "trial", "status")
+
+
 def _run_in_worker(unit: Unit) -> Outcome:
     events: list = []
     if _PLAN.variants[unit.variant].sync_nodes:
@@ -81,6 +85,9 @@ def _run_in_worker(unit: Unit) -> Outcome:
     else:
         outcome = asyncio.run(run_session_async(_PLAN, unit, events.append))
     outcome.events = events
+    # the driver writes record_line and the rendered trace as they are: sending the record's
+    # state (transcript, metrics...) as well would only cost pickling on both sides
+    outcome.record = {k: outcome.record.get(k) for k in _DRIVER_FIELDS}
     return outcome
 
 

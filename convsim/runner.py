@@ -38,7 +38,7 @@ def land(outcome: Outcome, plan: Plan, store: RunStore, progress: LiveProgress) 
         store.append_error(outcome.error_entry)
     if outcome.trace is not None:
         outcome.trace.write(trace_path(plan.run_dir, *outcome.unit_key))
-    store.append(outcome.record)
+    store.append(outcome.record, outcome.record_line)
     progress.advance(failed=outcome.record["status"] != "ok")
 
 

@@ -15,7 +15,8 @@ from typing import Any, Callable
 from .errors import AgentError, ConvsimError, SimulatorError
 from .models import ChatModel, ModelUnavailable
 from .status import Status
-from .tracing import TraceRecorder
+from .store import dumps
+from .tracing import TraceRecorder, append_channels
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Outcome:
     record: dict | None = None
     error_entry: dict | None = None  # written to errors.jsonl (infra_error and code_error)
     trace: TraceRecorder | None = None
+    record_line: str | None = None  # the record as its results.jsonl line, encoded where the session ran
     events: list = field(default_factory=list)  # custom-stream events (for a remote progress bar)
 
 
@@ -65,10 +67,15 @@ class _Session:
                      "dialogue_metrics": {}, **unit.init}
         resume = unit.resume
         self.recorder = (TraceRecorder(resume["trace"]["initial"] if resume else self.init, self.calls,
-                                       prefix=resume and resume["trace"], fork=resume and resume["fork"])
+                                       prefix=resume and resume["trace"], fork=resume and resume["fork"],
+                                       append_keys=append_channels(self.vp.compiled.channels))
                          if cfg.trace else None)
-        thread = f"{unit.variant}/{unit.session_id}/t{unit.trial}"
-        self.config = {"configurable": {"thread_id": thread}, "recursion_limit": 100_000}
+        self.config: dict = {"recursion_limit": 100_000}
+        if self.vp.compiled.checkpointer is not None or resume:
+            # a thread id only means something to a checkpointer; without one, LangGraph would
+            # still merge it into every task's metadata
+            thread = f"{unit.variant}/{unit.session_id}/t{unit.trial}"
+            self.config["configurable"] = {"thread_id": thread}
         self.input: dict | None = self.init
         if resume:  # time travel: continue the copied checkpoint instead of starting from init
             self.config["configurable"]["checkpoint_id"] = resume["checkpoint_id"]
@@ -115,7 +122,7 @@ class _Session:
         agent_flags = graph_checks(self.plan.module, "agent_checks", self.final) if status == Status.OK else []
         if agent_flags:
             status = Status.AGENT_FAILURE
-        return Outcome(unit.key, record=self._record(status, error, flags, agent_flags), trace=self.recorder)
+        return self._outcome(self._record(status, error, flags, agent_flags))
 
     def _record(self, status: Status, error: str | None, flags: list[dict], agent_flags: list[dict]) -> dict:
         unit, cfg = self.unit, self.plan.config
@@ -138,7 +145,13 @@ class _Session:
         entry = {"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
                  "status": status.value, "kind": "infrastructure" if status == Status.INFRA_ERROR else "code",
                  "error": error}
-        return Outcome(unit.key, record=self._record(status, error, [], []), error_entry=entry, trace=self.recorder)
+        return self._outcome(self._record(status, error, [], []), entry)
+
+    def _outcome(self, record: dict, error_entry: dict | None = None) -> Outcome:
+        # the record and the trace are encoded here, in the session's thread or worker process:
+        # the run's single writer (on the event loop, or the driver of a pool) only writes text
+        return Outcome(self.unit.key, record=record, error_entry=error_entry, record_line=dumps(record),
+                       trace=self.recorder.close() if self.recorder else None)
 
 
 def graph_checks(module: Any, hook: str, state: dict) -> list[dict]:

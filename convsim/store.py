@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -42,8 +43,13 @@ def json_default(obj: Any):
     return str(obj)
 
 
+# one encoder for every line: json.dumps with keyword arguments builds a new one per call
+_ENCODER = json.JSONEncoder(default=json_default, ensure_ascii=False)
+
+
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, default=json_default, ensure_ascii=False)
+    """``json.dumps(obj, default=json_default, ensure_ascii=False)``, the run files' one encoding."""
+    return _ENCODER.encode(obj)
 
 
 def iter_jsonl(path: Path) -> Iterator[dict]:
@@ -67,6 +73,8 @@ class RunStore:
         self.results_path = self.dir / RESULTS
         self._fh = None
         self._unsynced, self._synced_at = 0, time.monotonic()
+        self._syncer: ThreadPoolExecutor | None = None
+        self._syncing: Future | None = None
 
     def _repair_tail(self) -> None:
         if not self.results_path.exists():
@@ -153,27 +161,40 @@ class RunStore:
         self._fh = open(self.results_path, "a", encoding="utf-8")
         return self
 
-    def append(self, record: dict) -> None:
+    def append(self, record: dict, line: str | None = None) -> None:
         """Write one finished session, flushed to the OS at once (a killed run loses nothing written).
+        ``line``: the record already encoded (by the session's worker: the writer only writes it).
 
         fsync (surviving a power cut too) is batched: every FSYNC_EVERY records or FSYNC_SECONDS,
-        and at close; one fsync per record cost ~1.6 ms per session on the event-loop thread.
+        and at close; one fsync per record cost ~1.6 ms per session on the event-loop thread, so
+        it runs in a background thread (one at a time).
         """
         assert self._fh is not None, "RunStore.open() first"
-        self._fh.write(dumps(record) + "\n")
+        self._fh.write((dumps(record) if line is None else line) + "\n")
         self._fh.flush()
         self._unsynced += 1
         if self._unsynced >= FSYNC_EVERY or time.monotonic() - self._synced_at >= FSYNC_SECONDS:
             self._sync()
 
     def _sync(self) -> None:
-        os.fsync(self._fh.fileno())
+        # in a background thread: an fsync waits for the disk (milliseconds), and the writer runs
+        # on the event loop that every session in flight needs; the lines are already flushed to
+        # the OS, so a killed run loses nothing either way
+        if self._syncing is not None and not self._syncing.done():
+            return  # one fsync at a time; the next append (or close) syncs these lines
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convsim-fsync")
         self._unsynced, self._synced_at = 0, time.monotonic()
+        self._syncing = self._syncer.submit(os.fsync, self._fh.fileno())
 
     def close(self) -> None:
         if self._fh is not None:
+            if self._syncer is not None:
+                self._syncer.shutdown(wait=True)
+                self._syncer = self._syncing = None
             if self._unsynced:
-                self._sync()
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
             self._fh.close()
             self._fh = None
 

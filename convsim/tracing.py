@@ -17,9 +17,10 @@ File format (JSON lines, optionally gzip when the name ends in ``.gz``)::
 """
 from __future__ import annotations
 
-import copy
+import functools
 import gzip
 import json
+import operator
 import time
 from pathlib import Path
 from typing import Any
@@ -70,30 +71,87 @@ def _turn_of(values: dict, fallback: Any) -> Any:
     return fallback
 
 
+def append_channels(channels: dict) -> frozenset[str]:
+    """The state keys whose reducer is ``operator.add`` (a compiled graph's ``channels``): a node's
+    list update to such a key is appended, so the trace can record just the new items."""
+    from langgraph.channels.binop import BinaryOperatorAggregate
+    return frozenset(k for k, ch in (channels or {}).items()
+                     if isinstance(ch, BinaryOperatorAggregate) and ch.operator is operator.add)
+
+
+def _appended_text(before_len: int, after_len: int, appended: str) -> str:
+    return f'{{"appended": {appended}, "before_len": {before_len}, "after_len": {after_len}}}'
+
+
+def _step_line(step: int, superstep: int, turn: Any, node: str, changed: str, wall: float, calls: str) -> str:
+    # the bytes json.dumps({"type": "step", **step}) gives, with the changes already encoded once
+    turn_text = str(turn) if type(turn) is int else dumps(turn)
+    return (f'{{"type": "step", "step": {step}, "superstep": {superstep}, "turn": {turn_text}, '
+            f'"node": {_name(node)}, "changed": {{{changed}}}, "wall_s": {float.__repr__(wall)}, '
+            f'"llm_calls": {calls}}}')
+
+
+@functools.lru_cache(maxsize=4096)
+def _name(name: str) -> str:
+    """A node or state key as JSON (a handful of names, encoded millions of times)."""
+    return dumps(name)
+
+
 class TraceRecorder:
     """Collects the steps of one session while the runner streams it.
 
-    Only the keys a superstep wrote are copied, and a list that grew at its end costs a
-    copy of the new items only, so recording stays linear in what the nodes wrote rather
-    than in the size of the state times the number of steps.
+    Only the keys a superstep wrote are recorded, and each written value is JSON-encoded exactly
+    once, when its step ends (the text is the copy: nodes mutating it later cannot change the
+    trace). A key's ``before`` is the text recorded as its previous ``after``, never encoded again.
+    For the keys in ``append_keys`` (``operator.add`` reducers, see :func:`append_channels`) a
+    list update costs the encoding of the new items only, with no comparison of the old ones;
+    any other key is diffed against a copy of its previous value, so a list that grew at its end
+    is still recorded compactly. Recording stays linear in what the nodes wrote.
 
     ``prefix`` (a trace as :func:`read_trace` returns it, cut at the fork point) makes the
     recorder continue a forked session: its steps keep their numbers, new ones follow.
+    :meth:`close` renders the file text and drops the working state, so an outcome crossing a
+    process boundary carries one string.
     """
 
     def __init__(self, initial_state: dict, llm_calls: list[dict] | None = None, *,
-                 prefix: dict | None = None, fork: dict | None = None) -> None:
+                 prefix: dict | None = None, fork: dict | None = None,
+                 append_keys: frozenset[str] | set[str] = frozenset()) -> None:
         self.initial = _snapshot(initial_state)
-        self.steps: list[dict] = list((prefix or {}).get("steps", []))
-        self.events: list[dict] = list((prefix or {}).get("events", []))
+        prefix_steps = list((prefix or {}).get("steps", []))
+        self._lines = [dumps({"type": "step", **s}) for s in prefix_steps]
+        self._events = [dumps({"type": "event", **e}) for e in (prefix or {}).get("events", [])]
         self.fork = fork
-        self._values: dict = dict(self.initial)
+        self.append_keys = frozenset(append_keys)
+        self._echo: dict = dict(self.initial)  # the state the first diffs are taken against
+        self._text: dict[str, str] = {}     # key -> JSON of its current value, as last recorded
+        self._copy: dict[str, Any] = {}     # other keys holding a list: a copy, for the grown-list test
+        self._length: dict[str, int] = {}   # append keys: the current length ...
+        self._ref: dict[str, list] = {}     # ... and the list itself (the state's own, never mutated)
         self._pending: list[tuple[str, dict, float]] = []
         self._last = time.perf_counter()
-        self._superstep = self.steps[-1]["superstep"] + 1 if self.steps else 0
+        self._superstep = prefix_steps[-1]["superstep"] + 1 if prefix_steps else 0
+        self._turn = prefix_steps[-1].get("turn") if prefix_steps else None
         self._calls = llm_calls if llm_calls is not None else []
         self._calls_seen = len(self._calls)
         self._seen_values = False
+        self._rendered: str | None = None
+
+    def _decoded(self, kind: str) -> list[dict]:
+        if self._rendered is None:
+            lines = self._lines if kind == "step" else self._events
+        else:  # closed: the rendered text is all that is kept
+            lines = [x for x in self._rendered.splitlines() if x.startswith(f'{{"type": "{kind}"')]
+        return [{k: v for k, v in json.loads(line).items() if k != "type"} for line in lines]
+
+    @property
+    def steps(self) -> list[dict]:
+        """The recorded steps, decoded (for inspection; the runner only writes them)."""
+        return self._decoded("step")
+
+    @property
+    def events(self) -> list[dict]:
+        return self._decoded("event")
 
     def on_updates(self, chunk: dict) -> None:
         now = time.perf_counter()
@@ -102,62 +160,105 @@ class TraceRecorder:
         self._last = now
 
     def on_custom(self, event: Any) -> None:
-        self.events.append({"step": len(self.steps), "superstep": self._superstep,
-                            "event": copy.deepcopy(event)})
+        # encoded now: the line is the copy (a node may reuse the event's dicts)
+        self._events.append(f'{{"type": "event", "step": {len(self._lines)}, '
+                            f'"superstep": {self._superstep}, "event": {dumps(event)}}}')
 
-    def _change(self, key: str, values: dict) -> dict:
-        before = self._values.get(key)
-        raw = values.get(key)
-        if (isinstance(before, list) and isinstance(raw, list) and len(raw) > len(before)
-                and raw[:len(before)] == before):
-            appended = _snapshot(raw[len(before):])
-            self._values[key] = before + appended
-            return {"appended": appended, "before_len": len(before), "after_len": len(raw)}
-        after = _snapshot(raw)
-        self._values[key] = after
-        return {"before": before, "after": after}
+    def _appended(self, key: str, raw: Any) -> str | None:
+        """The change of an ``operator.add`` key whose every update this superstep was a list, or
+        None (an ``Overwrite``, or lengths that do not add up: diffed like any other key)."""
+        if key not in self.append_keys or not isinstance(raw, list):
+            return None
+        grew = 0
+        for _, update, _ in self._pending:
+            if key in update:
+                if type(update[key]) is not list:
+                    return None
+                grew += len(update[key])
+        n0 = self._length.get(key)
+        if n0 is None:  # first append since the start (or since an Overwrite)
+            prev = self._copy.get(key) if key in self._text else self._echo.get(key)
+            n0 = len(prev) if isinstance(prev, list) else -1
+        if n0 < 0 or len(raw) != n0 + grew:
+            return None
+        self._length[key], self._ref[key] = len(raw), raw
+        self._text.pop(key, None)
+        self._copy.pop(key, None)
+        return _appended_text(n0, len(raw), dumps(raw[n0:]))
+
+    def _change(self, key: str, raw: Any) -> str:
+        appended = self._appended(key, raw)
+        if appended is not None:
+            return appended
+        if key in self._length:  # an append key leaving the fast path: its value is the list last seen
+            del self._length[key]
+            before_obj = self._ref.pop(key)
+            before = dumps(before_obj)
+        elif key in self._text:
+            before_obj, before = self._copy.get(key), self._text[key]
+        else:
+            before_obj = self._echo.get(key)
+            before = dumps(before_obj)
+        after = dumps(raw)
+        self._text[key] = after
+        if isinstance(raw, list):
+            self._copy[key] = json.loads(after)  # a copy: the grown-list test of the next step needs it
+            if (isinstance(before_obj, list) and len(raw) > len(before_obj)
+                    and raw[:len(before_obj)] == before_obj):
+                return _appended_text(len(before_obj), len(raw), dumps(raw[len(before_obj):]))
+        else:
+            self._copy.pop(key, None)
+        return f'{{"before": {before}, "after": {after}}}'
 
     def on_values(self, values: dict) -> None:
         if not self._pending:
             # the input echo (or the checkpoint a fork resumes from): the state to diff against
             if not self._seen_values:
-                self._values = _snapshot(values)
-                if not self.steps:  # the echo includes what reducer channels start with
-                    self.initial = dict(self._values)
+                self._echo = _snapshot(values)
+                if not self._lines:  # the echo includes what reducer channels start with
+                    self.initial = dict(self._echo)
                 self._seen_values = True
             return
         self._seen_values = True
-        turn_before = _turn_of(self._values, None)
         new_calls = self._calls[self._calls_seen:]
         self._calls_seen = len(self._calls)
-        changes: dict[str, dict] = {}
+        changes: dict[str, str] = {}
         for _, update, _ in self._pending:
             for key in update:
-                if key not in changes and (key in values or key in self._values):
-                    changes[key] = self._change(key, values)
-        turn = _turn_of(self._values, turn_before)
+                if key not in changes and (key in values or key in self._echo or key in self._text
+                                           or key in self._length):
+                    changes[key] = f"{_name(key)}: {self._change(key, values.get(key))}"
+        self._turn = turn = _turn_of(values, self._turn)
         for node, update, wall in self._pending:
-            self.steps.append({
-                "step": len(self.steps), "superstep": self._superstep, "turn": turn, "node": node,
-                "changed": {k: changes[k] for k in update if k in changes},
-                "wall_s": round(wall, 6),
-                "llm_calls": [c for c in new_calls if c.get("node") in (node, None)],
-            })
+            calls = [c for c in new_calls if c.get("node") in (node, None)]
+            self._lines.append(_step_line(len(self._lines), self._superstep, turn, node,
+                                          ", ".join(changes[k] for k in update if k in changes),
+                                          round(wall, 6), dumps(calls) if calls else "[]"))
         self._pending = []
         self._superstep += 1
+
+    def render(self) -> str:
+        """The trace file's text."""
+        if self._rendered is not None:
+            return self._rendered
+        head = [dumps({"type": "initial", "state": self.initial})]
+        if self.fork:
+            head.append(dumps({"type": "fork", **self.fork}))
+        return "\n".join(head + self._lines + self._events) + "\n"
+
+    def close(self) -> "TraceRecorder":
+        """Render the file text once and drop the working state (copies, references to the state)."""
+        self._rendered = self.render()
+        self._echo, self._text, self._copy, self._ref, self._calls, self._pending = {}, {}, {}, {}, [], []
+        self._lines, self._events = [], []
+        return self
 
     def write(self, path: Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "wt", encoding="utf-8") as fh:
-            fh.write(dumps({"type": "initial", "state": self.initial}) + "\n")
-            if self.fork:
-                fh.write(dumps({"type": "fork", **self.fork}) + "\n")
-            for step in self.steps:
-                fh.write(dumps({"type": "step", **step}) + "\n")
-            for ev in self.events:
-                fh.write(dumps({"type": "event", **ev}) + "\n")
+            fh.write(self.render())
         return path
 
 

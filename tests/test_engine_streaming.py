@@ -35,9 +35,9 @@ def test_the_async_executor_keeps_at_most_concurrency_sessions_pulled(tmp_path, 
             yield unit
     append = RunStore.append
 
-    def counting_append(self, record):
+    def counting_append(self, record, *line):
         landed[0] += 1
-        append(self, record)
+        append(self, record, *line)
     monkeypatch.setattr(plan_mod.Plan, "iter_units", counting)
     monkeypatch.setattr(RunStore, "append", counting_append)
     cfg = config_from_dict({"graph": "hello_chat", "sessions": 40, "concurrency": 3, "out_dir": str(tmp_path),
