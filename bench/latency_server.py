@@ -65,7 +65,10 @@ class LatencyServer:
                                          "message": {"role": "assistant", "content": outer.answer}}],
                             "usage": outer.usage})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # listen backlog (the stdlib's 5 resets connections when 32 open at once)
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"

@@ -150,18 +150,34 @@ class StructuredResult:
                 "attempts": self.attempts}
 
 
+_MESSAGE_CLASSES: dict[str, Any] = {}
+
+
+def _message_classes() -> dict[str, Any]:
+    if not _MESSAGE_CLASSES:  # imported on first use: a run with model none never needs them
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+        _MESSAGE_CLASSES.update({"system": SystemMessage, "user": HumanMessage, "human": HumanMessage,
+                                 "assistant": AIMessage, "ai": AIMessage})
+    return _MESSAGE_CLASSES
+
+
 def _to_messages(messages) -> list:
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+    classes = _message_classes()
     if isinstance(messages, str):
-        return [HumanMessage(messages)]
+        return [classes["user"](messages)]
     out = []
     for m in messages:
-        if isinstance(m, BaseMessage):
+        if isinstance(m, (tuple, list)):
+            role, content = m
+        elif isinstance(m, dict):
+            role, content = m["role"], m["content"]
+        elif hasattr(m, "content"):  # a LangChain message already
             out.append(m)
             continue
-        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
-        cls = {"system": SystemMessage, "user": HumanMessage, "human": HumanMessage,
-               "assistant": AIMessage, "ai": AIMessage}.get(role)
+        else:
+            raise ConvsimError(f"a message is (role, content), {{role, content}} or a LangChain message, "
+                               f"not {m!r}", field="messages")
+        cls = classes.get(role)
         if cls is None:
             raise ConvsimError(f"unknown message role {role!r}", field="messages")
         out.append(cls(content))

@@ -33,10 +33,19 @@ import os
 import threading
 from typing import Any
 
+from urllib.parse import urlsplit
+
 import httpx
 import openai
 
-_CLIENTS: dict[tuple, openai.OpenAI] = {}
+from .httpjson import JSONPoster
+
+# "http": convsim.httpjson (stdlib, pooled keep-alive; the default); "sdk": the openai SDK's client
+# (httpx), which proxied URLs always take. The environment variable is an escape hatch for a server
+# the small client mishandles.
+TRANSPORT = os.environ.get("CONVSIM_OPENAI_TRANSPORT", "http")
+
+_CLIENTS: dict[tuple, Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 # BaseMessage.type -> the chat-completions role (what langchain-openai maps them to)
@@ -44,17 +53,43 @@ _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"
           "developer": "developer"}
 
 
-def shared_client(base_url: str, timeout: float) -> openai.OpenAI:
-    """The process's client for ``base_url`` (built once; thread-safe, pooled connections)."""
-    key = (base_url, timeout, os.environ.get("OPENAI_API_KEY", "none"))
+def _api_key() -> str:
+    return os.environ.get("OPENAI_API_KEY", "none")
+
+
+def _shared(key: tuple, make) -> Any:
     client = _CLIENTS.get(key)
     if client is None:
         with _CLIENTS_LOCK:
             client = _CLIENTS.get(key)
             if client is None:
-                client = _CLIENTS[key] = openai.OpenAI(base_url=base_url, api_key=key[2], timeout=timeout,
-                                                       max_retries=0)
+                client = _CLIENTS[key] = make()
     return client
+
+
+def shared_client(base_url: str, timeout: float) -> openai.OpenAI:
+    """The process's SDK client for ``base_url`` (built once; thread-safe, pooled connections)."""
+    key = ("sdk", base_url, timeout, _api_key())
+    return _shared(key, lambda: openai.OpenAI(base_url=base_url, api_key=key[3], timeout=timeout, max_retries=0))
+
+
+def shared_poster(base_url: str, timeout: float) -> JSONPoster:
+    """The process's :class:`JSONPoster` for ``base_url`` (connections shared by every thread)."""
+    key = ("http", base_url, timeout, _api_key())
+    return _shared(key, lambda: JSONPoster(base_url, timeout, {"Authorization": f"Bearer {key[3]}",
+                                                               "User-Agent": "convsim"}))
+
+
+def proxied(url: str) -> bool:
+    """Whether the environment sends requests to ``url`` through a proxy (HTTP_PROXY, NO_PROXY...)."""
+    import urllib.request
+    scheme, host = urlsplit(url).scheme, urlsplit(url).hostname or ""
+    return scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
+
+
+def dumps(body: dict) -> bytes:
+    """JSON as the openai SDK (and httpx) serialise a request body: the same bytes reach the server."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 class Answer:
@@ -88,8 +123,12 @@ def _usage(usage: Any) -> dict | None:
 class OpenAIChat:
     """One model on one OpenAI-compatible server with fixed generation settings (thread-safe)."""
 
-    def __init__(self, spec: Any, timeout: float = 120.0) -> None:
-        self.client = shared_client(spec.base_url, timeout)
+    def __init__(self, spec: Any, timeout: float = 120.0, transport: str | None = None) -> None:
+        transport = transport or TRANSPORT
+        if transport == "sdk" or proxied(spec.base_url):
+            self.client, self.poster = shared_client(spec.base_url, timeout), None
+        else:
+            self.client, self.poster = None, shared_poster(spec.base_url, timeout)
         self.model = spec.model
         # ChatOpenAI's body: the settings it sends, in the (sorted) order it sends them
         settings: dict[str, Any] = {"temperature": spec.temperature}
@@ -116,7 +155,10 @@ class OpenAIChat:
 
     def invoke(self, messages: list, **kwargs: Any) -> Answer:
         body = self.body(messages, **kwargs)
-        response = self.client.post("/chat/completions", body=body, cast_to=httpx.Response)
+        if self.poster is not None:
+            response = self.poster.post("/chat/completions", dumps(body))
+        else:
+            response = self.client.post("/chat/completions", body=body, cast_to=httpx.Response)
         data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
         if not isinstance(data, dict):
             raise ValueError(f"unexpected response from the server: {str(data)[:200]!r}")
