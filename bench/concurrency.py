@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from latency_server import LatencyServerProcess  # noqa: E402
-from convsim import runner, session, store  # noqa: E402
+from convsim import models, openai_client, retry, runner, session, store  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.plan import plan_run  # noqa: E402
 from convsim.store import RunStore  # noqa: E402
@@ -77,7 +77,7 @@ def openevals_rate(base_url: str, turns: int, sessions: int) -> float:
 
 class _Step:
     """A way the runner ran before a fix, switched on for one measurement (then restored)."""
-    name = "after: all three fixed"
+    name = "after: every fix"
 
     def __enter__(self):
         return self
@@ -130,11 +130,103 @@ class _CustomStream(_Step):
         session._Session.__init__ = self.saved
 
 
-class _Before(_Step):
-    name = "before: all three"
+def _chat_openai(spec, timeout: float = 120.0):
+    """How an ``openai:`` model was built before: langchain-openai's ChatOpenAI (over the SDK, httpx)."""
+    from langchain_openai import ChatOpenAI
+    kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
+              "api_key": os.environ.get("OPENAI_API_KEY", "none"), "max_retries": 0, "timeout": timeout}
+    if spec.seed is not None:
+        kwargs["seed"] = spec.seed
+    if spec.max_tokens is not None:
+        kwargs["max_tokens"] = spec.max_tokens
+        kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
+    return ChatOpenAI(**kwargs)
+
+
+class _ChatOpenAI(_Step):
+    """Model calls through ChatOpenAI (LangChain callbacks, the SDK's param transform and parsing)."""
+    name = "only: ChatOpenAI per model call"
 
     def __enter__(self):
-        self.steps = [_OldThreadPool().__enter__(), _FsyncEveryRecord().__enter__(), _CustomStream().__enter__()]
+        self.saved = models._make_backend
+        real = self.saved
+        models._make_backend = lambda spec, *a: _chat_openai(spec, *a) if spec.provider == "openai" else real(spec, *a)
+        models._BACKENDS.clear()
+        return self
+
+    def __exit__(self, *exc):
+        models._make_backend = self.saved
+        models._BACKENDS.clear()
+
+
+class _SdkClient(_Step):
+    """The same request through the openai SDK's client (httpx) instead of the stdlib pooled client."""
+    name = "only: openai SDK client (httpx)"
+
+    def __enter__(self):
+        self.saved = openai_client.TRANSPORT
+        openai_client.TRANSPORT = "sdk"
+        models._BACKENDS.clear()
+        return self
+
+    def __exit__(self, *exc):
+        openai_client.TRANSPORT = self.saved
+        models._BACKENDS.clear()
+
+
+def _tenacity_call_with_retry(fn, policy, *, on_fault=None, sleep=None):
+    """The retry wrapper as it was: a tenacity ``Retrying`` built and run for every call."""
+    import time as _time
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
+    def is_fault(exc):
+        kind = retry.infra_fault(exc)
+        if kind is not None and on_fault is not None:
+            on_fault(exc, kind)
+        return kind is not None
+    return Retrying(stop=stop_after_attempt(policy.attempts), wait=retry.backoff_wait(policy),
+                    retry=retry_if_exception(is_fault), reraise=True,
+                    sleep=sleep or (lambda s: _time.sleep(s)))(fn)
+
+
+def _to_messages_importing(messages):
+    """Message conversion as it was: langchain_core's classes imported on every call."""
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+    if isinstance(messages, str):
+        return [HumanMessage(messages)]
+    out = []
+    for m in messages:
+        if isinstance(m, BaseMessage):
+            out.append(m)
+            continue
+        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
+        cls = {"system": SystemMessage, "user": HumanMessage, "human": HumanMessage,
+               "assistant": AIMessage, "ai": AIMessage}[role]
+        out.append(cls(content))
+    return out
+
+
+class _TenacityPerCall(_Step):
+    name = "only: tenacity + imports per call"
+
+    def __enter__(self):
+        self.saved = models.call_with_retry, models._to_messages
+        models.call_with_retry, models._to_messages = _tenacity_call_with_retry, _to_messages_importing
+        return self
+
+    def __exit__(self, *exc):
+        models.call_with_retry, models._to_messages = self.saved
+
+
+STEPS = (_OldThreadPool, _FsyncEveryRecord, _CustomStream, _ChatOpenAI, _SdkClient, _TenacityPerCall)
+
+
+class _Before(_Step):
+    name = "before: every fix off"
+
+    def __enter__(self):
+        # ChatOpenAI already includes the SDK client: _SdkClient adds nothing on top of it
+        self.steps = [step().__enter__() for step in STEPS if step is not _SdkClient]
         return self
 
     def __exit__(self, *exc):
@@ -155,8 +247,7 @@ def main() -> None:
     ap.add_argument("--steps", action="store_true", help="also measure the runner before each fix")
     ap.add_argument("--llamacpp", action="store_true", help="also measure the platform share on llama.cpp")
     args = ap.parse_args()
-    steps = ([_Before(), _OldThreadPool(), _FsyncEveryRecord(), _CustomStream(), _Step()] if args.steps
-             else [_Step()])
+    steps = [_Before()] + [step() for step in STEPS] + [_Step()] if args.steps else [_Step()]
     with LatencyServerProcess(args.latency, idle_s=60) as base_url, tempfile.TemporaryDirectory() as out:
         spec = f"openai:fake@{base_url}"
         convsim_rate(spec, args.turns, 4, 8, out)  # warm-up: imports, client, connections
@@ -172,6 +263,7 @@ def main() -> None:
                 k = sessions_for(n, ideal, args.seconds)
                 runs = []
                 with step:
+                    convsim_rate(spec, args.turns, n, n, out)  # warm-up: a step's first imports and clients
                     for _ in range(args.repeat):
                         runs.append(convsim_rate(spec, args.turns, n, k, out))
                 rate, calls, cpu = sorted(runs)[len(runs) // 2]  # the median run
