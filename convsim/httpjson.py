@@ -75,6 +75,28 @@ class HTTPStatusError(Exception):
         self.status_code = response.status_code
 
 
+class _OneWrite:
+    """Headers and body in one ``send``: http.client writes them separately, and on a local server
+    each write is a syscall plus a wake-up of the server's reading thread (~0.1 ms of CPU per call
+    on the bench, more than all of this module's Python)."""
+
+    def _send_output(self, message_body=None, encode_chunked=False):
+        if not isinstance(message_body, bytes) or encode_chunked:
+            return super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
+        self._buffer.extend((b"", b""))  # type: ignore[attr-defined]
+        msg = b"\r\n".join(self._buffer)  # type: ignore[attr-defined]
+        del self._buffer[:]  # type: ignore[attr-defined]
+        self.send(msg + message_body)  # type: ignore[attr-defined]
+
+
+class _HTTPConnection(_OneWrite, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_OneWrite, http.client.HTTPSConnection):
+    pass
+
+
 def _readable(sock: socket.socket) -> bool:
     """Whether an idle connection's socket has something to read: for HTTP/1.1 that can only be
     the server closing it (httpcore's test before reusing a pooled connection)."""
@@ -100,7 +122,7 @@ class JSONPoster:
         self._lock = threading.Lock()
 
     def _new(self) -> http.client.HTTPConnection:
-        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        cls = _HTTPSConnection if self.https else _HTTPConnection
         conn = cls(self.host, self.port, timeout=self.timeout)
         try:
             conn.connect()
