@@ -6,6 +6,7 @@ A model is named by a spec string:
 * ``ollama:<model>`` — ChatOllama (``OLLAMA_HOST`` or ``http://localhost:11434``).
 * ``openai:<model>@<base_url>`` — any OpenAI-compatible server (vLLM, llama.cpp server,
   LM Studio, Ollama's ``/v1``). The API key comes from ``OPENAI_API_KEY`` (default ``none``).
+  Sent by :mod:`convsim.openai_client` (the request ChatOpenAI sends, without its per-call CPU).
 * ``llamacpp:gemma3-270m`` or ``llamacpp:<file.gguf>`` — in-process llama.cpp.
 
 Agents never import a provider: they get a :class:`ChatModel` from the session context,
@@ -97,13 +98,17 @@ _BACKENDS_LOCK = threading.Lock()
 
 
 def _backend(spec: ModelSpec, timeout: float = 120.0):
-    """A LangChain chat model for the spec, shared by all sessions (built once)."""
+    """The chat backend for the spec (``invoke(messages, **kwargs)`` returning a message with
+    ``content`` and ``usage_metadata``), shared by all sessions and threads (built once)."""
     key = (spec.provider, spec.model, spec.base_url, spec.temperature, spec.seed, spec.num_ctx,
            spec.max_tokens, timeout)
-    with _BACKENDS_LOCK:
-        if key not in _BACKENDS:
-            _BACKENDS[key] = _make_backend(spec, timeout)
-        return _BACKENDS[key]
+    backend = _BACKENDS.get(key)  # no lock once built: every model call of every thread passes here
+    if backend is None:
+        with _BACKENDS_LOCK:
+            if key not in _BACKENDS:
+                _BACKENDS[key] = _make_backend(spec, timeout)
+            backend = _BACKENDS[key]
+    return backend
 
 
 def _make_backend(spec: ModelSpec, timeout: float = 120.0):
@@ -123,7 +128,7 @@ def _make_backend(spec: ModelSpec, timeout: float = 120.0):
             kwargs["base_url"] = os.environ["OLLAMA_HOST"]
         return ChatOllama(**kwargs)
     if spec.provider == "openai":
-        # the openai SDK's client directly, not ChatOpenAI: same request, a fraction of the CPU
+        # not ChatOpenAI: the same request for a fraction of the CPU (see convsim/openai_client.py)
         from .openai_client import OpenAIChat
         return OpenAIChat(spec, timeout)
     if spec.provider == "llamacpp":

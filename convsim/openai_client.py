@@ -32,11 +32,7 @@ import json
 import os
 import threading
 from typing import Any
-
 from urllib.parse import urlsplit
-
-import httpx
-import openai
 
 from .httpjson import JSONPoster
 
@@ -67,8 +63,9 @@ def _shared(key: tuple, make) -> Any:
     return client
 
 
-def shared_client(base_url: str, timeout: float) -> openai.OpenAI:
-    """The process's SDK client for ``base_url`` (built once; thread-safe, pooled connections)."""
+def shared_client(base_url: str, timeout: float) -> Any:
+    """The process's ``openai.OpenAI`` client for ``base_url`` (built once; thread-safe, pooled)."""
+    import openai  # only for proxied URLs or CONVSIM_OPENAI_TRANSPORT=sdk: the import costs ~0.3 s
     key = ("sdk", base_url, timeout, _api_key())
     return _shared(key, lambda: openai.OpenAI(base_url=base_url, api_key=key[3], timeout=timeout, max_retries=0))
 
@@ -108,7 +105,10 @@ def message_dicts(messages: list) -> list[dict]:
         role = getattr(m, "role", None) or _ROLES.get(m.type)
         if role is None:
             raise ValueError(f"message type {m.type!r} has no chat-completions role")
-        out.append({"content": m.content, "role": role})
+        message = {"content": m.content, "role": role}
+        if getattr(m, "name", None):
+            message["name"] = m.name
+        out.append(message)
     return out
 
 
@@ -158,6 +158,7 @@ class OpenAIChat:
         if self.poster is not None:
             response = self.poster.post("/chat/completions", dumps(body))
         else:
+            import httpx  # the SDK returns its raw response for this cast (httpx's, or its own fork's)
             response = self.client.post("/chat/completions", body=body, cast_to=httpx.Response)
         data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
         if not isinstance(data, dict):
@@ -170,6 +171,7 @@ class OpenAIChat:
         choice = choices[0]
         finish = choice.get("finish_reason")
         if "response_format" in body and finish in ("length", "content_filter"):
+            import openai
             completion = _completion(data)
             if finish == "length":
                 raise openai.LengthFinishReasonError(completion=completion)
