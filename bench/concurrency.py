@@ -5,19 +5,24 @@ Every model call takes ``--latency`` seconds at a stdlib OpenAI-compatible serve
 is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
 
 * convsim's runner (async executor, trace on) at 1, 8 and 32 sessions in flight, efficiency =
-  measured / ideal, for each step of the fixes (``--steps``: the runner as it was, then each fix
-  added in turn) — what changes is named in the table;
+  measured / ideal, and the CPU ms this process spends per model call; with ``--steps`` also the
+  runner with every fix undone ("before") and with each fix undone alone ("only: ..."): the
+  runner's thread pool, fsync, stream mode, and the model-call path (ChatOpenAI, the SDK's httpx
+  client, a tenacity ``Retrying`` per call, and with ``--judge`` the JSON schema per structured call);
 * the same work through openevals' ``run_multiturn_simulation`` (one session after another, as its
   users run it), and the ratio convsim / openevals.
 
 With ``--llamacpp`` it also runs a few sessions against llama-cpp-python's real server and prints the
-platform's share of wall time (everything but waiting for the model). Usage:
-    python bench/concurrency.py [--latency 0.05] [--turns 6] [--seconds 1.0]
+platform's share of wall time (everything but waiting for the model). With ``--judge`` every turn
+also calls hello_chat's judge (structured output; the server answers JSON mode with a fixed valid
+verdict) and the openevals comparison is left out. Usage:
+    python bench/concurrency.py [--steps] [--judge] [--latency 0.05] [--turns 6] [--seconds 1.0]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -38,12 +43,15 @@ from convsim.store import RunStore  # noqa: E402
 IN_FLIGHT = (1, 8, 32)
 
 
+ROLES = ["agent"]  # --judge adds hello_chat's judge (a structured JSON verdict each turn)
+
+
 def convsim_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str) -> tuple[float, int, float]:
     """sessions/s, model calls, and CPU ms of this process (runner + client) per model call."""
     cfg = config_from_dict({"name": "conc", "graph": "hello_chat", "sessions": sessions, "seed": 0,
                             "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": in_flight,
                             "analysis": [], "out_dir": out, "run_id": f"c{in_flight}-{time.time_ns()}",
-                            "models": {"agent": spec}})
+                            "models": {role: spec for role in ROLES}})
     plan = plan_run(cfg)
     started, cpu = time.perf_counter(), time.process_time()
     run_dir = asyncio.run(runner.execute(plan, show_progress=False))
@@ -71,6 +79,15 @@ def openevals_rate(base_url: str, turns: int, sessions: int) -> float:
         run_multiturn_simulation(app=app, user=[f"What is the {t}?" for t in topics], max_turns=turns,
                                  thread_id=f"oe-{i}")
     return sessions / (time.perf_counter() - started)
+
+
+def openevals_side_by_side(base_url: str, args, per_session: float, best: dict[int, float]) -> None:
+    k = sessions_for(1, 1 / per_session, args.seconds * 2)
+    oe = openevals_rate(base_url, args.turns, k)
+    print(f"{'openevals, sequential':36s} {1:9d} {k:8d} {oe:8.2f} "
+          f"{1 / per_session:8.2f} {oe * per_session:6.0%}")
+    for n in IN_FLIGHT:
+        print(f"convsim at {n:2d} in flight / openevals sequential: {best[n] / oe:5.2f}x")
 
 
 # ----------------------------------------------------------------------------- the steps
@@ -218,7 +235,21 @@ class _TenacityPerCall(_Step):
         models.call_with_retry, models._to_messages = self.saved
 
 
+class _SchemaPerCall(_Step):
+    """pydantic's JSON schema of the answer type rebuilt on every structured call (~0.3 ms)."""
+    name = "only: JSON schema built per call"
+
+    def __enter__(self):
+        self.saved = models.schema_json
+        models.schema_json = lambda schema: json.dumps(schema.model_json_schema())
+        return self
+
+    def __exit__(self, *exc):
+        models.schema_json = self.saved
+
+
 STEPS = (_OldThreadPool, _FsyncEveryRecord, _CustomStream, _ChatOpenAI, _SdkClient, _TenacityPerCall)
+JUDGE_STEPS = (_SchemaPerCall,)  # only with --judge: the agent makes no structured call
 
 
 class _Before(_Step):
@@ -226,7 +257,8 @@ class _Before(_Step):
 
     def __enter__(self):
         # ChatOpenAI already includes the SDK client: _SdkClient adds nothing on top of it
-        self.steps = [step().__enter__() for step in STEPS if step is not _SdkClient]
+        self.steps = [step().__enter__() for step in STEPS + (JUDGE_STEPS if "judge" in ROLES else ())
+                      if step is not _SdkClient]
         return self
 
     def __exit__(self, *exc):
@@ -246,14 +278,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="median of this many runs per cell")
     ap.add_argument("--steps", action="store_true", help="also measure the runner before each fix")
     ap.add_argument("--llamacpp", action="store_true", help="also measure the platform share on llama.cpp")
+    ap.add_argument("--judge", action="store_true",
+                    help="also call hello_chat's judge each turn (structured output; no openevals comparison)")
     args = ap.parse_args()
-    steps = [_Before()] + [step() for step in STEPS] + [_Step()] if args.steps else [_Step()]
-    with LatencyServerProcess(args.latency, idle_s=60) as base_url, tempfile.TemporaryDirectory() as out:
+    if args.judge:
+        ROLES.append("judge")
+    steps = ([_Before()] + [step() for step in STEPS + (JUDGE_STEPS if args.judge else ())] + [_Step()]
+             if args.steps else [_Step()])
+    verdict = '{"correct": true, "reason": "a fixed verdict"}'
+    with LatencyServerProcess(args.latency, idle_s=60, json_answer=verdict) as base_url, \
+            tempfile.TemporaryDirectory() as out:
         spec = f"openai:fake@{base_url}"
         convsim_rate(spec, args.turns, 4, 8, out)  # warm-up: imports, client, connections
-        per_session = args.turns * args.latency
-        print(f"hello_chat, {args.turns} model calls per session, {args.latency * 1000:.0f} ms per call "
-              f"(ideal: n / {per_session:.2f} s sessions/s)")
+        calls_per_session = args.turns * len(ROLES)
+        per_session = calls_per_session * args.latency
+        print(f"hello_chat, {calls_per_session} model calls per session ({', '.join(ROLES)}), "
+              f"{args.latency * 1000:.0f} ms per call (ideal: n / {per_session:.2f} s sessions/s)")
         print(f"{'runner':36s} {'in flight':>9s} {'sessions':>8s} {'sess/s':>8s} {'ideal':>8s} {'eff.':>6s} "
               f"{'CPU ms/call':>11s}")
         best: dict[int, float] = {}
@@ -267,15 +307,11 @@ def main() -> None:
                     for _ in range(args.repeat):
                         runs.append(convsim_rate(spec, args.turns, n, k, out))
                 rate, calls, cpu = sorted(runs)[len(runs) // 2]  # the median run
-                assert calls == k * args.turns
+                assert calls == k * calls_per_session
                 best[n] = rate
                 print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} {cpu:11.2f}")
-        k = sessions_for(1, 1 / per_session, args.seconds * 2)
-        oe = openevals_rate(base_url, args.turns, k)
-        print(f"{'openevals, sequential':36s} {1:9d} {k:8d} {oe:8.2f} "
-              f"{1 / per_session:8.2f} {oe * per_session:6.0%}")
-        for n in IN_FLIGHT:
-            print(f"convsim at {n:2d} in flight / openevals sequential: {best[n] / oe:5.2f}x")
+        if not args.judge:  # openevals' loop below calls the agent only
+            openevals_side_by_side(base_url, args, per_session, best)
     if args.llamacpp:
         platform_share()
 
