@@ -296,17 +296,21 @@ def main() -> None:
               f"{args.latency * 1000:.0f} ms per call (ideal: n / {per_session:.2f} s sessions/s)")
         print(f"{'runner':36s} {'in flight':>9s} {'sessions':>8s} {'sess/s':>8s} {'ideal':>8s} {'eff.':>6s} "
               f"{'CPU ms/call':>11s}")
+        # Round robin: each repeat measures every step in turn, so a machine whose load drifts during
+        # the run (other jobs) shifts every step alike instead of whichever step ran last.
+        runs: dict[tuple[int, int], list] = {(i, n): [] for i in range(len(steps)) for n in IN_FLIGHT}
+        for n in IN_FLIGHT:
+            k = sessions_for(n, n / per_session, args.seconds)
+            for _ in range(args.repeat):
+                for i, step in enumerate(steps):
+                    with step:
+                        convsim_rate(spec, args.turns, n, n, out)  # warm-up: a step's imports and clients
+                        runs[i, n].append(convsim_rate(spec, args.turns, n, k, out))
         best: dict[int, float] = {}
-        for step in steps:
+        for i, step in enumerate(steps):
             for n in IN_FLIGHT:
-                ideal = n / per_session
-                k = sessions_for(n, ideal, args.seconds)
-                runs = []
-                with step:
-                    convsim_rate(spec, args.turns, n, n, out)  # warm-up: a step's first imports and clients
-                    for _ in range(args.repeat):
-                        runs.append(convsim_rate(spec, args.turns, n, k, out))
-                rate, calls, cpu = sorted(runs)[len(runs) // 2]  # the median run
+                ideal, k = n / per_session, sessions_for(n, n / per_session, args.seconds)
+                rate, calls, cpu = sorted(runs[i, n])[len(runs[i, n]) // 2]  # the median run
                 assert calls == k * calls_per_session
                 best[n] = rate
                 print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} {cpu:11.2f}")
