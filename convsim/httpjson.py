@@ -19,9 +19,11 @@ them the same way: :class:`ConnectError`, :class:`ConnectTimeout`, :class:`ReadT
 from __future__ import annotations
 
 import http.client
+import os
 import select
 import socket
 import threading
+import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -120,6 +122,11 @@ class JSONPoster:
         self.headers = {"Content-Type": "application/json", "Accept": "application/json", **headers}
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
+        _POSTERS.add(self)
+
+    def _forget_connections(self) -> None:
+        """In a forked child: the parent's sockets are not this process's to use."""
+        self._idle, self._lock = [], threading.Lock()
 
     def _new(self) -> http.client.HTTPConnection:
         cls = _HTTPSConnection if self.https else _HTTPConnection
@@ -191,3 +198,8 @@ class JSONPoster:
         else:
             self._give_back(conn)
         return response
+
+
+_POSTERS: "weakref.WeakSet[JSONPoster]" = weakref.WeakSet()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: [p._forget_connections() for p in list(_POSTERS)])

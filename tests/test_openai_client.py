@@ -197,3 +197,20 @@ def test_the_retry_loop_retries_faults_only_with_exponential_waits():
         return a
     assert call_with_retry(flaky, policy, sleep=waits.append, on_fault=lambda e, k: faults.append(k)) == "ok"
     assert faults == ["timeout"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_share_the_parents_connections():
+    import os
+    with CaptureServer() as server:
+        m = ChatModel(spec=parse_model_spec(f"openai:m@{server.url}"))
+        m.invoke("hi")
+        poster = models._backend(m.spec, m.retry_policy.timeout).poster
+        assert len(poster._idle) == 1
+        pid = os.fork()
+        if pid == 0:  # the child: no pooled connection inherited, its own call works
+            os._exit(0 if not poster._idle and m.invoke("again") == '{"ok": true}' and len(poster._idle) == 1 else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert m.invoke("parent") == '{"ok": true}'
+    assert len(set(server.peers)) == 2  # the parent kept its connection; the child opened its own
