@@ -214,3 +214,25 @@ def test_a_forked_child_does_not_share_the_parents_connections():
         assert os.waitstatus_to_exitcode(status) == 0
         assert m.invoke("parent") == '{"ok": true}'
     assert len(set(server.peers)) == 2  # the parent kept its connection; the child opened its own
+
+
+@pytest.mark.skipif(__import__("shutil").which("openssl") is None, reason="needs the openssl command")
+def test_https_with_a_trusted_and_an_untrusted_certificate(tmp_path, monkeypatch):
+    import ssl
+    import subprocess
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    with CaptureServer() as server:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(str(cert), str(key))
+        server.httpd.socket = tls.wrap_socket(server.httpd.socket, server_side=True)
+        url = server.url.replace("http://", "https://")
+        untrusted = ChatModel(spec=parse_model_spec(f"openai:m@{url}"), retry=RetryPolicy(attempts=1))
+        with pytest.raises(ModelUnavailable, match="unreachable.*CERTIFICATE_VERIFY_FAILED"):
+            untrusted.invoke("hi")  # verified like the SDK's client: an unknown certificate is refused
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trusted (read when a connection is opened)
+        trusted = ChatModel(spec=parse_model_spec({"spec": f"openai:m@{url}", "seed": 1}))
+        assert trusted.invoke("hi") == trusted.invoke("again") == '{"ok": true}'
+    assert len(server.bodies) == 2 and len(set(server.peers)) == 1  # one kept-alive TLS connection
