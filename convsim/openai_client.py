@@ -1,21 +1,23 @@
-"""Chat completions against an OpenAI-compatible server, straight through the ``openai`` SDK's client.
+"""Chat completions against an OpenAI-compatible server, without ChatOpenAI.
 
 What an ``openai:`` model spec talks to. It sends exactly the request body langchain-openai's
-``ChatOpenAI`` sends (same fields, same order, so a server, a recorded fake or a fault injector
-that hashes the body sees the same bytes) and reads the same fields back, but skips what costs CPU
-and buys nothing here: LangChain's callback and run-manager machinery, the SDK's per-call
-``TypedDict`` transform of the parameters (a no-op for plain text messages) and its pydantic
-parsing of the completion. On the bench (bench/concurrency.py, ``--steps``) that is most of the
-platform's CPU per model call.
+``ChatOpenAI`` sends (same fields, same order, same serialisation, so a server, a recorded fake or
+a fault injector that hashes the body sees the same bytes) and reads the same fields back, but
+skips what costs CPU and buys nothing here: LangChain's callback and run-manager layers, the
+SDK's per-call ``TypedDict`` transform of the parameters (a no-op for plain text messages), its
+pydantic parsing of the completion, and its httpx client: requests go through
+:mod:`convsim.httpjson` (stdlib, pooled keep-alive connections). A URL the environment proxies,
+or every URL with ``CONVSIM_OPENAI_TRANSPORT=sdk``, goes through the ``openai`` SDK's client
+instead (same body, same failure classes). bench/concurrency.py ``--steps`` shows each layer's cost.
 
-Behaviour kept from ``ChatOpenAI`` (tests/test_openai_payload.py compares the two):
+Behaviour kept from ``ChatOpenAI`` (tests/test_openai_client.py compares the two):
 
-* one ``openai.OpenAI`` client (and so one HTTP connection pool) per base URL and timeout, shared
-  by every session, role and thread of the process; the SDK's own retries are off
-  (``max_retries=0``): :mod:`convsim.retry` retries, records and classifies each attempt;
-* HTTP errors, timeouts and refused connections raise the SDK's exceptions (``APIStatusError``
-  with ``status_code``, ``APITimeoutError``, ``APIConnectionError``), an unreadable body raises
-  ``JSONDecodeError`` / ``UnicodeDecodeError``: the faults convsim.retry classifies;
+* one connection pool per base URL and timeout, shared by every session, role and thread of the
+  process; no retries below convsim's: :mod:`convsim.retry` retries, records and classifies each
+  attempt;
+* HTTP errors, timeouts and refused connections raise exceptions carrying what convsim.retry reads
+  (``status_code``, the response's ``Retry-After``, httpx's or the SDK's exception names), an
+  unreadable body raises ``JSONDecodeError`` / ``UnicodeDecodeError``;
 * a JSON-mode answer (``response_format`` given) that stopped at ``max_tokens`` raises
   ``openai.LengthFinishReasonError`` with the completion (so the cut text and its tokens are kept),
   and one stopped by a content filter ``openai.ContentFilterFinishReasonError``;
