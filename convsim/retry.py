@@ -3,11 +3,11 @@
 An infrastructure fault is the model *server's* failure, not the model's answer:
 
 ==========================  ===========================================================
-fault                       how it shows up (langchain-openai / ollama / httpx)
+fault                       how it shows up (convsim.httpjson / openai SDK / ollama / httpx)
 ==========================  ===========================================================
-unreachable                 APIConnectionError, httpx ConnectError, refused connection
-timeout                     APITimeoutError, httpx ReadTimeout / ConnectTimeout
-HTTP 5xx, 429, 408          APIStatusError / ollama ResponseError with that status_code
+unreachable                 ConnectError / ReadError, APIConnectionError, refused connection
+timeout                     ReadTimeout / ConnectTimeout, APITimeoutError
+HTTP 5xx, 429, 408          HTTPStatusError / APIStatusError / ResponseError with that status_code
 unreadable body             JSONDecodeError / UnicodeDecodeError raised *by the provider call*
 ==========================  ===========================================================
 
