@@ -160,8 +160,7 @@ class OpenAIChat:
         if self.poster is not None:
             response = self.poster.post("/chat/completions", dumps(body))
         else:
-            import httpx  # the SDK returns its raw response for this cast (httpx's, or its own fork's)
-            response = self.client.post("/chat/completions", body=body, cast_to=httpx.Response)
+            response = self.client.post("/chat/completions", body=body, cast_to=_raw_response_type())
         data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
         if not isinstance(data, dict):
             raise ValueError(f"unexpected response from the server: {str(data)[:200]!r}")
@@ -180,6 +179,16 @@ class OpenAIChat:
             raise openai.ContentFilterFinishReasonError(completion=completion)
         content = (choice.get("message") or {}).get("content")
         return Answer(content or "", _usage(data.get("usage")), finish)
+
+
+def _raw_response_type() -> type:
+    """The class the SDK's ``post`` returns unparsed: httpx's ``Response`` (the SDK's 3.x fork,
+    httpx2, accepts httpx's too when httpx is installed, which langchain-ollama's client needs)."""
+    try:
+        import httpx
+    except ImportError:  # an SDK on httpx2 alone
+        import httpx2 as httpx  # type: ignore[no-redef]
+    return httpx.Response
 
 
 def _missing_choices(data: dict):
