@@ -252,6 +252,19 @@ STEPS = (_OldThreadPool, _FsyncEveryRecord, _CustomStream, _ChatOpenAI, _SdkClie
 JUDGE_STEPS = (_SchemaPerCall,)  # only with --judge: the agent makes no structured call
 
 
+class _OldCallPath(_Step):
+    """Every model-call fix undone at once (the runner's fixes kept): the call path as it was."""
+    name = "model-call path as it was"
+
+    def __enter__(self):
+        self.steps = [step().__enter__() for step in (_ChatOpenAI, _TenacityPerCall, _SchemaPerCall)]
+        return self
+
+    def __exit__(self, *exc):
+        for step in reversed(self.steps):
+            step.__exit__(*exc)
+
+
 class _Before(_Step):
     name = "before: every fix off"
 
@@ -283,8 +296,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.judge:
         ROLES.append("judge")
-    steps = ([_Before()] + [step() for step in STEPS + (JUDGE_STEPS if args.judge else ())] + [_Step()]
-             if args.steps else [_Step()])
+    steps = ([_Before()] + [step() for step in STEPS + (JUDGE_STEPS if args.judge else ())]
+             + [_OldCallPath(), _Step()] if args.steps else [_Step()])
     verdict = '{"correct": true, "reason": "a fixed verdict"}'
     with LatencyServerProcess(args.latency, idle_s=60, json_answer=verdict) as base_url, \
             tempfile.TemporaryDirectory() as out:
