@@ -5,19 +5,24 @@ Every model call takes ``--latency`` seconds at a stdlib OpenAI-compatible serve
 is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
 
 * convsim's runner (async executor, trace on) at 1, 8 and 32 sessions in flight, efficiency =
-  measured / ideal, for each step of the fixes (``--steps``: the runner as it was, then each fix
-  added in turn) — what changes is named in the table;
+  measured / ideal, and the CPU ms this process spends per model call; with ``--steps`` also the
+  runner with every fix undone ("before") and with each fix undone alone ("only: ..."): the
+  runner's thread pool, fsync, stream mode, and the model-call path (ChatOpenAI, the SDK's httpx
+  client, a tenacity ``Retrying`` per call, and with ``--judge`` the JSON schema per structured call);
 * the same work through openevals' ``run_multiturn_simulation`` (one session after another, as its
   users run it), and the ratio convsim / openevals.
 
 With ``--llamacpp`` it also runs a few sessions against llama-cpp-python's real server and prints the
-platform's share of wall time (everything but waiting for the model). Usage:
-    python bench/concurrency.py [--latency 0.05] [--turns 6] [--seconds 1.0]
+platform's share of wall time (everything but waiting for the model). With ``--judge`` every turn
+also calls hello_chat's judge (structured output; the server answers JSON mode with a fixed valid
+verdict) and the openevals comparison is left out. Usage:
+    python bench/concurrency.py [--steps] [--judge] [--latency 0.05] [--turns 6] [--seconds 1.0]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -30,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from latency_server import LatencyServerProcess  # noqa: E402
-from convsim import runner, session, store  # noqa: E402
+from convsim import models, openai_client, retry, runner, session, store  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.plan import plan_run  # noqa: E402
 from convsim.store import RunStore  # noqa: E402
@@ -38,12 +43,15 @@ from convsim.store import RunStore  # noqa: E402
 IN_FLIGHT = (1, 8, 32)
 
 
+ROLES = ["agent"]  # --judge adds hello_chat's judge (a structured JSON verdict each turn)
+
+
 def convsim_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str) -> tuple[float, int, float]:
     """sessions/s, model calls, and CPU ms of this process (runner + client) per model call."""
     cfg = config_from_dict({"name": "conc", "graph": "hello_chat", "sessions": sessions, "seed": 0,
                             "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": in_flight,
                             "analysis": [], "out_dir": out, "run_id": f"c{in_flight}-{time.time_ns()}",
-                            "models": {"agent": spec}})
+                            "models": {role: spec for role in ROLES}})
     plan = plan_run(cfg)
     started, cpu = time.perf_counter(), time.process_time()
     run_dir = asyncio.run(runner.execute(plan, show_progress=False))
@@ -73,11 +81,20 @@ def openevals_rate(base_url: str, turns: int, sessions: int) -> float:
     return sessions / (time.perf_counter() - started)
 
 
+def openevals_side_by_side(base_url: str, args, per_session: float, best: dict[int, float]) -> None:
+    k = sessions_for(1, 1 / per_session, args.seconds * 2)
+    oe = openevals_rate(base_url, args.turns, k)
+    print(f"{'openevals, sequential':36s} {1:9d} {k:8d} {oe:8.2f} "
+          f"{1 / per_session:8.2f} {oe * per_session:6.0%}")
+    for n in IN_FLIGHT:
+        print(f"convsim at {n:2d} in flight / openevals sequential: {best[n] / oe:5.2f}x")
+
+
 # ----------------------------------------------------------------------------- the steps
 
 class _Step:
     """A way the runner ran before a fix, switched on for one measurement (then restored)."""
-    name = "after: all three fixed"
+    name = "after: every fix"
 
     def __enter__(self):
         return self
@@ -130,11 +147,131 @@ class _CustomStream(_Step):
         session._Session.__init__ = self.saved
 
 
-class _Before(_Step):
-    name = "before: all three"
+def _chat_openai(spec, timeout: float = 120.0):
+    """How an ``openai:`` model was built before: langchain-openai's ChatOpenAI (over the SDK, httpx)."""
+    from langchain_openai import ChatOpenAI
+    kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
+              "api_key": os.environ.get("OPENAI_API_KEY", "none"), "max_retries": 0, "timeout": timeout}
+    if spec.seed is not None:
+        kwargs["seed"] = spec.seed
+    if spec.max_tokens is not None:
+        kwargs["max_tokens"] = spec.max_tokens
+        kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
+    return ChatOpenAI(**kwargs)
+
+
+class _ChatOpenAI(_Step):
+    """Model calls through ChatOpenAI (LangChain callbacks, the SDK's param transform and parsing)."""
+    name = "only: ChatOpenAI per model call"
 
     def __enter__(self):
-        self.steps = [_OldThreadPool().__enter__(), _FsyncEveryRecord().__enter__(), _CustomStream().__enter__()]
+        self.saved = models._make_backend
+        real = self.saved
+        models._make_backend = lambda spec, *a: _chat_openai(spec, *a) if spec.provider == "openai" else real(spec, *a)
+        models._BACKENDS.clear()
+        return self
+
+    def __exit__(self, *exc):
+        models._make_backend = self.saved
+        models._BACKENDS.clear()
+
+
+class _SdkClient(_Step):
+    """The same request through the openai SDK's client (httpx) instead of the stdlib pooled client."""
+    name = "only: openai SDK client (httpx)"
+
+    def __enter__(self):
+        self.saved = openai_client.TRANSPORT
+        openai_client.TRANSPORT = "sdk"
+        models._BACKENDS.clear()
+        return self
+
+    def __exit__(self, *exc):
+        openai_client.TRANSPORT = self.saved
+        models._BACKENDS.clear()
+
+
+def _tenacity_call_with_retry(fn, policy, *, on_fault=None, sleep=None):
+    """The retry wrapper as it was: a tenacity ``Retrying`` built and run for every call."""
+    import time as _time
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
+    def is_fault(exc):
+        kind = retry.infra_fault(exc)
+        if kind is not None and on_fault is not None:
+            on_fault(exc, kind)
+        return kind is not None
+    return Retrying(stop=stop_after_attempt(policy.attempts), wait=retry.backoff_wait(policy),
+                    retry=retry_if_exception(is_fault), reraise=True,
+                    sleep=sleep or (lambda s: _time.sleep(s)))(fn)
+
+
+def _to_messages_importing(messages):
+    """Message conversion as it was: langchain_core's classes imported on every call."""
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+    if isinstance(messages, str):
+        return [HumanMessage(messages)]
+    out = []
+    for m in messages:
+        if isinstance(m, BaseMessage):
+            out.append(m)
+            continue
+        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
+        cls = {"system": SystemMessage, "user": HumanMessage, "human": HumanMessage,
+               "assistant": AIMessage, "ai": AIMessage}[role]
+        out.append(cls(content))
+    return out
+
+
+class _TenacityPerCall(_Step):
+    name = "only: tenacity + imports per call"
+
+    def __enter__(self):
+        self.saved = models.call_with_retry, models._to_messages
+        models.call_with_retry, models._to_messages = _tenacity_call_with_retry, _to_messages_importing
+        return self
+
+    def __exit__(self, *exc):
+        models.call_with_retry, models._to_messages = self.saved
+
+
+class _SchemaPerCall(_Step):
+    """pydantic's JSON schema of the answer type rebuilt on every structured call (~0.3 ms)."""
+    name = "only: JSON schema built per call"
+
+    def __enter__(self):
+        self.saved = models.schema_json
+        models.schema_json = lambda schema: json.dumps(schema.model_json_schema())
+        return self
+
+    def __exit__(self, *exc):
+        models.schema_json = self.saved
+
+
+STEPS = (_OldThreadPool, _FsyncEveryRecord, _CustomStream, _ChatOpenAI, _SdkClient, _TenacityPerCall)
+JUDGE_STEPS = (_SchemaPerCall,)  # only with --judge: the agent makes no structured call
+
+
+class _OldCallPath(_Step):
+    """Every model-call fix undone at once (the runner's fixes kept): the call path as it was."""
+    name = "model-call path as it was"
+
+    def __enter__(self):
+        self.steps = [step().__enter__() for step in (_ChatOpenAI, _TenacityPerCall, _SchemaPerCall)]
+        return self
+
+    def __exit__(self, *exc):
+        for step in reversed(self.steps):
+            step.__exit__(*exc)
+
+
+class _Before(_Step):
+    name = "before: every fix off"
+
+    def __enter__(self):
+        # ChatOpenAI already includes the SDK client: _SdkClient adds nothing on top of it
+        self.steps = [step().__enter__() for step in STEPS + (JUDGE_STEPS if "judge" in ROLES else ())
+                      if step is not _SdkClient]
         return self
 
     def __exit__(self, *exc):
@@ -154,36 +291,44 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="median of this many runs per cell")
     ap.add_argument("--steps", action="store_true", help="also measure the runner before each fix")
     ap.add_argument("--llamacpp", action="store_true", help="also measure the platform share on llama.cpp")
+    ap.add_argument("--judge", action="store_true",
+                    help="also call hello_chat's judge each turn (structured output; no openevals comparison)")
     args = ap.parse_args()
-    steps = ([_Before(), _OldThreadPool(), _FsyncEveryRecord(), _CustomStream(), _Step()] if args.steps
-             else [_Step()])
-    with LatencyServerProcess(args.latency, idle_s=60) as base_url, tempfile.TemporaryDirectory() as out:
+    if args.judge:
+        ROLES.append("judge")
+    steps = ([_Before()] + [step() for step in STEPS + (JUDGE_STEPS if args.judge else ())]
+             + [_OldCallPath(), _Step()] if args.steps else [_Step()])
+    verdict = '{"correct": true, "reason": "a fixed verdict"}'
+    with LatencyServerProcess(args.latency, idle_s=60, json_answer=verdict) as base_url, \
+            tempfile.TemporaryDirectory() as out:
         spec = f"openai:fake@{base_url}"
         convsim_rate(spec, args.turns, 4, 8, out)  # warm-up: imports, client, connections
-        per_session = args.turns * args.latency
-        print(f"hello_chat, {args.turns} model calls per session, {args.latency * 1000:.0f} ms per call "
-              f"(ideal: n / {per_session:.2f} s sessions/s)")
+        calls_per_session = args.turns * len(ROLES)
+        per_session = calls_per_session * args.latency
+        print(f"hello_chat, {calls_per_session} model calls per session ({', '.join(ROLES)}), "
+              f"{args.latency * 1000:.0f} ms per call (ideal: n / {per_session:.2f} s sessions/s)")
         print(f"{'runner':36s} {'in flight':>9s} {'sessions':>8s} {'sess/s':>8s} {'ideal':>8s} {'eff.':>6s} "
               f"{'CPU ms/call':>11s}")
+        # Round robin: each repeat measures every step in turn, so a machine whose load drifts during
+        # the run (other jobs) shifts every step alike instead of whichever step ran last.
+        runs: dict[tuple[int, int], list] = {(i, n): [] for i in range(len(steps)) for n in IN_FLIGHT}
+        for n in IN_FLIGHT:
+            k = sessions_for(n, n / per_session, args.seconds)
+            for _ in range(args.repeat):
+                for i, step in enumerate(steps):
+                    with step:
+                        convsim_rate(spec, args.turns, n, n, out)  # warm-up: a step's imports and clients
+                        runs[i, n].append(convsim_rate(spec, args.turns, n, k, out))
         best: dict[int, float] = {}
-        for step in steps:
+        for i, step in enumerate(steps):
             for n in IN_FLIGHT:
-                ideal = n / per_session
-                k = sessions_for(n, ideal, args.seconds)
-                runs = []
-                with step:
-                    for _ in range(args.repeat):
-                        runs.append(convsim_rate(spec, args.turns, n, k, out))
-                rate, calls, cpu = sorted(runs)[len(runs) // 2]  # the median run
-                assert calls == k * args.turns
+                ideal, k = n / per_session, sessions_for(n, n / per_session, args.seconds)
+                rate, calls, cpu = sorted(runs[i, n])[len(runs[i, n]) // 2]  # the median run
+                assert calls == k * calls_per_session
                 best[n] = rate
                 print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} {cpu:11.2f}")
-        k = sessions_for(1, 1 / per_session, args.seconds * 2)
-        oe = openevals_rate(base_url, args.turns, k)
-        print(f"{'openevals, sequential':36s} {1:9d} {k:8d} {oe:8.2f} "
-              f"{1 / per_session:8.2f} {oe * per_session:6.0%}")
-        for n in IN_FLIGHT:
-            print(f"convsim at {n:2d} in flight / openevals sequential: {best[n] / oe:5.2f}x")
+        if not args.judge:  # openevals' loop below calls the agent only
+            openevals_side_by_side(base_url, args, per_session, best)
     if args.llamacpp:
         platform_share()
 
@@ -212,15 +357,24 @@ def platform_share(sessions: int = 4, turns: int = 2) -> None:
                 except OSError:
                     time.sleep(0.5)
             spec = {"spec": f"openai:gemma3-270m@{base}", "max_tokens": 16, "temperature": 0.0, "seed": 1}
-            cfg = config_from_dict({"name": "share", "graph": "hello_chat", "sessions": sessions, "seed": 0,
-                                    "params": {"n_turns": turns}, "concurrency": 1, "analysis": [],
-                                    "out_dir": out, "run_id": "share", "models": {"agent": spec}})
-            started = time.perf_counter()
-            run_dir = asyncio.run(runner.execute(plan_run(cfg), show_progress=False))
-            wall = time.perf_counter() - started
-            model = sum(c["latency_s"] for r in RunStore(run_dir).records() for c in r["llm_calls"])
-            print(f"llama.cpp server, gemma3-270m, {sessions} sessions x {turns} calls, 1 in flight: wall "
-                  f"{wall:.2f} s, waiting for the model {model:.2f} s, platform share {(wall - model) / wall:.1%}")
+
+            def run(run_id: str, n: int):
+                cfg = config_from_dict({"name": "share", "graph": "hello_chat", "sessions": n, "seed": 0,
+                                        "params": {"n_turns": turns}, "concurrency": 1, "analysis": [],
+                                        "out_dir": out, "run_id": run_id, "models": {"agent": spec}})
+                started = time.perf_counter()
+                run_dir = asyncio.run(runner.execute(plan_run(cfg), show_progress=False))
+                return time.perf_counter() - started, RunStore(run_dir).records()
+            # a cold process first pays its imports and the graph's compilation (~0.3 s): measured
+            # apart, then the same work again in the warm process
+            for label, run_id in (("cold process", "share-cold"), ("warm process", "share")):
+                wall, recs = run(run_id, sessions)
+                model = sum(c["latency_s"] for r in recs for c in r["llm_calls"])
+                in_sessions = sum(r["elapsed_s"] for r in recs)
+                print(f"llama.cpp server, gemma3-270m, {sessions} sessions x {turns} calls, 1 in flight, {label}: "
+                      f"wall {wall:.2f} s, waiting for the model {model:.2f} s, platform share "
+                      f"{(wall - model) / wall:.1%} of the run ({(in_sessions - model) / in_sessions:.1%} "
+                      "within the sessions)")
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -16,8 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class LatencyServer:
     def __init__(self, latency_s: float = 0.05, *, answer: str = "The answer is Paris.",
                  prompt_tokens: int = 10, completion_tokens: int = 5, max_requests: int = 100_000,
-                 idle_s: float = 120.0) -> None:
+                 idle_s: float = 120.0, json_answer: str | None = None) -> None:
         self.latency_s, self.answer = latency_s, answer
+        self.json_answer = json_answer  # given: the answer to a JSON-mode request (response_format)
         self.usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens}
         self.max_requests, self.idle_s = max_requests, idle_s
@@ -54,6 +55,8 @@ class LatencyServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
                 outer.last_request = request
+                content = (outer.json_answer if request.get("response_format") and outer.json_answer is not None
+                           else outer.answer)
                 outer._enter()
                 try:
                     time.sleep(outer.latency_s)
@@ -62,10 +65,13 @@ class LatencyServer:
                 self._send({"id": "cmpl", "object": "chat.completion", "created": 0,
                             "model": request.get("model", "fake"),
                             "choices": [{"index": 0, "finish_reason": outer.finish_reason,
-                                         "message": {"role": "assistant", "content": outer.answer}}],
+                                         "message": {"role": "assistant", "content": content}}],
                             "usage": outer.usage})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # listen backlog (the stdlib's 5 resets connections when 32 open at once)
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -113,8 +119,8 @@ class LatencyServer:
         self.httpd.server_close()
 
 
-def _serve(latency_s: float, conn, idle_s: float) -> None:
-    with LatencyServer(latency_s, idle_s=idle_s) as server:
+def _serve(latency_s: float, conn, idle_s: float, json_answer: str | None) -> None:
+    with LatencyServer(latency_s, idle_s=idle_s, json_answer=json_answer) as server:
         conn.send(server.base_url)
         conn.recv()  # until the parent says stop (or goes away)
 
@@ -123,11 +129,11 @@ class LatencyServerProcess:
     """The server in its own process, as a real model server is: its threads do not share the
     benchmark's GIL. ``with LatencyServerProcess(0.05) as base_url: ...``"""
 
-    def __init__(self, latency_s: float = 0.05, idle_s: float = 120.0) -> None:
+    def __init__(self, latency_s: float = 0.05, idle_s: float = 120.0, json_answer: str | None = None) -> None:
         import multiprocessing
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(latency_s, child, idle_s), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(latency_s, child, idle_s, json_answer), daemon=True)
 
     def __enter__(self) -> str:
         self.proc.start()

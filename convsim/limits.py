@@ -62,18 +62,19 @@ def server_key(spec: Any) -> str:
 class _Pacer:
     """Starts calls at least 60/rpm seconds apart (no burst), for a requests-per-minute limit."""
 
-    def __init__(self, rpm: float) -> None:
+    def __init__(self, rpm: float, clock=time.monotonic, sleep=time.sleep) -> None:
         self.interval = 60.0 / rpm
         self.next_start = 0.0
         self.lock = threading.Lock()
+        self.clock, self.sleep = clock, sleep  # injectable: a test checks the schedule, not wall time
 
     def wait_turn(self) -> None:
         with self.lock:
-            now = time.monotonic()
+            now = self.clock()
             start = max(now, self.next_start)
             self.next_start = start + self.interval
         if start > now:
-            time.sleep(start - now)
+            self.sleep(start - now)
 
 
 class RunLimits:

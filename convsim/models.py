@@ -6,6 +6,7 @@ A model is named by a spec string:
 * ``ollama:<model>`` — ChatOllama (``OLLAMA_HOST`` or ``http://localhost:11434``).
 * ``openai:<model>@<base_url>`` — any OpenAI-compatible server (vLLM, llama.cpp server,
   LM Studio, Ollama's ``/v1``). The API key comes from ``OPENAI_API_KEY`` (default ``none``).
+  Sent by :mod:`convsim.openai_client` (the request ChatOpenAI sends, without its per-call CPU).
 * ``llamacpp:gemma3-270m`` or ``llamacpp:<file.gguf>`` — in-process llama.cpp.
 
 Agents never import a provider: they get a :class:`ChatModel` from the session context,
@@ -19,6 +20,7 @@ import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -97,13 +99,17 @@ _BACKENDS_LOCK = threading.Lock()
 
 
 def _backend(spec: ModelSpec, timeout: float = 120.0):
-    """A LangChain chat model for the spec, shared by all sessions (built once)."""
+    """The chat backend for the spec (``invoke(messages, **kwargs)`` returning a message with
+    ``content`` and ``usage_metadata``), shared by all sessions and threads (built once)."""
     key = (spec.provider, spec.model, spec.base_url, spec.temperature, spec.seed, spec.num_ctx,
            spec.max_tokens, timeout)
-    with _BACKENDS_LOCK:
-        if key not in _BACKENDS:
-            _BACKENDS[key] = _make_backend(spec, timeout)
-        return _BACKENDS[key]
+    backend = _BACKENDS.get(key)  # no lock once built: every model call of every thread passes here
+    if backend is None:
+        with _BACKENDS_LOCK:
+            if key not in _BACKENDS:
+                _BACKENDS[key] = _make_backend(spec, timeout)
+            backend = _BACKENDS[key]
+    return backend
 
 
 def _make_backend(spec: ModelSpec, timeout: float = 120.0):
@@ -123,19 +129,9 @@ def _make_backend(spec: ModelSpec, timeout: float = 120.0):
             kwargs["base_url"] = os.environ["OLLAMA_HOST"]
         return ChatOllama(**kwargs)
     if spec.provider == "openai":
-        from langchain_openai import ChatOpenAI
-        kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
-                  "api_key": os.environ.get("OPENAI_API_KEY", "none"), "max_retries": 0,
-                  "timeout": timeout}
-        if spec.seed is not None:
-            kwargs["seed"] = spec.seed
-        if spec.max_tokens is not None:
-            kwargs["max_tokens"] = spec.max_tokens
-            if "api.openai.com" not in spec.base_url:
-                # langchain-openai sends only max_completion_tokens, which llama.cpp's server ignores
-                # (it then generates until the context is full): send the classic field as well
-                kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
-        return ChatOpenAI(**kwargs)
+        # not ChatOpenAI: the same request for a fraction of the CPU (see convsim/openai_client.py)
+        from .openai_client import OpenAIChat
+        return OpenAIChat(spec, timeout)
     if spec.provider == "llamacpp":
         from .llamacpp import ChatLlamaCpp
         return ChatLlamaCpp.from_spec(spec)
@@ -160,18 +156,34 @@ class StructuredResult:
                 "attempts": self.attempts}
 
 
+_MESSAGE_CLASSES: dict[str, Any] = {}
+
+
+def _message_classes() -> dict[str, Any]:
+    if not _MESSAGE_CLASSES:  # imported on first use: a run with model none never needs them
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+        _MESSAGE_CLASSES.update({"system": SystemMessage, "user": HumanMessage, "human": HumanMessage,
+                                 "assistant": AIMessage, "ai": AIMessage})
+    return _MESSAGE_CLASSES
+
+
 def _to_messages(messages) -> list:
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+    classes = _message_classes()
     if isinstance(messages, str):
-        return [HumanMessage(messages)]
+        return [classes["user"](messages)]
     out = []
     for m in messages:
-        if isinstance(m, BaseMessage):
+        if isinstance(m, (tuple, list)):
+            role, content = m
+        elif isinstance(m, dict):
+            role, content = m["role"], m["content"]
+        elif hasattr(m, "content"):  # a LangChain message already
             out.append(m)
             continue
-        role, content = (m["role"], m["content"]) if isinstance(m, dict) else m
-        cls = {"system": SystemMessage, "user": HumanMessage, "human": HumanMessage,
-               "assistant": AIMessage, "ai": AIMessage}.get(role)
+        else:
+            raise ConvsimError(f"a message is (role, content), {{role, content}} or a LangChain message, "
+                               f"not {m!r}", field="messages")
+        cls = classes.get(role)
         if cls is None:
             raise ConvsimError(f"unknown message role {role!r}", field="messages")
         out.append(cls(content))
@@ -310,13 +322,14 @@ class ChatModel:
         content = self._invoke_message(messages, purpose, **kwargs).content
         return content if isinstance(content, str) else json.dumps(content)
 
-    def _json_kwargs(self, schema: dict) -> dict:
+    def _json_kwargs(self, schema_text: str) -> dict:
+        # a fresh dict per call where the schema itself is sent: a backend may keep or change it
         if self.spec.provider == "ollama":
-            return {"format": schema}
+            return {"format": json.loads(schema_text)}
         if self.spec.provider == "openai":
             return {"response_format": {"type": "json_object"}}
         if self.spec.provider == "llamacpp":
-            return {"response_format": {"type": "json_object", "schema": schema}}
+            return {"response_format": {"type": "json_object", "schema": json.loads(schema_text)}}
         return {}
 
     def structured(self, messages, schema: type[BaseModel], *, purpose: str = "structured",
@@ -326,16 +339,16 @@ class ChatModel:
         The JSON schema goes into the prompt and, where the provider has one, into its
         JSON mode (Ollama ``format``, llama.cpp grammar, OpenAI ``json_object``).
         """
-        json_schema = schema.model_json_schema()
+        schema_text = schema_json(schema)
         msgs = _to_messages(messages)
         from langchain_core.messages import AIMessage, HumanMessage
         msgs = msgs + [HumanMessage(
             "Answer with a single JSON object and nothing else. It must match this JSON schema:\n"
-            + json.dumps(json_schema))]
+            + schema_text)]
         raw, error = "", None
         for attempt in range(1, retries + 2):
             try:
-                raw = self.invoke(msgs, purpose=purpose, **self._json_kwargs(json_schema))
+                raw = self.invoke(msgs, purpose=purpose, **self._json_kwargs(schema_text))
             except TypeError:  # a backend that rejects the JSON-mode kwarg
                 raw = self.invoke(msgs, purpose=purpose)
             except Exception as exc:  # noqa: BLE001 — only a JSON answer cut at max_tokens is kept
@@ -364,6 +377,13 @@ class ChatModel:
         import asyncio
         return await asyncio.to_thread(self.structured, messages, schema, purpose=purpose,
                                        retries=retries)
+
+
+@lru_cache(maxsize=512)
+def schema_json(schema: type[BaseModel]) -> str:
+    """``json.dumps(schema.model_json_schema())``, built once per schema class: pydantic takes
+    ~0.3 ms to build it, more than the rest of a model call on the openai path."""
+    return json.dumps(schema.model_json_schema())
 
 
 def cut_answer(exc: BaseException) -> str | None:

@@ -42,28 +42,25 @@ def test_max_in_flight_caps_calls_at_the_server(tmp_path, server):
     assert server.max_in_flight <= 2 < free  # 8 sessions in flight reach the server unless capped
 
 
-def test_rpm_spaces_call_starts(tmp_path, server):
+def test_rpm_spaces_call_starts(tmp_path, server, monkeypatch):
     import threading
-    import time
-    from convsim.limits import RunLimits
-    from convsim.models import parse_model_spec
-    spec = parse_model_spec(f"openai:fake@{server.base_url}")
-    run_limits, starts = RunLimits(Limits(rpm=600)), []
-
-    def one_call():
-        with run_limits.call(spec):
-            starts.append(time.monotonic())
-    threads = [threading.Thread(target=one_call) for _ in range(6)]
+    from convsim import limits
+    # the schedule, not wall time: with the clock frozen at 0, each of 6 threads asking at once is
+    # told to wait one more interval (600/min = 100 ms) than the one before it
+    waits = []
+    pacer = limits._Pacer(600, clock=lambda: 0.0, sleep=waits.append)
+    threads = [threading.Thread(target=pacer.wait_turn) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    starts.sort()
-    # 600/min = one start per 100 ms, whatever the number of threads asking at once
-    assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.1 - 1e-3
-    # and through a run: every call of it went through the pacer (6 calls, 5 gaps of >= 100 ms)
+    assert sorted(waits) == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])  # the first starts at once
+    # and through a run: every call of it goes through the run's pacer
+    turns = []
+    real = limits._Pacer.wait_turn
+    monkeypatch.setattr(limits._Pacer, "wait_turn", lambda self: (turns.append(self.interval), real(self)))
     convsim.run(config(tmp_path, server, sessions=2, limits={"rpm": 600}), run_id="paced", analyze=False)
-    assert server.requests == 6
+    assert server.requests == 6 and turns == [0.1] * 6
 
 
 def test_call_budget_stops_cleanly_and_resumes(tmp_path, server):
