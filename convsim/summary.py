@@ -107,10 +107,10 @@ def _config_order(run_dir: Path, found: Sequence[str]) -> list[str]:
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary.
 
-    The records are read through a :class:`~convsim.recordset.RecordSet` (an index, not the records),
-    once per figure family, so memory stays flat in the number of sessions. ``module.dataset_metrics``
-    gets each variant's scored records as a RecordSet: a sequence to iterate (as often as it needs),
-    index and measure, not a list."""
+    The records are read through a :class:`~convsim.recordset.RecordSet` (an index, not the records;
+    each pass reads the file again), so memory stays flat in the number of sessions.
+    ``module.dataset_metrics`` gets each variant's scored records as a RecordSet: a sequence to
+    iterate (as often as it needs), index and measure, not a list."""
     store = RunStore(run_dir)
     store.repair()
     records = RecordSet.scan(store.results_path) if store.results_path.exists() else RecordSet(

@@ -3,7 +3,8 @@
 The page reads like a results section: the headline table (the graph's ``SUMMARY_METRICS`` per
 variant over clean sessions, with 95% CIs, n, the difference to the baseline variant, its test and
 its Holm-corrected p) beside one figure per headline metric; then simulator fidelity (status counts,
-simulator-check flags, the variance from re-simulating a user); then each session; then, folded,
+simulator-check flags, the variance from re-simulating a user); then the sessions (at most 50 per
+variant drawn in full, failures first: :func:`shown_sessions`); then, folded,
 every metric, every statistic, the figures, the topology and the configuration.
 
 Everything that comes from a run (transcripts are model output) is escaped by the template
