@@ -149,15 +149,8 @@ class _CustomStream(_Step):
 
 def _chat_openai(spec, timeout: float = 120.0):
     """How an ``openai:`` model was built before: langchain-openai's ChatOpenAI (over the SDK, httpx)."""
-    from langchain_openai import ChatOpenAI
-    kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
-              "api_key": os.environ.get("OPENAI_API_KEY", "none"), "max_retries": 0, "timeout": timeout}
-    if spec.seed is not None:
-        kwargs["seed"] = spec.seed
-    if spec.max_tokens is not None:
-        kwargs["max_tokens"] = spec.max_tokens
-        kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
-    return ChatOpenAI(**kwargs)
+    from convsim.openai_client import langchain_equivalent
+    return langchain_equivalent(spec, timeout)
 
 
 class _ChatOpenAI(_Step):

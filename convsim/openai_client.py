@@ -200,3 +200,17 @@ def _completion(data: dict) -> Any:
     no validation (a server that leaves out fields keeps what it sent)."""
     from openai.types.chat import ChatCompletion
     return ChatCompletion.construct(**data)
+
+
+def langchain_equivalent(spec: Any, timeout: float = 120.0, *, api_key: str | None = None) -> Any:
+    """The ChatOpenAI an ``openai:`` spec was served by before this module: the reference whose
+    request bytes :class:`OpenAIChat` reproduces (tests) and the "before" of bench/concurrency.py."""
+    from langchain_openai import ChatOpenAI
+    kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
+              "api_key": api_key if api_key is not None else _api_key(), "max_retries": 0, "timeout": timeout}
+    if spec.seed is not None:
+        kwargs["seed"] = spec.seed
+    if spec.max_tokens is not None:
+        kwargs["max_tokens"] = spec.max_tokens
+        kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
+    return ChatOpenAI(**kwargs)

@@ -11,3 +11,19 @@ class ScriptedModel:
     def invoke(self, messages, purpose="generate"):
         self.prompts.append(messages[0][1])
         return self.answer
+
+
+def fan_graph(state_cls, user, left, right, join, *, last_turn: int):
+    """user -> (left, right in parallel) -> join -> user ... until ``turn >= last_turn``, compiled with
+    an in-memory checkpointer: the shape the trace tests replay (parallel writes to one key)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+    g = StateGraph(state_cls)
+    for name, fn in (("user", user), ("left", left), ("right", right), ("join", join)):
+        g.add_node(name, fn)
+    g.add_edge(START, "user")
+    g.add_edge("user", "left")
+    g.add_edge("user", "right")
+    g.add_edge(["left", "right"], "join")
+    g.add_conditional_edges("join", lambda s: END if s["turn"] >= last_turn else "user", ["user", END])
+    return g.compile(checkpointer=InMemorySaver())

@@ -68,15 +68,7 @@ class Verdict(BaseModel):
 
 def _chat_openai(spec, timeout=120.0):
     """How an openai: model was built with langchain-openai (the reference for the request)."""
-    from langchain_openai import ChatOpenAI
-    kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
-              "api_key": "none", "max_retries": 0, "timeout": timeout}
-    if spec.seed is not None:
-        kwargs["seed"] = spec.seed
-    if spec.max_tokens is not None:
-        kwargs["max_tokens"] = spec.max_tokens
-        kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
-    return ChatOpenAI(**kwargs)
+    return openai_client.langchain_equivalent(spec, timeout, api_key="none")
 
 
 def _exchange(url, settings):

@@ -5,10 +5,9 @@ import pickle
 import re
 from typing import Annotated, TypedDict
 
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import Overwrite
 
+from doubles import fan_graph
 from convsim import read_trace, state_at
 from convsim.tracing import TraceRecorder, append_channels
 
@@ -40,15 +39,7 @@ def _graph(mutate: bool = False):
             s["belief"]["area"] = "mutated"  # in place: the trace keeps what ``left`` wrote
         return {"log": Overwrite(["reset"]) if s["turn"] == 2 else ["join"]}
 
-    g = StateGraph(S)
-    for name, fn in (("user", user), ("left", left), ("right", right), ("join", join)):
-        g.add_node(name, fn)
-    g.add_edge(START, "user")
-    g.add_edge("user", "left")
-    g.add_edge("user", "right")
-    g.add_edge(["left", "right"], "join")
-    g.add_conditional_edges("join", lambda s: END if s["turn"] >= 3 else "user", ["user", END])
-    return g.compile(checkpointer=InMemorySaver())
+    return fan_graph(S, user, left, right, join, last_turn=3)
 
 
 def _record(graph, tmp_path, name, append_keys):

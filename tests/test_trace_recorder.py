@@ -4,9 +4,8 @@ import operator
 from typing import Annotated, TypedDict
 
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
 
+from doubles import fan_graph
 from convsim import ConvsimError, ExperimentConfig, load_graph_module, read_trace, run, state_at
 from convsim.tracing import (TraceRecorder, apply_change, compact_change, cut_trace, dict_diff,
                              explain_turn_metrics)
@@ -53,15 +52,7 @@ def _fan_graph():
     def join(s):
         return {"turn_metrics": [{"turn": s["turn"], "n_log": len(s["log"])}]}
 
-    g = StateGraph(FanState)
-    for name, fn in (("user", user), ("left", left), ("right", right), ("join", join)):
-        g.add_node(name, fn)
-    g.add_edge(START, "user")
-    g.add_edge("user", "left")
-    g.add_edge("user", "right")
-    g.add_edge(["left", "right"], "join")
-    g.add_conditional_edges("join", lambda s: END if s["turn"] >= 2 else "user", ["user", END])
-    return g.compile(checkpointer=InMemorySaver())
+    return fan_graph(FanState, user, left, right, join, last_turn=2)
 
 
 def _check_against_history(trace, history):
