@@ -156,7 +156,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     finally:
         store.close()
         limits.activate(None)
-    summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings)
+    summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings, written_here=True)
     if stopped():
         kept = len(store.done_keys())
         total_planned = plan.expected_total()

@@ -104,17 +104,19 @@ def _config_order(run_dir: Path, found: Sequence[str]) -> list[str]:
     return sorted(found, key=lambda n: (order.get(n, len(order)), list(found).index(n)))
 
 
-def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None) -> dict:
+def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None,
+                  written_here: bool = False) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary.
 
     The records are read through a :class:`~convsim.recordset.RecordSet` (an index, not the records;
     each pass reads the file again), so memory stays flat in the number of sessions.
     ``module.dataset_metrics`` gets each variant's scored records as a RecordSet: a sequence to
-    iterate (as often as it needs), index and measure, not a list."""
+    iterate (as often as it needs), index and measure, not a list. ``written_here``: the engine has
+    just written (and, at the start of the run, checked) every line (see ``RecordSet.scan``)."""
     store = RunStore(run_dir)
     store.repair()
-    records = RecordSet.scan(store.results_path) if store.results_path.exists() else RecordSet(
-        store.results_path, [])
+    records = RecordSet.scan(store.results_path, written_here=written_here) \
+        if store.results_path.exists() else RecordSet(store.results_path, [])
     summary: dict[str, Any] = {"variants": {}, "status_counts": status_counts(records),
                                "first_error": first_error(records), "warnings": list(warnings or [])}
     rows = []

@@ -108,3 +108,11 @@ def test_the_report_draws_failures_first_then_the_first_sessions_capped_per_vari
     html = build_report(tmp_path).read_text(encoding="utf-8")
     assert "Sessions (100 of 200)" in html and 'id="sessions-shown"' in html
     assert html.count('<details class="session"') == 100
+
+
+def test_a_file_the_engine_wrote_is_indexed_alike_without_the_text_checks(tmp_path):
+    recs = [_rec("b", "s2", m=1.0), _rec("a", "s9", status="infra_error"), _rec("a", "s9", m=3.0)]
+    for bom in (False, True):
+        path = _write(tmp_path / f"r{bom}.jsonl", recs, bom=bom)
+        checked, own = RecordSet.scan(path), RecordSet.scan(path, written_here=True)
+        assert own.keys == checked.keys and own.statuses == checked.statuses and list(own) == list(checked)
