@@ -132,3 +132,37 @@ def test_eval_of_a_runs_own_results_reproduces_its_metrics(tmp_path):
     assert before.keys() == after.keys() and len(before) == 2
     for sid in before:
         assert after[sid] == before[sid]
+
+
+def test_processes_sharing_a_run_directory_train_the_topic_model_once(tmp_path):
+    """Process and Ray workers start together: the first trains and saves, the others load."""
+    import multiprocessing
+    import os
+
+    import evaluation.crs.topics as topics
+    trained = tmp_path / "trained.txt"
+    real = topics.LdaTopics.train
+
+    def counting_train(*args, **kwargs):
+        with open(trained, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return real(*args, **kwargs)
+
+    def worker(run_dir, out):
+        topics.LdaTopics.train = counting_train  # in the child only
+        model = lda_for_run(DOCS, run_dir, n_topics=4, seed=1)
+        out.put(sorted(model.topics("the war army")))
+
+    topics._trained.cache_clear()  # an earlier test of this process may have trained on DOCS
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    run_dir = tmp_path / "run"
+    procs = [ctx.Process(target=worker, args=(run_dir, out)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    answers = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert len(trained.read_text().split()) == 1  # without the lock: one training per process
+    assert answers[0] == answers[1] == answers[2]

@@ -24,6 +24,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import joblib
@@ -181,10 +182,37 @@ def _trained(fingerprint: str, documents: tuple[str, ...], n_topics: int, seed: 
     return LdaTopics.train(list(documents), n_topics=n_topics, seed=seed)
 
 
+@contextmanager
+def _run_dir_lock(run_dir: Path):
+    """An exclusive lock on the run directory while the topic model is loaded or trained: process
+    and Ray workers of one machine start together, and without it each trained its own (~1.3 s of
+    CPU per worker); with it the first trains and saves, the others load. No-op without flock."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: each process may train, as before
+        yield
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def lda_for_run(documents: Sequence[str], run_dir: str | Path | None, *, n_topics: int = 20,
                 seed: int = 0) -> LdaTopics:
     """The run's LDA model: loaded from ``<run_dir>/topics_lda.joblib`` when it was trained on the same
-    corpus, else trained (once per process) and saved there."""
+    corpus, else trained (once per process) and saved there. Processes sharing the run directory
+    take turns (:func:`_run_dir_lock`), so one of them trains it."""
+    if run_dir:
+        with _run_dir_lock(Path(run_dir)):
+            return _lda_for_run(documents, run_dir, n_topics=n_topics, seed=seed)
+    return _lda_for_run(documents, None, n_topics=n_topics, seed=seed)
+
+
+def _lda_for_run(documents: Sequence[str], run_dir: str | Path | None, *, n_topics: int, seed: int) -> LdaTopics:
     fp = corpus_fingerprint(documents)
     path = Path(run_dir) / LDA_FILE if run_dir else None
     if path is not None and path.exists():
