@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from unittest import mock
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,13 +95,26 @@ def openevals_side_by_side(base_url: str, args, per_session: float, best: dict[i
 # ----------------------------------------------------------------------------- the steps
 
 class _Step:
-    """A way the runner ran before a fix, switched on for one measurement (then restored)."""
+    """A way the runner ran before a fix, switched on for one measurement (then restored):
+    ``patches()`` lists the ``(owner, attribute, value)`` set while the step is on."""
     name = "after: every fix"
+    rebuild_backends = False  # model clients are cached: drop them on entry and exit
+
+    def patches(self) -> list[tuple]:
+        return []
 
     def __enter__(self):
+        self._stack = ExitStack()
+        for owner, attribute, value in self.patches():
+            self._stack.enter_context(mock.patch.object(owner, attribute, value))
+        if self.rebuild_backends:
+            models._BACKENDS.clear()
         return self
 
     def __exit__(self, *exc):
+        self._stack.close()
+        if self.rebuild_backends:
+            models._BACKENDS.clear()
         return False
 
 
@@ -107,44 +122,29 @@ class _OldThreadPool(_Step):
     """asyncio's default pool: min(32, cores + 4) threads, whatever --concurrency asks."""
     name = "only: default thread pool"
 
-    def __enter__(self):
-        self.saved = runner.session_pool
-        runner.session_pool = lambda concurrency: ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4))
-        return self
-
-    def __exit__(self, *exc):
-        runner.session_pool = self.saved
+    def patches(self):
+        return [(runner, "session_pool", lambda concurrency: ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4)))]
 
 
 class _FsyncEveryRecord(_Step):
     name = "only: fsync every record"
 
-    def __enter__(self):
-        self.saved = store.FSYNC_EVERY, store.FSYNC_SECONDS
-        store.FSYNC_EVERY, store.FSYNC_SECONDS = 1, 0.0
-        return self
-
-    def __exit__(self, *exc):
-        store.FSYNC_EVERY, store.FSYNC_SECONDS = self.saved
+    def patches(self):
+        return [(store, "FSYNC_EVERY", 1), (store, "FSYNC_SECONDS", 0.0)]
 
 
 class _CustomStream(_Step):
     """Live metrics through LangGraph's ``custom`` stream mode (turns off its fast path)."""
     name = "only: metrics on the custom stream"
 
-    def __enter__(self):
-        self.saved = session._Session.__init__
-        saved = self.saved
+    def patches(self):
+        real = session._Session.__init__
 
         def init(s, *a, **k):
-            saved(s, *a, **k)
+            real(s, *a, **k)
             s.modes = ["values", "custom"] + s.modes[1:]
             s.ctx.event_sink = None
-        session._Session.__init__ = init
-        return self
-
-    def __exit__(self, *exc):
-        session._Session.__init__ = self.saved
+        return [(session._Session, "__init__", init)]
 
 
 def _chat_openai(spec, timeout: float = 120.0):
@@ -156,32 +156,21 @@ def _chat_openai(spec, timeout: float = 120.0):
 class _ChatOpenAI(_Step):
     """Model calls through ChatOpenAI (LangChain callbacks, the SDK's param transform and parsing)."""
     name = "only: ChatOpenAI per model call"
+    rebuild_backends = True
 
-    def __enter__(self):
-        self.saved = models._make_backend
-        real = self.saved
-        models._make_backend = lambda spec, *a: _chat_openai(spec, *a) if spec.provider == "openai" else real(spec, *a)
-        models._BACKENDS.clear()
-        return self
-
-    def __exit__(self, *exc):
-        models._make_backend = self.saved
-        models._BACKENDS.clear()
+    def patches(self):
+        real = models._make_backend
+        return [(models, "_make_backend",
+                 lambda spec, *a: _chat_openai(spec, *a) if spec.provider == "openai" else real(spec, *a))]
 
 
 class _SdkClient(_Step):
     """The same request through the openai SDK's client (httpx) instead of the stdlib pooled client."""
     name = "only: openai SDK client (httpx)"
+    rebuild_backends = True
 
-    def __enter__(self):
-        self.saved = openai_client.TRANSPORT
-        openai_client.TRANSPORT = "sdk"
-        models._BACKENDS.clear()
-        return self
-
-    def __exit__(self, *exc):
-        openai_client.TRANSPORT = self.saved
-        models._BACKENDS.clear()
+    def patches(self):
+        return [(openai_client, "TRANSPORT", "sdk")]
 
 
 def _tenacity_call_with_retry(fn, policy, *, on_fault=None, sleep=None):
@@ -219,26 +208,17 @@ def _to_messages_importing(messages):
 class _TenacityPerCall(_Step):
     name = "only: tenacity + imports per call"
 
-    def __enter__(self):
-        self.saved = models.call_with_retry, models._to_messages
-        models.call_with_retry, models._to_messages = _tenacity_call_with_retry, _to_messages_importing
-        return self
-
-    def __exit__(self, *exc):
-        models.call_with_retry, models._to_messages = self.saved
+    def patches(self):
+        return [(models, "call_with_retry", _tenacity_call_with_retry),
+                (models, "_to_messages", _to_messages_importing)]
 
 
 class _SchemaPerCall(_Step):
     """pydantic's JSON schema of the answer type rebuilt on every structured call (~0.3 ms)."""
     name = "only: JSON schema built per call"
 
-    def __enter__(self):
-        self.saved = models.schema_json
-        models.schema_json = lambda schema: json.dumps(schema.model_json_schema())
-        return self
-
-    def __exit__(self, *exc):
-        models.schema_json = self.saved
+    def patches(self):
+        return [(models, "schema_json", lambda schema: json.dumps(schema.model_json_schema()))]
 
 
 STEPS = (_OldThreadPool, _FsyncEveryRecord, _CustomStream, _ChatOpenAI, _SdkClient, _TenacityPerCall)
@@ -248,28 +228,20 @@ JUDGE_STEPS = (_SchemaPerCall,)  # only with --judge: the agent makes no structu
 class _OldCallPath(_Step):
     """Every model-call fix undone at once (the runner's fixes kept): the call path as it was."""
     name = "model-call path as it was"
+    rebuild_backends = True
 
-    def __enter__(self):
-        self.steps = [step().__enter__() for step in (_ChatOpenAI, _TenacityPerCall, _SchemaPerCall)]
-        return self
-
-    def __exit__(self, *exc):
-        for step in reversed(self.steps):
-            step.__exit__(*exc)
+    def patches(self):
+        return [p for step in (_ChatOpenAI, _TenacityPerCall, _SchemaPerCall) for p in step().patches()]
 
 
 class _Before(_Step):
     name = "before: every fix off"
+    rebuild_backends = True
 
-    def __enter__(self):
+    def patches(self):
         # ChatOpenAI already includes the SDK client: _SdkClient adds nothing on top of it
-        self.steps = [step().__enter__() for step in STEPS + (JUDGE_STEPS if "judge" in ROLES else ())
-                      if step is not _SdkClient]
-        return self
-
-    def __exit__(self, *exc):
-        for step in reversed(self.steps):
-            step.__exit__(*exc)
+        return [p for step in STEPS + (JUDGE_STEPS if "judge" in ROLES else ()) if step is not _SdkClient
+                for p in step().patches()]
 
 
 def sessions_for(in_flight: int, ideal: float, seconds: float) -> int:

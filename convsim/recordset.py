@@ -128,6 +128,13 @@ def _own_lines(path: str | Path):
                 yield start, lineno, json.loads(raw)
 
 
+def keys_of(records: Sequence[Mapping]) -> list[tuple[str, str, int]]:
+    """Every record's (variant, session id, trial): from the index of a RecordSet, else from the records."""
+    if isinstance(records, RecordSet):
+        return records.keys
+    return [record_sort_key(r) for r in records]
+
+
 def statuses_of(records: Sequence[Mapping]) -> list[str]:
     """Every record's status (``ok`` when absent): from the index of a RecordSet, else from the records."""
     if isinstance(records, RecordSet):

@@ -101,7 +101,8 @@ def _config_order(run_dir: Path, found: Sequence[str]) -> list[str]:
     if cfg_path.exists():
         declared = [v.get("name") for v in (yaml.safe_load(cfg_path.read_text()) or {}).get("variants") or []]
     order = {name: i for i, name in enumerate(declared)}
-    return sorted(found, key=lambda n: (order.get(n, len(order)), list(found).index(n)))
+    position = {name: i for i, name in enumerate(found)}
+    return sorted(found, key=lambda n: (order.get(n, len(order)), position[n]))
 
 
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None,

@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from convsim.recordset import RecordSet  # noqa: E402
+from convsim.recordset import keys_of  # noqa: E402
 from evaluation.records import MetricTable, metric_table  # noqa: E402
 
 
@@ -153,8 +153,7 @@ def shift_turns(transcript: Sequence[Mapping]) -> list[int]:
 def tas_timelines(records: Sequence[Mapping], out_dir: Path, *, max_sessions: int = 6, prefix: str = "tas") -> list[str]:
     """Per session: every turn metric whose name starts with ``prefix`` against the turn, one line per
     variant, with the simulator's true shifts as dashed vertical lines."""
-    first = sorted({str(r.get("session_id")) for r in records})[:max_sessions] if not isinstance(records, RecordSet) \
-        else sorted({k[1] for k in records.keys})[:max_sessions]
+    first = sorted({k[1] for k in keys_of(records)})[:max_sessions]
     by_session: dict[str, list[Mapping]] = {}
     for r in records:  # only the sessions drawn are kept (the records may be 10,000s, read from disk)
         if str(r.get("session_id")) in first:

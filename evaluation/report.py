@@ -22,8 +22,7 @@ import jinja2
 import yaml
 
 from convsim import read_jsonl
-from convsim.aggregate import record_sort_key
-from convsim.recordset import RecordSet, statuses_of
+from convsim.recordset import RecordSet, keys_of, statuses_of
 from convsim.textio import load_json
 from evaluation import fidelity, plots
 from evaluation.headline import choose_baseline, group_warnings, headline_metrics, headline_table, sig3
@@ -127,8 +126,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
                 if several or not any(t in w for t in BETWEEN_VARIANT_TESTS)]
     errors_path = run.run_dir / "errors.jsonl"
     infra = read_jsonl(errors_path) if errors_path.exists() else []
-    keys = run.records.keys if isinstance(run.records, RecordSet) else [record_sort_key(r) for r in run.records]
-    trials = max((k[2] for k in keys), default=0) + 1
+    trials = max((k[2] for k in keys_of(run.records)), default=0) + 1
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["fmt"] = _fmt
     shown = shown_sessions(run.records, run.variants)
@@ -167,8 +165,7 @@ def shown_sessions(records: Sequence[Mapping], variants: Sequence[str], *,
     """The sessions the page draws in full, in variant order then (session id, trial): per variant,
     those that did not end ``ok`` first (failures are what a reader looks for), then the first ok
     ones, ``per_variant`` at most. Every session stays in results.jsonl and in every figure."""
-    keys = records.keys if isinstance(records, RecordSet) else [record_sort_key(r) for r in records]
-    statuses = statuses_of(records)
+    keys, statuses = keys_of(records), statuses_of(records)
     order = {v: i for i, v in enumerate(variants)}
     by_variant: dict[str, list[int]] = {}
     for i in sorted(range(len(keys)), key=lambda i: (statuses[i] == "ok", keys[i])):

@@ -35,24 +35,23 @@ def _user_turns(state: Mapping) -> list[dict]:
             and not (t.get("meta") or {}).get("scripted")]
 
 
+def _first_user_match(state: Mapping, pattern: re.Pattern, check: str, what: str) -> list[dict]:
+    """A flag for the first user turn ``pattern`` finds (``what``: how the detail names it)."""
+    for t in _user_turns(state):
+        m = pattern.search(t.get("text") or "")
+        if m:
+            return [{"check": check, "detail": f"turn {t.get('turn')}: the user {what} ({m.group(0).strip()!r})"}]
+    return []
+
+
 def _check_goal_leak(state: Mapping) -> list[dict]:
     if state.get("mode") != "simulate":
         return []  # a replayed customer states its own goal; nothing is hidden
-    for t in _user_turns(state):
-        m = GOAL_INTERNALS.search(t.get("text") or "")
-        if m:
-            return [{"check": "_check_goal_leak",
-                     "detail": f"turn {t.get('turn')}: the user exposes its goal ({m.group(0)!r})"}]
-    return []
+    return _first_user_match(state, GOAL_INTERNALS, "_check_goal_leak", "exposes its goal")
 
 
 def _check_agent_voice(state: Mapping) -> list[dict]:
-    for t in _user_turns(state):
-        m = AGENT_VOICE.search(t.get("text") or "")
-        if m:
-            return [{"check": "_check_agent_voice",
-                     "detail": f"turn {t.get('turn')}: the user speaks as the agent ({m.group(0).strip()!r})"}]
-    return []
+    return _first_user_match(state, AGENT_VOICE, "_check_agent_voice", "speaks as the agent")
 
 
 def _check_replay_exhausted(state: Mapping) -> list[dict]:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.crs.references import echo_reply
-from convsim.summary import SCORED_STATUSES
+from evaluation.records import scored
 from evaluation.crs.health import health_metrics, pooled_health
 from evaluation.crs.tas import (
     concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
@@ -196,7 +196,7 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
     up), total off-catalog titles, and counts of LLM failures."""
     # the small parts only: the records may be a RecordSet of 10,000s of sessions read from disk
     # on each pass (convsim.recordset), so none is held
-    ok = _Scored(records)
+    ok = scored(records)
     shifts, dm = [], []
     for r in ok:
         shifts += (r.get("dialogue_details") or {}).get("recovery", {}).get("shifts", [])
@@ -218,16 +218,6 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
 # the dialogue metrics the pooled figures read (kept per session; the rest of the record is not)
 POOLED_INPUTS = ("off_catalog_titles_total", "recommended_titles_total", "crs_generation_failures",
                  "user_paraphrase_fallbacks", "tas_echo_ceiling", "echo_turn_share", "tas_grounded")
-
-
-class _Scored:
-    """The scored records of a sequence, re-iterable without holding them (each pass filters again)."""
-
-    def __init__(self, records) -> None:
-        self.records = records
-
-    def __iter__(self):
-        return (r for r in self.records if r.get("status", "ok") in SCORED_STATUSES)
 
 
 def gameable_note(dm: list[dict]) -> dict:
