@@ -5,7 +5,10 @@ Every model call takes ``--latency`` seconds at a stdlib OpenAI-compatible serve
 is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
 
 * convsim's runner (async executor, trace on) at 1, 8 and 32 sessions in flight, efficiency =
-  measured / ideal, and the CPU ms this process spends per model call; with ``--steps`` also the
+  measured / ideal over the whole run ("eff.") and in its steady part ("steady": the sessions landed
+  between the first and the last ``n`` landings, without ramp-up, worker start-up and tail), and
+  the CPU ms spent per model call (this process and the workers); the same with the sessions
+  spread over two worker processes (``--executor process --workers 2``); with ``--steps`` also the
   runner with every fix undone ("before") and with each fix undone alone ("only: ..."): the
   runner's thread pool, fsync, stream mode, and the model-call path (ChatOpenAI, the SDK's httpx
   client, a tenacity ``Retrying`` per call, and with ``--judge`` the JSON schema per structured call);
@@ -48,20 +51,41 @@ IN_FLIGHT = (1, 8, 32)
 ROLES = ["agent"]  # --judge adds hello_chat's judge (a structured JSON verdict each turn)
 
 
-def convsim_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str) -> tuple[float, int, float]:
-    """sessions/s, model calls, and CPU ms of this process (runner + client) per model call."""
+def convsim_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str,
+                 extra: dict | None = None) -> tuple[float, int, float, float]:
+    """sessions/s, model calls, CPU ms per model call (this process and its finished children: the
+    runner, the client, and process workers), and the steady sessions/s: those landed between the
+    first and the last ``in_flight`` landings (no ramp-up, worker start-up or tail).
+    ``extra``: config keys, e.g. ``{"executor": "process", "workers": 2}``."""
     cfg = config_from_dict({"name": "conc", "graph": "hello_chat", "sessions": sessions, "seed": 0,
                             "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": in_flight,
                             "analysis": [], "out_dir": out, "run_id": f"c{in_flight}-{time.time_ns()}",
-                            "models": {role: spec for role in ROLES}})
+                            "models": {role: spec for role in ROLES}, **(extra or {})})
     plan = plan_run(cfg)
-    started, cpu = time.perf_counter(), time.process_time()
-    run_dir = asyncio.run(runner.execute(plan, show_progress=False))
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    landed: list[float] = []
+
+    def land(*args, **kwargs):
+        real_land(*args, **kwargs)
+        landed.append(time.perf_counter())
+    real_land = runner.land
+    started, cpu = time.perf_counter(), _cpu_with_children()
+    with mock.patch.object(runner, "land", land):
+        run_dir = asyncio.run(runner.execute(plan, show_progress=False))
+    wall, cpu = time.perf_counter() - started, _cpu_with_children() - cpu
     recs = RunStore(run_dir).records()
     assert len(recs) == sessions and all(r["status"] == "ok" for r in recs), recs[0].get("error")
     calls = sum(len(r["llm_calls"]) for r in recs)
-    return sessions / wall, calls, 1000 * cpu / max(calls, 1)
+    n = in_flight
+    steady = ((sessions - 2 * n) / (landed[-n - 1] - landed[n - 1]) if sessions > 2 * n
+              else sessions / wall)
+    return sessions / wall, calls, 1000 * cpu / max(calls, 1), steady
+
+
+def _cpu_with_children() -> float:
+    """CPU seconds of this process and of its children that ended (the process executor's workers)."""
+    import resource
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def openevals_rate(base_url: str, turns: int, sessions: int) -> float:
@@ -96,12 +120,16 @@ def openevals_side_by_side(base_url: str, args, per_session: float, best: dict[i
 
 class _Step:
     """A way the runner ran before a fix, switched on for one measurement (then restored):
-    ``patches()`` lists the ``(owner, attribute, value)`` set while the step is on."""
+    ``patches()`` lists the ``(owner, attribute, value)`` set while the step is on;
+    ``config(n)`` the run's config keys at ``n`` sessions in flight."""
     name = "after: every fix"
     rebuild_backends = False  # model clients are cached: drop them on entry and exit
 
     def patches(self) -> list[tuple]:
         return []
+
+    def config(self, in_flight: int) -> dict:
+        return {}
 
     def __enter__(self):
         self._stack = ExitStack()
@@ -244,6 +272,15 @@ class _Before(_Step):
                 for p in step().patches()]
 
 
+class _TwoProcesses(_Step):
+    """Every fix, and the sessions spread over two worker processes (``--executor process
+    --workers 2``), each running half of them in threads: two GILs instead of one."""
+    name = "after, 2 worker processes"
+
+    def config(self, in_flight: int) -> dict:
+        return {"executor": "process", "workers": min(2, in_flight)}
+
+
 def sessions_for(in_flight: int, ideal: float, seconds: float) -> int:
     return max(in_flight, int(round(ideal * seconds / in_flight)) * in_flight)
 
@@ -262,7 +299,7 @@ def main() -> None:
     if args.judge:
         ROLES.append("judge")
     steps = ([_Before()] + [step() for step in STEPS + (JUDGE_STEPS if args.judge else ())]
-             + [_OldCallPath(), _Step()] if args.steps else [_Step()])
+             + [_OldCallPath(), _Step()] if args.steps else [_Step()]) + [_TwoProcesses()]
     verdict = '{"correct": true, "reason": "a fixed verdict"}'
     with LatencyServerProcess(args.latency, idle_s=60, json_answer=verdict) as base_url, \
             tempfile.TemporaryDirectory() as out:
@@ -273,7 +310,7 @@ def main() -> None:
         print(f"hello_chat, {calls_per_session} model calls per session ({', '.join(ROLES)}), "
               f"{args.latency * 1000:.0f} ms per call (ideal: n / {per_session:.2f} s sessions/s)")
         print(f"{'runner':36s} {'in flight':>9s} {'sessions':>8s} {'sess/s':>8s} {'ideal':>8s} {'eff.':>6s} "
-              f"{'CPU ms/call':>11s}")
+              f"{'steady':>6s} {'CPU ms/call':>11s}")
         # Round robin: each repeat measures every step in turn, so a machine whose load drifts during
         # the run (other jobs) shifts every step alike instead of whichever step ran last.
         runs: dict[tuple[int, int], list] = {(i, n): [] for i in range(len(steps)) for n in IN_FLIGHT}
@@ -282,16 +319,21 @@ def main() -> None:
             for _ in range(args.repeat):
                 for i, step in enumerate(steps):
                     with step:
-                        convsim_rate(spec, args.turns, n, n, out)  # warm-up: a step's imports and clients
-                        runs[i, n].append(convsim_rate(spec, args.turns, n, k, out))
+                        extra = step.config(n)
+                        if not extra:  # warm-up: a step's imports and clients (workers start afresh)
+                            convsim_rate(spec, args.turns, n, n, out)
+                        runs[i, n].append(convsim_rate(spec, args.turns, n, k, out, extra))
         best: dict[int, float] = {}
         for i, step in enumerate(steps):
             for n in IN_FLIGHT:
                 ideal, k = n / per_session, sessions_for(n, n / per_session, args.seconds)
-                rate, calls, cpu = sorted(runs[i, n])[len(runs[i, n]) // 2]  # the median run
+                rate, calls, cpu, _ = sorted(runs[i, n])[len(runs[i, n]) // 2]  # the median run
+                steady = sorted(r[3] for r in runs[i, n])[len(runs[i, n]) // 2]
                 assert calls == k * calls_per_session
-                best[n] = rate
-                print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} {cpu:11.2f}")
+                if type(step) is _Step:
+                    best[n] = rate
+                print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} "
+                      f"{steady / ideal:6.0%} {cpu:11.2f}")
         if not args.judge:  # openevals' loop below calls the agent only
             openevals_side_by_side(base_url, args, per_session, best)
     if args.llamacpp:

@@ -1,10 +1,12 @@
 """The process-pool executor, for CPU-bound runs (rule-based agents, heuristic judges).
 
 Threads cannot run Python nodes in parallel, so ``executor: process`` runs sessions in worker
-processes. Each worker plans the run once (params, models, compiled graphs) and receives the
-session attempts one by one; the parent pulls them from the lazy plan with a bounded number in
-flight and lands each outcome through the run's single writer, so results, traces and resuming
-are exactly as with the asyncio executor. Session seeds do not depend on where a session runs:
+processes. Each worker plans the run once (params, models, compiled graphs) and runs
+``ceil(concurrency / workers)`` sessions at once in threads (for LLM-bound runs: sessions waiting
+on a server leave the core to the others; one process's GIL no longer caps the sessions in
+flight). The parent pulls session attempts from the lazy plan with a bounded number in flight
+and lands each outcome through the run's single writer, so results, traces and resuming are
+exactly as with the asyncio executor. Session seeds do not depend on where a session runs:
 the executor changes throughput, never results.
 
 Workers end when the parent dies, even by ``kill -9``: on Linux they ask the kernel for SIGKILL
@@ -14,18 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import math
 import multiprocessing
 import os
+import pickle
 import signal
 import sqlite3
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import connection
 from typing import Any, Iterator
 
 from . import limits
 from .config import ExperimentConfig
+from .errors import ConvsimError
 from .plan import plan_run
 from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking
 
@@ -91,37 +96,132 @@ def _run_in_worker(unit: Unit) -> Outcome:
     return outcome
 
 
+def sessions_per_worker(concurrency: int, workers: int) -> int:
+    """Sessions each process or Ray worker runs at once (in threads): ``concurrency`` is the run's
+    sessions in flight on every executor, spread evenly (at least one per worker)."""
+    return max(1, math.ceil(concurrency / max(1, workers)))
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling (a ConvsimError does), else a RuntimeError naming it."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 — whatever fails to pickle is reported by name
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
+    """One session thread of a worker: run units from ``inbox`` until the ``None`` that ends it."""
+    while True:
+        unit = inbox.get()
+        if unit is None:
+            return
+        try:
+            got: Any = _run_in_worker(unit)
+        except BaseException as exc:  # noqa: BLE001 — bad input or a bug: the driver stops the run
+            got = _portable(exc)
+        with send_lock:  # sent before the next unit starts: a worker killed later loses nothing sent
+            outbox.send(got)
+
+
+def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox) -> None:
+    """A worker process: plan the run once, then ``threads`` threads each run one session at a time."""
+    try:
+        _init_worker(config_json, parent_pid)
+    except BaseException as exc:  # noqa: BLE001 — a malformed catalog...: one clear line in the driver
+        outbox.send(_portable(exc))
+        return
+    send_lock = threading.Lock()
+    pool = [threading.Thread(target=_serve, args=(inbox, outbox, send_lock), name=f"convsim-session-{i}",
+                             daemon=True) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+
+
+def _next_result(readers: dict, procs: list) -> Any:
+    """The next outcome (or exception) a worker sent; a worker that ended without one is an error.
+    ``readers``: each worker's end of its pipe, by process."""
+    while True:
+        ready = set(connection.wait([*readers.values(), *(p.sentinel for p in procs)]))
+        for proc, reader in readers.items():
+            if reader not in ready and proc.sentinel not in ready:
+                continue
+            try:
+                if reader in ready or reader.poll():  # what it sent before it ended is still read
+                    return reader.recv()
+            except EOFError:  # its pipe closed: the worker ended
+                pass
+            proc.join()
+            raise ConvsimError(f"a worker process ended (exit code {proc.exitcode}); finished "
+                               "sessions are kept, run again to resume", field="executor")
+
+
 async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, workers: int | None,
                            stop=lambda: False) -> None:
     """Run the units of ``todo`` in ``workers`` processes; ``land(outcome)`` as each one finishes.
 
-    At most two units per worker are in flight, so the plan is never materialised.
+    Each process runs :func:`sessions_per_worker` sessions at once, in threads (sessions waiting
+    on a model server leave the process's core to the others), and holds one more queued so it
+    never waits for this driver; the plan is never materialised.
     """
     todo = iter(todo)
     first = next(todo, None)
     if first is None:
         return
     n = max(1, workers or os.cpu_count() or 1)
-    loop = asyncio.get_running_loop()
+    per_worker = sessions_per_worker(plan.config.concurrency, n)
     # spawn, not fork: the parent holds threads (asyncio, SQLite) that must not be forked
-    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_init_worker,
-                             initargs=(limits.config_for_workers(plan.config, n).model_dump_json(), os.getpid())) as pool:
-        pending: set = {loop.run_in_executor(pool, _run_in_worker, first)}
+    ctx = multiprocessing.get_context("spawn")
+    inbox = ctx.Queue()
+    config_json = limits.config_for_workers(plan.config, n).model_dump_json()
+    readers = {}
+    for i in range(n):
+        reader, writer = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer),
+                           name=f"convsim-worker-{i}", daemon=True)
+        proc.start()
+        writer.close()  # the worker's end: a worker that dies closes its pipe
+        readers[proc] = reader
+    procs = list(readers)
+    loop = asyncio.get_running_loop()
+    queued = [first]
+    in_flight = 0
 
-        def submit_next() -> bool:
-            unit = None if stop() else next(todo, None)  # a spent budget starts no new session
-            if unit is not None:
-                pending.add(loop.run_in_executor(pool, _run_in_worker, unit))
-            return unit is not None
-        while len(pending) < 2 * n and submit_next():
+    def submit_next() -> bool:
+        nonlocal in_flight
+        unit = None if stop() else (queued.pop() if queued else next(todo, None))  # a spent budget starts none
+        if unit is None:
+            return False
+        inbox.put(unit)
+        in_flight += 1
+        return True
+    try:
+        while in_flight < n * (per_worker + 1) and submit_next():
             pass
-        while pending:
-            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for fut in done:
-                pending.discard(fut)
-                outcome = fut.result()
-                for event in outcome.events:
-                    observe(event)
-                land(outcome)
-                submit_next()
+        while in_flight:
+            got = await loop.run_in_executor(None, _next_result, readers, procs)
+            if isinstance(got, BaseException):
+                raise got
+            in_flight -= 1
+            for event in got.events:
+                observe(event)
+            land(got)
+            submit_next()
+    finally:
+        if in_flight == 0:  # every session landed: each session thread ends at its None
+            for _ in range(n * per_worker):
+                inbox.put(None)
+        for proc in procs:
+            if in_flight:  # stopped by an error or Ctrl-C: the sessions still running are dropped
+                proc.terminate()
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        inbox.cancel_join_thread()
+        inbox.close()
+        for reader in readers.values():
+            reader.close()

@@ -1,8 +1,9 @@
 """The Ray executor: sessions on a pool of Ray actors, on one machine or a cluster.
 
 Each actor plans the run once (the same deterministic session list as the driver, see
-convsim/plan.py), compiles the graphs and loads the catalogs when it starts, then runs the
-sessions it is handed one at a time and returns each one's :class:`~convsim.session.Outcome`.
+convsim/plan.py), compiles the graphs and loads the catalogs when it starts, then runs
+``ceil(concurrency / workers)`` of the sessions it is handed at once (a threaded actor: Ray's
+``max_concurrency``) and returns each one's :class:`~convsim.session.Outcome`.
 The driver lands every outcome through the run's single writer (``runner.land``), so
 ``results.jsonl``, the traces and ``errors.jsonl`` live only in the driver's run directory, and
 resuming, the status taxonomy and exit codes are those of the other executors. Session seeds do
@@ -24,11 +25,12 @@ from typing import Any, Callable, Iterator
 
 from . import limits
 from .errors import ConvsimError
+from .process_executor import sessions_per_worker
 
 # Keep a private Ray instance small: sessions pass kilobytes, not tensors.
 OBJECT_STORE_BYTES = 100_000_000
-# Sessions queued on each actor beyond the one it runs, so it never waits for the driver.
-PIPELINE_DEPTH = 2
+# Sessions queued on each actor beyond those it runs, so it never waits for the driver.
+QUEUED_PER_ACTOR = 1
 _SHIP_EXCLUDES = ["runs/", ".git/", "**/__pycache__/", "*.sqlite", "*.sqlite-wal", "*.sqlite-shm",
                   ".pytest_cache/", "bench/out/"]
 
@@ -131,7 +133,8 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
         Worker = _worker_class()
         # each actor holds its own counters: an equal share of the limits (see limits.worker_share)
         config = limits.config_for_workers(config, n)
-        actors = [Worker.remote(config.model_dump_json()) for _ in range(n)]
+        per_actor = sessions_per_worker(config.concurrency, n)
+        actors = [Worker.options(max_concurrency=per_actor).remote(config.model_dump_json()) for _ in range(n)]
         pending = [first]
         try:
             nodes = await asyncio.gather(*(a.node.remote() for a in actors))
@@ -150,7 +153,8 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
                 land(outcome)
 
         try:
-            await asyncio.gather(*(feed(a) for a in actors for _ in range(PIPELINE_DEPTH)))
+            # round robin: each actor starts its share before any actor queues one more
+            await asyncio.gather(*(feed(a) for _ in range(per_actor + QUEUED_PER_ACTOR) for a in actors))
         except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
             raise _worker_failed(exc) from None
         finally:

@@ -71,6 +71,21 @@ def test_ray_in_process_matches_async_and_resumes(tmp_path, local_ray):
     assert_same_run(a, b)
 
 
+@pytest.mark.slow
+def test_ray_actors_keep_the_concurrency_in_flight_at_the_server(tmp_path, local_ray):
+    """--concurrency 8 on 2 actors: 4 sessions at once in each (a threaded actor), so the model
+    server sees 8 calls at a time, as with the async executor; before, each actor ran one."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from latency_server import LatencyServer
+    with LatencyServer(latency_s=0.4) as server:
+        cfg = write_config(tmp_path, graph="hello_chat", sessions=8, params={"n_turns": 2}, concurrency=8,
+                           models={"agent": f"openai:fake@{server.base_url}"})
+        b = convsim.run(cfg, run_id="ray8", executor="ray", workers=2, analyze=False)
+        assert server.max_in_flight == 8
+        a = convsim.run(cfg, run_id="async8", analyze=False)
+    assert stable(a) == stable(b)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,0 +1,94 @@
+"""Process workers run ``ceil(concurrency / workers)`` sessions at once, and a lost worker stops the run
+with one line (finished sessions kept)."""
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import convsim
+from convsim.errors import ConvsimError
+from convsim.process_executor import sessions_per_worker
+from convsim.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from latency_server import LatencyServer  # noqa: E402
+
+
+def write_config(tmp_path, **over):
+    cfg = {"name": "wc", "graph": "hello_chat", "sessions": 8, "seed": 5, "analysis": [],
+           "out_dir": str(tmp_path / "runs"), "params": {"n_turns": 2}}
+    cfg.update(over)
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def comparable(run_dir):
+    out = []
+    for rec in RunStore(run_dir).records():
+        rec = {k: v for k, v in rec.items() if k not in ("run_id", "elapsed_s")}
+        for call in rec["llm_calls"]:
+            call.pop("latency_s")
+        out.append(rec)
+    return sorted(out, key=lambda r: r["session_id"])
+
+
+def test_sessions_per_worker_spreads_the_concurrency():
+    assert [sessions_per_worker(c, 2) for c in (1, 2, 3, 8, 32)] == [1, 1, 2, 4, 16]
+    assert sessions_per_worker(4, 1) == 4
+
+
+@pytest.mark.slow
+def test_process_workers_keep_the_concurrency_in_flight_at_the_server(tmp_path):
+    """8 sessions in flight over 2 workers reach the server 8 at a time (4 threads each); before,
+    each worker ran one session and the server saw 2. The records are those of the async executor."""
+    # calls long enough that the second worker's start-up (~1 s) cannot hide the overlap
+    with LatencyServer(latency_s=0.4) as server:
+        spec = {"agent": f"openai:fake@{server.base_url}"}
+        many = convsim.run(write_config(tmp_path, models=spec, concurrency=8, executor="process", workers=2),
+                           run_id="eight", analyze=False)
+        eight = server.max_in_flight
+        server.reset()
+        few = convsim.run(write_config(tmp_path, models=spec, concurrency=2, executor="process", workers=2),
+                          run_id="two", analyze=False)
+        two = server.max_in_flight
+        server.reset()
+        ref = convsim.run(write_config(tmp_path, models=spec, concurrency=8), run_id="async", analyze=False)
+    assert eight == 8 and two == 2
+    assert comparable(many) == comparable(few) == comparable(ref)
+    assert all(r["status"] == "ok" for r in RunStore(many).records())
+
+
+DYING = '''
+import os
+from graphs.hello_chat import *  # noqa: F401,F403 (the same graph, sessions and metrics)
+from graphs.hello_chat import build as _build, user as _user
+
+
+def user(state, runtime):
+    if state["session_id"] == "s005":
+        os._exit(7)  # the worker process dies (as if killed by the OOM killer)
+    return _user(state, runtime)
+
+
+def build(params):
+    g = _build(params)
+    g.nodes["user"].runnable.func = user  # noqa: attribute of LangGraph's node spec
+    return g
+'''
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_stops_the_run_with_one_line_and_keeps_what_landed(tmp_path):
+    graphs = tmp_path / "graphs"
+    graphs.mkdir()
+    (graphs / "dying_chat.py").write_text(DYING)
+    (graphs / "hello_chat.py").write_text((ROOT / "graphs" / "hello_chat.py").read_text())
+    cfg = write_config(tmp_path, graph=str(graphs / "dying_chat.py"), concurrency=1, executor="process",
+                       workers=1, trace=False)
+    with pytest.raises(ConvsimError, match=r"a worker process ended \(exit code 7\)"):
+        convsim.run(cfg, run_id="dies", analyze=False)
+    kept = RunStore(tmp_path / "runs" / "dies").records()
+    assert sorted(r["session_id"] for r in kept) == [f"s{i:03d}" for i in range(5)]  # those before s005
