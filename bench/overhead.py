@@ -264,7 +264,8 @@ def scaling(params_dict, n_sessions, repeat) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             cfg = config_from_dict({"name": "bench", "graph": "crs_shift", "params": params_dict,
                                     "sessions": n_sessions, "seed": 0, "trace": True, "analysis": [],
-                                    "out_dir": tmp, "run_id": "s", "executor": executor, "workers": workers})
+                                    "out_dir": tmp, "run_id": "s", "executor": executor, "workers": workers,
+                                    "concurrency": workers})  # CPU-bound: one session per worker
             t0 = time.perf_counter()
             asyncio.run(execute(plan_run(cfg), show_progress=False))
             total = time.perf_counter() - t0

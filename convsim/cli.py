@@ -145,7 +145,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         set_: list[str] = typer.Option([], "--set", help="param=value (YAML value)"),
         run_id: Optional[str] = typer.Option(None, help="run id; an existing run resumes"),
         out: Optional[str] = typer.Option(None, help="runs directory (default runs/)"),
-        concurrency: Optional[int] = typer.Option(None, help="sessions in flight (async executor)"),
+        concurrency: Optional[int] = typer.Option(
+            None, help="sessions in flight (process and Ray workers run ceil(concurrency / workers) each)"),
         executor: Optional[str] = typer.Option(None, help="async (default), process (CPU-bound runs) or ray"),
         workers: Optional[int] = typer.Option(None, help="processes (--executor process) or Ray actors"),
         address: Optional[str] = typer.Option(None, help="Ray cluster: auto, ray://host:10001 or host:port"),

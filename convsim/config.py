@@ -36,7 +36,7 @@ class ExperimentConfig(BaseModel):
     sessions: int | None = Field(default=None, ge=1)
     trials: int = Field(default=1, ge=1)
     seed: int = 0
-    concurrency: int = Field(default=4, ge=1)
+    concurrency: int = Field(default=4, ge=1)  # sessions in flight; process/Ray workers run ceil(concurrency / workers) each
     embedder: str = "tfidf"
     models: dict[str, ModelValue] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=list)

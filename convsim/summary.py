@@ -17,7 +17,7 @@ from .aggregate import bootstrap_ci
 from .recordset import RecordSet, statuses_of
 from .status import SCORED, Status
 from .store import RunStore
-from .usage import usage_by_variant
+from .usage import UsageTally
 
 SCORED_STATUSES = frozenset(s.value for s in SCORED)
 ERROR_STATUSES = (Status.INFRA_ERROR.value, Status.CODE_ERROR.value)
@@ -56,8 +56,21 @@ def metric_columns(records: Iterable[Mapping]) -> dict[str, list[float | None]]:
 
 def variant_summary(records: Iterable[Mapping], *, seed: int = 0) -> dict[str, dict]:
     """Mean, n and bootstrap 95% CI of every numeric dialogue metric over scored sessions."""
-    scored = (r for r in records if r.get("status", "ok") in SCORED_STATUSES)
-    return {name: bootstrap_ci(values, seed=seed) for name, values in metric_columns(scored).items()}
+    return _one_pass(records, seed=seed)[0]
+
+
+def _one_pass(records: Iterable[Mapping], *, seed: int = 0) -> tuple[dict[str, dict], dict]:
+    """One read of a variant's records (every status): its metric CIs over the scored sessions and its
+    model usage over all of them (convsim.usage)."""
+    tally = UsageTally()
+
+    def scored():
+        for r in records:
+            tally.add(r)
+            if r.get("status", "ok") in SCORED_STATUSES:
+                yield r
+    columns = metric_columns(scored())
+    return {name: bootstrap_ci(values, seed=seed) for name, values in columns.items()}, tally.table()
 
 
 def _scalar_items(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -122,10 +135,11 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
                                "first_error": first_error(records), "warnings": list(warnings or [])}
     rows = []
     by_variant = {v: records.where(variant=v) for v in _config_order(run_dir, records.variants)}
+    usage = {}
     for variant, recs in by_variant.items():
         scored = recs.where(statuses=SCORED_STATUSES)
         counts = status_counts(recs)
-        metrics = variant_summary(scored, seed=seed)
+        metrics, usage[variant] = _one_pass(recs, seed=seed)
         dataset = module.dataset_metrics(scored) if scored else {}
         summary["variants"][variant] = {"n": counts["ok"], "errors": counts["errors"],
                                         "status_counts": counts, "metrics": metrics, "dataset": dataset}
@@ -141,7 +155,7 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
         for name, value in _scalar_items(dataset, "dataset.").items():
             row[name] = value
         rows.append(row)
-    summary["usage"] = usage_by_variant(by_variant)  # calls, tokens, latency (convsim.usage)
+    summary["usage"] = usage  # calls, tokens, latency (convsim.usage)
     store.write_json("summary.json", summary)
     columns: list[str] = []
     for row in rows:

@@ -6,6 +6,7 @@ but not as server latency (their latency is the cache lookup).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 
 
 def _quantile(sorted_values: list[float], q: float) -> float | None:
@@ -17,35 +18,53 @@ def _quantile(sorted_values: list[float], q: float) -> float | None:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def usage_table(records: list[dict]) -> dict:
+class UsageTally:
+    """Usage of one variant, a record at a time: only counts and the served latencies are kept."""
+
+    def __init__(self) -> None:
+        self.sessions = self.calls = self.failed_calls = self.cache_hits = 0
+        self.prompt_tokens = self.completion_tokens = 0
+        self.served: list[float] = []
+
+    def add(self, record: Mapping) -> None:
+        self.sessions += 1
+        for c in record.get("llm_calls") or []:
+            self.calls += 1
+            self.failed_calls += c.get("ok") is False
+            self.cache_hits += bool(c.get("cache_hit"))
+            self.prompt_tokens += c.get("prompt_tokens") or 0
+            self.completion_tokens += c.get("completion_tokens") or 0
+            if not c.get("cache_hit") and c.get("latency_s") is not None:
+                self.served.append(float(c["latency_s"]))
+
+    def table(self) -> dict:
+        served, sessions = sorted(self.served), self.sessions
+        tokens = self.prompt_tokens + self.completion_tokens
+
+        def rnd(x):
+            return None if x is None else round(x, 6)
+        return {
+            "sessions": sessions,
+            "calls": self.calls,
+            "failed_calls": self.failed_calls,
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens_per_session": rnd(tokens / sessions) if sessions else None,
+            "calls_per_session": rnd(self.calls / sessions) if sessions else None,
+            "latency_s_total": rnd(sum(served)),
+            "latency_s_mean": rnd(sum(served) / len(served)) if served else None,
+            "latency_s_p50": rnd(_quantile(served, 0.5)),
+            "latency_s_p95": rnd(_quantile(served, 0.95)),
+        }
+
+
+def usage_table(records: Iterable[Mapping]) -> dict:
     """Usage of one variant's records (every status: a failed session spent its calls too)."""
-    calls = [c for r in records for c in r.get("llm_calls") or []]
-    served = sorted(float(c["latency_s"]) for c in calls
-                    if not c.get("cache_hit") and c.get("latency_s") is not None)
-    prompt = sum(c.get("prompt_tokens") or 0 for c in calls)
-    completion = sum(c.get("completion_tokens") or 0 for c in calls)
-    sessions = len(records)
-
-    def rnd(x):
-        return None if x is None else round(x, 6)
-    return {
-        "sessions": sessions,
-        "calls": len(calls),
-        "failed_calls": sum(1 for c in calls if c.get("ok") is False),
-        "cache_hits": sum(1 for c in calls if c.get("cache_hit")),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "tokens_per_session": rnd((prompt + completion) / sessions) if sessions else None,
-        "calls_per_session": rnd(len(calls) / sessions) if sessions else None,
-        "latency_s_total": rnd(sum(served)),
-        "latency_s_mean": rnd(sum(served) / len(served)) if served else None,
-        "latency_s_p50": rnd(_quantile(served, 0.5)),
-        "latency_s_p95": rnd(_quantile(served, 0.95)),
-    }
-
-
-def usage_by_variant(by_variant: dict[str, list[dict]]) -> dict[str, dict]:
-    return {name: usage_table(recs) for name, recs in by_variant.items()}
+    tally = UsageTally()
+    for r in records:
+        tally.add(r)
+    return tally.table()
 
 
 COLUMNS = (("calls", "calls"), ("failed_calls", "failed"), ("cache_hits", "cached"),
