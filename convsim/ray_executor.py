@@ -134,7 +134,9 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
         # each actor holds its own counters: an equal share of the limits (see limits.worker_share)
         config = limits.config_for_workers(config, n)
         per_actor = sessions_per_worker(config.concurrency, n)
-        actors = [Worker.options(max_concurrency=per_actor).remote(config.model_dump_json()) for _ in range(n)]
+        if per_actor > 1:  # a threaded actor; one session at a time stays on the actor's main thread
+            Worker = Worker.options(max_concurrency=per_actor)
+        actors = [Worker.remote(config.model_dump_json()) for _ in range(n)]
         pending = [first]
         try:
             nodes = await asyncio.gather(*(a.node.remote() for a in actors))
