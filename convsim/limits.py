@@ -51,6 +51,12 @@ def cut_by_budget(outcome: Any) -> bool:
     return bool(err) and BUDGET_PREFIX in str(err.get("error", ""))
 
 
+def budget_reason(outcome: Any) -> str:
+    """What a session cut by the budget was cut by (``max_calls=5 reached``...)."""
+    text = str(outcome.error_entry.get("error", ""))
+    return text.split(BUDGET_PREFIX, 1)[1].splitlines()[0].strip()
+
+
 class BudgetReached(Exception):
     """Raised by the runner after landing everything, when the budget stopped the run (exit code 3)."""
 

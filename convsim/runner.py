@@ -141,11 +141,11 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
     store.open()
     run_limits = limits.activate(cfg.limits)
-    budget_cut = []  # sessions a worker's budget stopped (process and Ray workers hold their own)
+    budget_cut: list[str] = []  # why a worker's budget stopped a session (process and Ray workers hold their own)
 
     def land_one(outcome: Outcome, progress: LiveProgress) -> None:
         if limits.cut_by_budget(outcome):
-            budget_cut.append(outcome.unit_key)
+            budget_cut.append(limits.budget_reason(outcome))
         land(outcome, plan, store, progress)
 
     def stopped() -> bool:
@@ -181,7 +181,8 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         kept = len(store.done_keys())
         total_planned = plan.expected_total()
         left = "" if total_planned is None else f", {max(0, total_planned - kept)} left"
-        why = run_limits.exhausted if run_limits and run_limits.exhausted else "a worker's share was spent"
+        why = (run_limits.exhausted if run_limits and run_limits.exhausted
+               else f"a worker's share was spent: {budget_cut[0]}")
         raise limits.BudgetReached(f"run budget reached ({why}): {kept} sessions kept in "
                                    f"{plan.run_dir}{left}; run the same command again to resume")
     return plan.run_dir

@@ -92,3 +92,24 @@ def test_a_worker_that_dies_stops_the_run_with_one_line_and_keeps_what_landed(tm
         convsim.run(cfg, run_id="dies", analyze=False)
     kept = RunStore(tmp_path / "runs" / "dies").records()
     assert sorted(r["session_id"] for r in kept) == [f"s{i:03d}" for i in range(5)]  # those before s005
+
+
+@pytest.mark.slow
+def test_a_call_budget_spread_over_threaded_workers_stops_cleanly_and_resumes(tmp_path):
+    """max_calls 10 over 2 workers (5 each, 2 session threads each, 3 calls a session): the run stops
+    with BudgetReached, keeps what finished, never exceeds the budget at the server, and the same
+    command without the budget finishes the rest with the records of an async run."""
+    from convsim.limits import BudgetReached
+    with LatencyServer(latency_s=0.02) as server:
+        common = dict(models={"agent": f"openai:fake@{server.base_url}"}, params={"n_turns": 3}, concurrency=4)
+        with pytest.raises(BudgetReached, match=r"a worker's share was spent: max_calls=5 reached"):
+            convsim.run(write_config(tmp_path, **common, executor="process", workers=2, limits={"max_calls": 10}),
+                        run_id="budget", analyze=False)
+        assert server.requests <= 10
+        kept = RunStore(tmp_path / "runs" / "budget").records()
+        assert 1 <= sum(r["status"] == "ok" for r in kept) <= 3  # 10 calls hold at most 3 whole sessions
+        assert all(r["status"] in ("ok", "infra_error") for r in kept)
+        done = convsim.run(write_config(tmp_path, **common, executor="process", workers=2), run_id="budget",
+                           analyze=False)
+        ref = convsim.run(write_config(tmp_path, **common), run_id="ref", analyze=False)
+    assert comparable(done) == comparable(ref) and len(comparable(done)) == 8
