@@ -25,6 +25,7 @@ import sqlite3
 import sys
 import threading
 import time
+import traceback
 from multiprocessing import connection
 from typing import Any, Iterator
 
@@ -103,12 +104,16 @@ def sessions_per_worker(concurrency: int, workers: int) -> int:
 
 
 def _portable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling (a ConvsimError does), else a RuntimeError naming it."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:  # noqa: BLE001 — whatever fails to pickle is reported by name
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    """What the driver raises for an exception in a worker: bad input (a ConvsimError) as it is, for
+    its one clear line; anything else (a bug) as a RuntimeError carrying the worker's traceback."""
+    if isinstance(exc, ConvsimError):
+        try:
+            pickle.loads(pickle.dumps(exc))
+            return exc
+        except Exception:  # noqa: BLE001 — a field that does not pickle: keep the message
+            return ConvsimError(str(exc))
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return RuntimeError(f"{type(exc).__name__} in a worker process: {exc}\n{trace}")
 
 
 def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
@@ -181,7 +186,7 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
     for i in range(n):
         reader, writer = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer),
-                           name=f"convsim-worker-{i}", daemon=True)
+                           name=f"convsim-worker-{i}")  # not daemonic: a node may start processes
         proc.start()
         writer.close()  # the worker's end: a worker that dies closes its pipe
         readers[proc] = reader

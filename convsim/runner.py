@@ -54,8 +54,8 @@ def _session_in_thread(plan: Plan, unit: Unit, observe: Callable) -> Outcome:
     """A sync session and its trace file, both in the session's worker thread.
 
     Each trace is its own file, so threads never write the same one; creating a file costs ~0.5 ms
-    of the filesystem, which on the event loop held up every landing behind it (32 sessions ending
-    together waited ~15 ms each). The record still lands after its trace, through the single writer.
+    of the file system, which on the event loop held up every landing and session start behind it.
+    The record still lands after its trace, through the single writer.
     """
     return write_trace(run_session_blocking(plan, unit, observe), plan.run_dir)
 

@@ -116,4 +116,3 @@ def test_a_file_the_engine_wrote_is_indexed_alike_without_the_text_checks(tmp_pa
         path = _write(tmp_path / f"r{bom}.jsonl", recs, bom=bom)
         checked, own = RecordSet.scan(path), RecordSet.scan(path, written_here=True)
         assert own.keys == checked.keys and own.statuses == checked.statuses and list(own) == list(checked)
-

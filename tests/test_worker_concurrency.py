@@ -113,3 +113,33 @@ def test_a_call_budget_spread_over_threaded_workers_stops_cleanly_and_resumes(tm
                            analyze=False)
         ref = convsim.run(write_config(tmp_path, **common), run_id="ref", analyze=False)
     assert comparable(done) == comparable(ref) and len(comparable(done)) == 8
+
+
+BAD_INPUT = '''
+from convsim.errors import ConvsimError
+from graphs.hello_chat import *  # noqa: F401,F403
+from graphs.hello_chat import build as _build
+
+
+def user(state, runtime):
+    raise ConvsimError("no title", file="movies.json", record=3, field="title")
+
+
+def build(params):
+    g = _build(params)
+    g.nodes["user"].runnable.func = user
+    return g
+'''
+
+
+@pytest.mark.slow
+def test_bad_input_met_in_a_worker_is_the_same_one_line_as_in_the_driver(tmp_path):
+    graphs = tmp_path / "graphs"
+    graphs.mkdir()
+    (graphs / "bad_input.py").write_text(BAD_INPUT)
+    (graphs / "hello_chat.py").write_text((ROOT / "graphs" / "hello_chat.py").read_text())
+    cfg = write_config(tmp_path, graph=str(graphs / "bad_input.py"), executor="process", workers=2, concurrency=4)
+    with pytest.raises(ConvsimError) as err:
+        convsim.run(cfg, run_id="bad", analyze=False)
+    assert str(err.value) == "movies.json, record 3, field title: no title"
+    assert any("process_executor" in str(entry.path) for entry in err.traceback)  # raised by the driver
