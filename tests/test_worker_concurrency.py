@@ -61,33 +61,41 @@ def test_process_workers_keep_the_concurrency_in_flight_at_the_server(tmp_path):
     assert all(r["status"] == "ok" for r in RunStore(many).records())
 
 
-DYING = '''
+def hello_chat_with_user(tmp_path, name: str, user_body: str, extra: str = ""):
+    """A graph file ``name`` in tmp_path/graphs: hello_chat whose user node is ``user_body`` (which may
+    call ``_user(state, runtime)``, the original) and ``extra`` module code, beside a copy of
+    hello_chat to import."""
+    graphs = tmp_path / "graphs"
+    graphs.mkdir(exist_ok=True)
+    (graphs / "hello_chat.py").write_text((ROOT / "graphs" / "hello_chat.py").read_text())
+    body = "\n".join("    " + line for line in user_body.strip().splitlines())
+    (graphs / f"{name}.py").write_text(f"""
 import os
+from convsim.errors import ConvsimError
 from graphs.hello_chat import *  # noqa: F401,F403 (the same graph, sessions and metrics)
 from graphs.hello_chat import build as _build, user as _user
 
 
 def user(state, runtime):
-    if state["session_id"] == "s005":
-        os._exit(7)  # the worker process dies (as if killed by the OOM killer)
-    return _user(state, runtime)
+{body}
 
 
 def build(params):
     g = _build(params)
-    g.nodes["user"].runnable.func = user  # noqa: attribute of LangGraph's node spec
+    g.nodes["user"].runnable.func = user  # the node spec LangGraph keeps for "user"
     return g
-'''
+{extra}
+""")
+    return graphs / f"{name}.py"
 
 
 @pytest.mark.slow
 def test_a_worker_that_dies_stops_the_run_with_one_line_and_keeps_what_landed(tmp_path):
-    graphs = tmp_path / "graphs"
-    graphs.mkdir()
-    (graphs / "dying_chat.py").write_text(DYING)
-    (graphs / "hello_chat.py").write_text((ROOT / "graphs" / "hello_chat.py").read_text())
-    cfg = write_config(tmp_path, graph=str(graphs / "dying_chat.py"), concurrency=1, executor="process",
-                       workers=1, trace=False)
+    graph = hello_chat_with_user(tmp_path, "dying_chat", """
+if state["session_id"] == "s005":
+    os._exit(7)  # the worker process dies (as if killed by the OOM killer)
+return _user(state, runtime)""")
+    cfg = write_config(tmp_path, graph=str(graph), concurrency=1, executor="process", workers=1, trace=False)
     with pytest.raises(ConvsimError, match=r"a worker process ended \(exit code 7\)"):
         convsim.run(cfg, run_id="dies", analyze=False)
     kept = RunStore(tmp_path / "runs" / "dies").records()
@@ -115,31 +123,25 @@ def test_a_call_budget_spread_over_threaded_workers_stops_cleanly_and_resumes(tm
     assert comparable(done) == comparable(ref) and len(comparable(done)) == 8
 
 
-BAD_INPUT = '''
-from convsim.errors import ConvsimError
-from graphs.hello_chat import *  # noqa: F401,F403
-from graphs.hello_chat import build as _build
-
-
-def user(state, runtime):
-    raise ConvsimError("no title", file="movies.json", record=3, field="title")
-
-
-def build(params):
-    g = _build(params)
-    g.nodes["user"].runnable.func = user
-    return g
-'''
-
-
 @pytest.mark.slow
 def test_bad_input_met_in_a_worker_is_the_same_one_line_as_in_the_driver(tmp_path):
-    graphs = tmp_path / "graphs"
-    graphs.mkdir()
-    (graphs / "bad_input.py").write_text(BAD_INPUT)
-    (graphs / "hello_chat.py").write_text((ROOT / "graphs" / "hello_chat.py").read_text())
-    cfg = write_config(tmp_path, graph=str(graphs / "bad_input.py"), executor="process", workers=2, concurrency=4)
+    graph = hello_chat_with_user(tmp_path, "bad_input", """
+raise ConvsimError("no title", file="movies.json", record=3, field="title")""")
+    cfg = write_config(tmp_path, graph=str(graph), executor="process", workers=2, concurrency=4)
     with pytest.raises(ConvsimError) as err:
         convsim.run(cfg, run_id="bad", analyze=False)
     assert str(err.value) == "movies.json, record 3, field title: no title"
     assert any("process_executor" in str(entry.path) for entry in err.traceback)  # raised by the driver
+
+
+@pytest.mark.slow
+def test_a_bug_met_in_a_worker_stops_the_run_with_the_workers_traceback(tmp_path):
+    graph = hello_chat_with_user(tmp_path, "buggy_checks", "return _user(state, runtime)", extra="""
+
+def simulator_checks(state):
+    return [1 / 0]  # a bug outside the graph's nodes: not a session's code_error
+""")
+    cfg = write_config(tmp_path, graph=str(graph), executor="process", workers=1, concurrency=1)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError in a worker process") as err:
+        convsim.run(cfg, run_id="bug", analyze=False)
+    assert "in simulator_checks" in str(err.value)  # where it happened, in the worker
