@@ -42,6 +42,7 @@ from timing import interleaved_medians, median_times  # noqa: E402
 from convsim import load_graph_module, session_seed  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.runner import execute, plan_run  # noqa: E402
+from convsim.store import RunStore  # noqa: E402
 from convsim.summary import summarise_run  # noqa: E402
 
 LIST_KEYS = ("transcript", "turn_metrics", "turn_details", "shift_events")
@@ -146,7 +147,11 @@ def run_runner(params_dict, n_sessions, trace: bool, summary_s: list | None = No
         plan = plan_run(cfg)
         asyncio.run(execute(plan, show_progress=False))
         if summary_s is not None:  # what the end-of-run summary alone costs, on the finished run
-            summary_s.append(median_times(lambda: summarise_run(plan.run_dir, plan.module), 1))
+            # the runner's store hands the summary its index (no line read back): so does this
+            store = RunStore(plan.run_dir).open()
+            store.close()
+            summary_s.append(median_times(
+                lambda: summarise_run(plan.run_dir, plan.module, records=store.record_set()), 1))
 
 
 def main() -> None:

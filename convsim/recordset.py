@@ -43,17 +43,12 @@ class RecordSet(Sequence):
         self._entries = entries
 
     @classmethod
-    def scan(cls, path: str | Path, *, check: Callable[..., None] | None = None,
-             written_here: bool = False) -> "RecordSet":
-        """Index ``path`` in one streaming pass (``check(record, file=, record=)`` per line).
-
-        ``written_here``: the engine wrote every line of this file (the summary at the end of a run:
-        the lines of earlier attempts were checked by ``RunStore.done_keys`` when the run started),
-        so the text checks of :mod:`convsim.textio` (UTF-8, nesting depth: ~1.7 ms per 50 KB
-        record) are skipped. Any other file is checked."""
+    def scan(cls, path: str | Path, *, check: Callable[..., None] | None = None) -> "RecordSet":
+        """Index ``path`` in one streaming pass, its text checked by :mod:`convsim.textio`
+        (``check(record, file=, record=)`` per line). The runner does not scan what it wrote: its
+        store keeps this index as it appends (:meth:`convsim.store.RunStore.record_set`)."""
         last: dict[tuple[str, str, int], tuple[int, str]] = {}
-        lines = _own_lines(path) if written_here else textio.iter_jsonl_at(path, what="results")
-        for offset, lineno, rec in lines:
+        for offset, lineno, rec in textio.iter_jsonl_at(path, what="results"):
             if check is not None:
                 check(rec, file=path, record=f"line {lineno}")
             key = record_sort_key(rec)
@@ -114,18 +109,6 @@ class RecordSet(Sequence):
         return RecordSet(self.path, [e for e in self._entries
                                      if (variant is None or e[0][0] == variant)
                                      and (statuses is None or e[2] in statuses)])
-
-
-def _own_lines(path: str | Path):
-    """``(offset, line number, record)`` of a results file the engine wrote (see :meth:`RecordSet.scan`)."""
-    with open(path, "rb") as fh:
-        offset = 0
-        for lineno, raw in enumerate(fh, 1):
-            start, offset = offset, offset + len(raw)
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if raw.strip():
-                yield start, lineno, json.loads(raw)
 
 
 def keys_of(records: Sequence[Mapping]) -> list[tuple[str, str, int]]:

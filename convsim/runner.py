@@ -130,16 +130,16 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     preflight(plan)  # inputs are loaded and validated before anything is written
     asyncio.get_running_loop().set_default_executor(session_pool(cfg.concurrency))
     store = RunStore(plan.run_dir)
-    done = store.done_keys()
     total = plan.expected_total()
-    todo = (u for u in plan.iter_units() if u.key not in done)
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = plan.run_dir / "config.yaml"
     if cfg_path.exists():
         _check_resumable(cfg, cfg_path)
+    store.open()  # checks, compacts and indexes what earlier attempts wrote
     if not cfg_path.exists() or cfg.sessions != yaml.safe_load(cfg_path.read_text()).get("sessions"):
         cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
-    store.open()
+    done = store.done()
+    todo = (u for u in plan.iter_units() if u.key not in done)
     run_limits = limits.activate(cfg.limits)
     budget_cut: list[str] = []  # why a worker's budget stopped a session (process and Ray workers hold their own)
 
@@ -176,9 +176,9 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     finally:
         store.close()
         limits.activate(None)
-    summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings, written_here=True)
+    summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings, records=store.record_set())
     if stopped():
-        kept = len(store.done_keys())
+        kept = len(store.done())
         total_planned = plan.expected_total()
         left = "" if total_planned is None else f", {max(0, total_planned - kept)} left"
         why = (run_limits.exhausted if run_limits and run_limits.exhausted

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
 from . import textio
+from .aggregate import record_sort_key
+from .recordset import RecordSet
 from .status import FINAL
 
 FINAL_STATUSES = frozenset(s.value for s in FINAL)
@@ -63,6 +66,12 @@ def read_jsonl(path: Path) -> list[dict]:
     return textio.read_jsonl(path)
 
 
+def _index_key(record: dict) -> tuple[str, str, int]:
+    """A record's key as a RecordSet orders it (the variant name interned: few, repeated often)."""
+    variant, session, trial = record_sort_key(record)
+    return sys.intern(variant), session, trial
+
+
 def is_final(record: dict) -> bool:
     return record.get("status", "ok") in FINAL_STATUSES
 
@@ -72,6 +81,8 @@ class RunStore:
         self.dir = Path(run_dir)
         self.results_path = self.dir / RESULTS
         self._fh = None
+        self._index: dict[tuple[str, str, int], tuple[int, str]] = {}  # key -> (line offset, status)
+        self._offset = 0
         self._unsynced, self._synced_at = 0, time.monotonic()
         self._syncer: ThreadPoolExecutor | None = None
         self._syncing: Future | None = None
@@ -126,40 +137,58 @@ class RunStore:
 
         Streams twice (no record is held in memory) and replaces the file atomically.
         """
+        return self._compact_and_index()[1]
+
+    def open(self) -> "RunStore":
+        """Repair, compact and index results.jsonl (one checked pass, one rewrite if anything is
+        dropped), then append to it. The index (:meth:`record_set`, :meth:`done`) follows every
+        line appended, so the end of the run reads no line back to know what it wrote."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        self._index = self._compact_and_index()[0]
+        self._fh = open(self.results_path, "ab")
+        self._offset = self.results_path.stat().st_size
+        return self
+
+    def _compact_and_index(self) -> tuple[dict[tuple[str, str, int], tuple[int, str]], int]:
+        """:meth:`compact`, and the byte offset and status of each kept session's line, in one checked
+        pass (plus the rewrite when lines are dropped); returns the index and the lines dropped."""
         if not self.results_path.exists():
-            return 0
-        keep_line: dict[tuple[str, str, int], int] = {}
+            return {}, 0
+        keep: dict[tuple[str, str, int], tuple[int, str]] = {}  # key -> (line offset, status)
         total = 0
-        for i, r in enumerate(self.iter_records()):
+        for offset, _, rec in textio.iter_jsonl_at(self.results_path, what="results"):
+            key = _index_key(rec)
+            keep.pop(key, None)  # a final record is re-inserted: the order is that of the last writes
+            if is_final(rec):
+                keep[key] = (offset, sys.intern(str(rec.get("status", "ok"))))
             total += 1
-            key = unit_key(r)
-            if is_final(r):
-                keep_line[key] = i
-            else:
-                keep_line.pop(key, None)
-        keep = set(keep_line.values())
         if len(keep) == total:
-            return 0
+            return keep, 0
+        kept_at = {offset: key for key, (offset, _) in keep.items()}
+        index: dict[tuple[str, str, int], tuple[int, str]] = {}
         tmp = self.results_path.with_suffix(".jsonl.tmp")
-        with open(self.results_path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
-            i = 0
-            for line in src:
-                if not line.strip():
-                    continue
-                if i in keep:
-                    dst.write(line)
-                i += 1
+        with open(self.results_path, "rb") as src, open(tmp, "wb") as dst:
+            offset = written = 0
+            for raw in src:
+                start, offset = offset, offset + len(raw)
+                if start in kept_at:
+                    key = kept_at[start]
+                    index[key] = (written, keep[key][1])
+                    dst.write(raw)
+                    written += len(raw)
             dst.flush()
             os.fsync(dst.fileno())
         os.replace(tmp, self.results_path)
-        return total - len(keep)
+        return index, total - len(keep)
 
-    def open(self) -> "RunStore":
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
-        self.compact()
-        self._fh = open(self.results_path, "a", encoding="utf-8")
-        return self
+    def done(self) -> set[tuple[str, str, int]]:
+        """The sessions of the open store not to run again (its index: final statuses only)."""
+        return {key for key, (_, status) in self._index.items() if status in FINAL_STATUSES}
+
+    def record_set(self) -> RecordSet:
+        """The open (or just closed) store's records as a RecordSet, from its index: no line read."""
+        return RecordSet(self.results_path, sorted((k, off, st) for k, (off, st) in self._index.items()))
 
     def append(self, record: dict, line: str | None = None) -> None:
         """Write one finished session, flushed to the OS at once (a killed run loses nothing written).
@@ -170,8 +199,12 @@ class RunStore:
         it runs in a background thread (one at a time).
         """
         assert self._fh is not None, "RunStore.open() first"
-        self._fh.write((dumps(record) if line is None else line) + "\n")
+        data = ((dumps(record) if line is None else line) + "\n").encode("utf-8")
+        self._fh.write(data)
         self._fh.flush()
+        self._index.pop(key := _index_key(record), None)
+        self._index[key] = (self._offset, sys.intern(str(record.get("status", "ok"))))
+        self._offset += len(data)
         self._unsynced += 1
         if self._unsynced >= FSYNC_EVERY or time.monotonic() - self._synced_at >= FSYNC_SECONDS:
             self._sync()

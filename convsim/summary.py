@@ -119,18 +119,20 @@ def _config_order(run_dir: Path, found: Sequence[str]) -> list[str]:
 
 
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None,
-                  written_here: bool = False) -> dict:
+                  records: RecordSet | None = None) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary.
 
     The records are read through a :class:`~convsim.recordset.RecordSet` (an index, not the records;
     each pass reads the file again), so memory stays flat in the number of sessions.
     ``module.dataset_metrics`` gets each variant's scored records as a RecordSet: a sequence to
-    iterate (as often as it needs), index and measure, not a list. ``written_here``: the engine has
-    just written (and, at the start of the run, checked) every line (see ``RecordSet.scan``)."""
+    iterate (as often as it needs), index and measure, not a list. ``records``: the run's records
+    already indexed (the runner's store keeps the index as it writes, see ``RunStore.record_set``);
+    otherwise results.jsonl is indexed here, its text checked."""
     store = RunStore(run_dir)
-    store.repair()
-    records = RecordSet.scan(store.results_path, written_here=written_here) \
-        if store.results_path.exists() else RecordSet(store.results_path, [])
+    if records is None:
+        store.repair()
+        records = RecordSet.scan(store.results_path) \
+            if store.results_path.exists() else RecordSet(store.results_path, [])
     summary: dict[str, Any] = {"variants": {}, "status_counts": status_counts(records),
                                "first_error": first_error(records), "warnings": list(warnings or [])}
     rows = []

@@ -110,9 +110,26 @@ def test_the_report_draws_failures_first_then_the_first_sessions_capped_per_vari
     assert html.count('<details class="session"') == 100
 
 
-def test_a_file_the_engine_wrote_is_indexed_alike_without_the_text_checks(tmp_path):
-    recs = [_rec("b", "s2", m=1.0), _rec("a", "s9", status="infra_error"), _rec("a", "s9", m=3.0)]
+def test_the_run_store_index_is_the_scan_of_what_it_wrote(tmp_path):
+    """The runner's store keeps the index as it appends (after compacting an earlier attempt's file,
+    BOM and dropped lines included), so the end-of-run summary reads no line back to index it: the
+    index must be what RecordSet.scan finds in the file, record for record."""
+    from convsim.store import RunStore
+    earlier = [_rec("b", "s2", m=1.0), _rec("a", "s9", status="infra_error"), _rec("a", "s1", m=2.0),
+               _rec("a", "s1", m=2.5), _rec("c", "s0", status="code_error")]
     for bom in (False, True):
-        path = _write(tmp_path / f"r{bom}.jsonl", recs, bom=bom)
-        checked, own = RecordSet.scan(path), RecordSet.scan(path, written_here=True)
-        assert own.keys == checked.keys and own.statuses == checked.statuses and list(own) == list(checked)
+        run_dir = tmp_path / f"run{bom}"
+        run_dir.mkdir()
+        path = _write(run_dir / "results.jsonl", earlier, bom=bom)
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:2] + ["\u00a0 \n".encode()] + lines[2:]))  # a blank line (NBSP)
+        store = RunStore(run_dir).open()  # compacts: drops the errors, the first a/s1 and the blank
+        assert store.done() == {("a", "s1", 0), ("b", "s2", 0)}
+        for rec in (_rec("a", "s9", m=3.0), _rec("c", "s0", status="agent_failure", m=0.0),
+                    _rec("a", "s3", status="infra_error"), _rec("a", "s3", m=4.0, text="é ☕")):
+            store.append(rec)
+        store.close()
+        own, scanned = store.record_set(), RecordSet.scan(run_dir / "results.jsonl")
+        assert own._entries == scanned._entries and list(own) == list(scanned)
+        assert own.keys == [("a", "s1", 0), ("a", "s3", 0), ("a", "s9", 0), ("b", "s2", 0), ("c", "s0", 0)]
+        assert store.done() == set(own.keys)
