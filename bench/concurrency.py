@@ -324,6 +324,7 @@ def main() -> None:
                             convsim_rate(spec, args.turns, n, n, out)
                         runs[i, n].append(convsim_rate(spec, args.turns, n, k, out, extra))
         best: dict[int, float] = {}
+        goal: dict[str, tuple[float, float]] = {}
         for i, step in enumerate(steps):
             for n in IN_FLIGHT:
                 ideal, k = n / per_session, sessions_for(n, n / per_session, args.seconds)
@@ -332,8 +333,13 @@ def main() -> None:
                 assert calls == k * calls_per_session
                 if type(step) is _Step:
                     best[n] = rate
+                if n == max(IN_FLIGHT) and type(step) in (_Step, _TwoProcesses):
+                    goal[step.name] = (rate / ideal, steady / ideal)
                 print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} "
                       f"{steady / ideal:6.0%} {cpu:11.2f}")
+        for name, (whole, steady) in goal.items():
+            print(f"goal >= 90% of ideal at {max(IN_FLIGHT)} in flight, {name}: {whole:.0%} over the run, "
+                  f"{steady:.0%} steady")
         if not args.judge:  # openevals' loop below calls the agent only
             openevals_side_by_side(base_url, args, per_session, best)
     if args.llamacpp:
