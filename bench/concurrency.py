@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -83,7 +84,6 @@ def convsim_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str,
 
 def _cpu_with_children() -> float:
     """CPU seconds of this process and of its children that ended (the process executor's workers)."""
-    import resource
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + children.ru_utime + children.ru_stime
 
