@@ -175,6 +175,10 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
     except BudgetReached as exc:
         err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(3) from None
+    except KeyboardInterrupt:
+        err_console.print("[bold yellow]interrupted:[/bold yellow] the sessions that finished are kept; run the "
+                          "same command (same --run-id) again to resume", highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     if not quiet:
         print_summary(run_dir)
         console.print(f"results in {run_dir}")

@@ -132,6 +132,9 @@ def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
 
 def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox) -> None:
     """A worker process: plan the run once, then ``threads`` threads each run one session at a time."""
+    # Ctrl-C reaches the whole process group: the driver stops the run and ends its workers, which
+    # would otherwise each print a KeyboardInterrupt traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         _init_worker(config_json, parent_pid)
     except BaseException as exc:  # noqa: BLE001 — a malformed catalog...: one clear line in the driver
