@@ -20,7 +20,7 @@ These figures make each of those visible:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 CANDIDATE_FLOOR = 3
 
@@ -97,32 +97,48 @@ def health_metrics(transcript: Sequence[Mapping], catalog=None) -> dict:
     return {k: v for k, v in session_health(transcript, catalog).items() if not k.startswith("_")}
 
 
-def pooled_health(records: Sequence[Mapping], catalog=None) -> dict:
+class HealthTally:
+    """Run-level health, one session at a time (see :func:`pooled_health`): only counts are kept."""
+
+    def __init__(self, catalog=None) -> None:
+        self.catalog = catalog
+        self.cands: list[int] = []
+        self.named = self.repeats = self.shifts = self.focus = self.anchor = 0
+        self.reactions: list[int] = []
+
+    def add(self, record: Mapping) -> None:
+        h = session_health(record.get("transcript") or [], self.catalog)
+        self.cands += h["_candidates"]
+        self.named += h["_named"]
+        self.repeats += h["_repeats"]
+        self.shifts += h["health_n_shifts"]
+        self.focus += h["health_shifts_focus_changed"]
+        self.anchor += h["health_shifts_anchor_changed"]
+        if h["health_first_reaction_turn"] is not None:
+            self.reactions.append(h["health_first_reaction_turn"])
+
+    def result(self) -> dict:
+        cands, reactions = self.cands, sorted(self.reactions)
+        return {
+            "health_candidates_ge3_share": (sum(c >= CANDIDATE_FLOOR for c in cands) / len(cands)
+                                            if cands else None),
+            "health_candidates_le1_share": sum(c <= 1 for c in cands) / len(cands) if cands else None,
+            "health_repeat_rate": self.repeats / self.named if self.named else None,
+            "health_shifts_total": self.shifts,
+            "health_shifts_focus_changed": self.focus,
+            "health_shifts_anchor_changed": self.anchor,
+            "pairing": "strict" if not reactions else "reactive",
+            "pairing_sessions_reacting": len(reactions),
+            "pairing_first_divergence_turn_min": reactions[0] if reactions else None,
+            "pairing_first_divergence_turn_median": reactions[len(reactions) // 2] if reactions else None,
+        }
+
+
+def pooled_health(records: Iterable[Mapping], catalog=None) -> dict:
     """Run-level health: figures pooled over all turns / shifts / films of all sessions, and the
     pairing design actually achieved (``strict`` when no simulated user ever reacted to the
     recommender, so paired users are identical through the whole session)."""
-    cands, named, repeats, shifts, focus, anchor, reactions = [], 0, 0, 0, 0, 0, []
+    tally = HealthTally(catalog)
     for r in records:
-        h = session_health(r.get("transcript") or [], catalog)
-        cands += h["_candidates"]
-        named += h["_named"]
-        repeats += h["_repeats"]
-        shifts += h["health_n_shifts"]
-        focus += h["health_shifts_focus_changed"]
-        anchor += h["health_shifts_anchor_changed"]
-        if h["health_first_reaction_turn"] is not None:
-            reactions.append(h["health_first_reaction_turn"])
-    reactions.sort()
-    return {
-        "health_candidates_ge3_share": (sum(c >= CANDIDATE_FLOOR for c in cands) / len(cands)
-                                        if cands else None),
-        "health_candidates_le1_share": sum(c <= 1 for c in cands) / len(cands) if cands else None,
-        "health_repeat_rate": repeats / named if named else None,
-        "health_shifts_total": shifts,
-        "health_shifts_focus_changed": focus,
-        "health_shifts_anchor_changed": anchor,
-        "pairing": "strict" if not reactions else "reactive",
-        "pairing_sessions_reacting": len(reactions),
-        "pairing_first_divergence_turn_min": reactions[0] if reactions else None,
-        "pairing_first_divergence_turn_median": reactions[len(reactions) // 2] if reactions else None,
-    }
+        tally.add(r)
+    return tally.result()

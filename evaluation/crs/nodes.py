@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from agents.crs.references import echo_reply
 from evaluation.records import scored
-from evaluation.crs.health import health_metrics, pooled_health
+from evaluation.crs.health import HealthTally, health_metrics
 from evaluation.crs.tas import (
     concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
     mean_or_none, recovery, segment_scores, segments, tas_turn,
@@ -196,9 +196,9 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
     up), total off-catalog titles, and counts of LLM failures."""
     # the small parts only: the records may be a RecordSet of 10,000s of sessions read from disk
     # on each pass (convsim.recordset), so none is held
-    ok = scored(records)
-    shifts, dm = [], []
-    for r in ok:
+    shifts, dm, health = [], [], HealthTally()
+    for r in scored(records):  # one read of each record
+        health.add(r)
         shifts += (r.get("dialogue_details") or {}).get("recovery", {}).get("shifts", [])
         metrics = r.get("dialogue_metrics") or {}
         dm.append({k: metrics[k] for k in POOLED_INPUTS if k in metrics})
@@ -212,7 +212,7 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
             "off_catalog_rate_pooled": off / (off + rec) if off + rec else None,
             "crs_generation_failures_total": sum(d.get("crs_generation_failures", 0) for d in dm),
             "user_paraphrase_fallbacks_total": sum(d.get("user_paraphrase_fallbacks", 0) for d in dm),
-            **pooled_health(ok), **gameable_note(dm)}
+            **health.result(), **gameable_note(dm)}
 
 
 # the dialogue metrics the pooled figures read (kept per session; the rest of the record is not)
