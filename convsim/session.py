@@ -98,7 +98,6 @@ class _Session:
             self.observe(chunk)
 
     def outcome(self, exc: BaseException | None) -> Outcome:
-        unit = self.unit
         if isinstance(exc, ConvsimError):
             raise exc  # bad input (a malformed catalog...) stops the run with one clear line
         if isinstance(exc, ModelUnavailable):
