@@ -46,15 +46,11 @@ class BudgetExhausted(ModelUnavailable):
 BUDGET_PREFIX = "run budget: "  # how a session cut by the budget shows in errors.jsonl
 
 
-def cut_by_budget(outcome: Any) -> bool:
+def budget_reason(outcome: Any) -> str | None:
+    """What the budget cut a session by (``max_calls=5 reached``...), or None when it did not."""
     err = getattr(outcome, "error_entry", None)
-    return bool(err) and BUDGET_PREFIX in str(err.get("error", ""))
-
-
-def budget_reason(outcome: Any) -> str:
-    """What a session cut by the budget was cut by (``max_calls=5 reached``...)."""
-    text = str(outcome.error_entry.get("error", ""))
-    return text.split(BUDGET_PREFIX, 1)[1].splitlines()[0].strip()
+    text = str((err or {}).get("error", ""))
+    return text.split(BUDGET_PREFIX, 1)[1].splitlines()[0].strip() if BUDGET_PREFIX in text else None
 
 
 class BudgetReached(Exception):

@@ -144,8 +144,8 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     budget_cut: list[str] = []  # why a worker's budget stopped a session (process and Ray workers hold their own)
 
     def land_one(outcome: Outcome, progress: LiveProgress) -> None:
-        if limits.cut_by_budget(outcome):
-            budget_cut.append(limits.budget_reason(outcome))
+        if (why := limits.budget_reason(outcome)) is not None:
+            budget_cut.append(why)
         land(outcome, plan, store, progress)
 
     def stopped() -> bool:

@@ -126,11 +126,10 @@ class RunStore:
         return list(last.values())
 
     def done_keys(self) -> set[tuple[str, str, int]]:
-        """Sessions not to run again: those whose last record has a final status."""
-        last: dict[tuple[str, str, int], bool] = {}
-        for r in self.iter_records():
-            last[unit_key(r)] = is_final(r)
-        return {k for k, final in last.items() if final}
+        """Sessions not to run again: those whose last record has a final status (read from the file;
+        an open store answers from its index, :meth:`done`)."""
+        self._repair_tail()
+        return set(self._final_lines()[0])
 
     def compact(self) -> int:
         """Rewrite results.jsonl with the last final record of each session; returns lines dropped.
@@ -153,16 +152,7 @@ class RunStore:
     def _compact_and_index(self) -> tuple[dict[tuple[str, str, int], tuple[int, str]], int]:
         """:meth:`compact`, and the byte offset and status of each kept session's line, in one checked
         pass (plus the rewrite when lines are dropped); returns the index and the lines dropped."""
-        if not self.results_path.exists():
-            return {}, 0
-        keep: dict[tuple[str, str, int], tuple[int, str]] = {}  # key -> (line offset, status)
-        total = 0
-        for offset, _, rec in textio.iter_jsonl_at(self.results_path, what="results"):
-            key = _index_key(rec)
-            keep.pop(key, None)  # a final record is re-inserted: the order is that of the last writes
-            if is_final(rec):
-                keep[key] = (offset, sys.intern(str(rec.get("status", "ok"))))
-            total += 1
+        keep, total = self._final_lines()
         if len(keep) == total:
             return keep, 0
         kept_at = {offset: key for key, (offset, _) in keep.items()}
@@ -181,6 +171,21 @@ class RunStore:
             os.fsync(dst.fileno())
         os.replace(tmp, self.results_path)
         return index, total - len(keep)
+
+    def _final_lines(self) -> tuple[dict[tuple[str, str, int], tuple[int, str]], int]:
+        """One checked pass: each session whose last record is final, with that line's byte offset and
+        status (in the order of the last writes), and the number of lines."""
+        keep: dict[tuple[str, str, int], tuple[int, str]] = {}
+        total = 0
+        if not self.results_path.exists():
+            return keep, total
+        for offset, _, rec in textio.iter_jsonl_at(self.results_path, what="results"):
+            key = _index_key(rec)
+            keep.pop(key, None)  # a final record is re-inserted: the order is that of the last writes
+            if is_final(rec):
+                keep[key] = (offset, sys.intern(str(rec.get("status", "ok"))))
+            total += 1
+        return keep, total
 
     def done(self) -> set[tuple[str, str, int]]:
         """The sessions of the open store not to run again (its index: final statuses only)."""
