@@ -283,8 +283,13 @@ def eval_cmd(path: Path,
              embedder: str = typer.Option("tfidf", help="dialogue CSV: tfidf or st:minilm")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
     group-planning dialogue CSV) without simulating."""
-    result = api.evaluate(path, graph=graph, out=out, models=model, set_params=set_, embedder=embedder,
-                          analyze=not no_analysis)
+    from .models import ModelUnavailable
+    try:
+        result = api.evaluate(path, graph=graph, out=out, models=model, set_params=set_, embedder=embedder,
+                              analyze=not no_analysis)
+    except ModelUnavailable as exc:  # a model server's fault: not scored, exit 3 as a run with errors
+        err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(3) from None
     if isinstance(result, dict):  # a group-planning dialogue CSV: its metrics
         typer.echo(json.dumps(result, indent=2, default=str))
         return

@@ -201,38 +201,34 @@ def _current_node() -> str | None:
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
+_DECODER = json.JSONDecoder()
+MAX_JSON_STARTS = 64  # opening brackets tried per candidate text: a bound on the work garbage can cost
+
+
 def extract_json(text: str) -> Any:
-    """The first JSON object or array in a model answer (code fences and chatter tolerated)."""
+    """The first JSON object or array in a model answer (code fences and chatter tolerated).
+
+    Bounded work on any answer: each candidate is parsed once whole, then from at most
+    ``MAX_JSON_STARTS`` opening brackets (``{`` first, then ``[``), each ``raw_decode`` stopping at
+    the value's end or the first error; nesting too deep for the parser is garbage, not a crash.
+    Raises ``ValueError`` when there is none.
+    """
     candidates = [m.group(1) for m in _JSON_BLOCK.finditer(text)] + [text]
     for cand in candidates:
         cand = cand.strip()
         try:
             return json.loads(cand)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
-        for opener, closer in (("{", "}"), ("[", "]")):
+        for opener in "{[":
             start = cand.find(opener)
-            while start != -1:
-                depth, in_str, esc = 0, False, False
-                for i in range(start, len(cand)):
-                    ch = cand[i]
-                    if in_str:
-                        esc = (ch == "\\") and not esc
-                        if ch == '"' and not esc:
-                            in_str = False
-                        continue
-                    if ch == '"':
-                        in_str = True
-                    elif ch == opener:
-                        depth += 1
-                    elif ch == closer:
-                        depth -= 1
-                        if depth == 0:
-                            try:
-                                return json.loads(cand[start:i + 1])
-                            except ValueError:
-                                break
-                start = cand.find(opener, start + 1)
+            for _ in range(MAX_JSON_STARTS):
+                if start == -1:
+                    break
+                try:
+                    return _DECODER.raw_decode(cand, start)[0]
+                except (ValueError, RecursionError):
+                    start = cand.find(opener, start + 1)
     raise ValueError("no JSON object found in the answer")
 
 
@@ -246,6 +242,9 @@ class ChatModel:
     calls: list[dict] = field(default_factory=list)
     cache: Any = None  # optional ResponseCache (see convsim.cache)
     retry: RetryPolicy | None = None  # the run's retry: section (convsim.retry); None = defaults
+    # every ModelUnavailable this handle raised (shared by a session's handles, like ``calls``): the
+    # session is an infra_error even when graph code caught the exception and went on (a fallback)
+    unavailable: list[str] = field(default_factory=list)
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -309,8 +308,10 @@ class ChatModel:
         except Exception as exc:  # noqa: BLE001 — classify then re-raise
             kind = infra_fault(exc)
             if kind is not None:
-                raise ModelUnavailable(f"{self.spec.spec}: {kind} after {policy.attempts} attempt(s): "
-                                       f"{type(exc).__name__}: {exc}") from exc
+                unavailable = ModelUnavailable(f"{self.spec.spec} (role {self.role}): {kind} after "
+                                               f"{policy.attempts} attempt(s): {type(exc).__name__}: {exc}")
+                self.unavailable.append(str(unavailable))
+                raise unavailable from exc
             raise
         self._record(purpose=purpose, started=started, message=msg, ok=True)
         if self.cache is not None:

@@ -21,12 +21,16 @@ Behaviour kept from ``ChatOpenAI`` (tests/test_openai_client.py compares the two
 * a JSON-mode answer (``response_format`` given) that stopped at ``max_tokens`` raises
   ``openai.LengthFinishReasonError`` with the completion (so the cut text and its tokens are kept),
   and one stopped by a content filter ``openai.ContentFilterFinishReasonError``;
-* a 200 whose JSON carries ``error``, or no ``choices``, raises ``ValueError`` / ``KeyError`` /
-  ``TypeError`` as ChatOpenAI does (a code error, not infrastructure).
 
-One deviation: a 200 whose body is not JSON is always an unreadable body (``JSONDecodeError``,
-retried as infrastructure); ChatOpenAI called it a ``ValueError`` when the server also sent a
-non-JSON content type (an HTML page from a proxy), which made a flaky proxy a code error.
+Two deviations, both about a server's malformed 200, which ChatOpenAI turned into errors that read as
+a bug in graph code (``code_error``, never retried):
+
+* a 200 whose body is not JSON is always an unreadable body (``JSONDecodeError``, retried as
+  infrastructure); ChatOpenAI called it a ``ValueError`` when the server also sent a non-JSON content
+  type (an HTML page from a proxy);
+* a 200 whose JSON carries ``error``, or no, null or empty ``choices``, or is not an object, raises
+  :class:`convsim.retry.MalformedCompletion` (retried as infrastructure, then ``infra_error``);
+  ChatOpenAI raised ``ValueError`` / ``KeyError`` / ``TypeError`` / ``IndexError``.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .httpjson import JSONPoster
+from .retry import MalformedCompletion
 
 # "http": convsim.httpjson (stdlib, pooled keep-alive; the default); "sdk": the openai SDK's client
 # (httpx), which proxied URLs always take. The environment variable is an escape hatch for a server
@@ -162,14 +167,7 @@ class OpenAIChat:
         else:
             response = self.client.post("/chat/completions", body=body, cast_to=_raw_response_type())
         data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
-        if not isinstance(data, dict):
-            raise ValueError(f"unexpected response from the server: {str(data)[:200]!r}")
-        if data.get("error"):
-            raise ValueError(data["error"])
-        choices = data["choices"] if "choices" in data else _missing_choices(data)
-        if choices is None:
-            raise TypeError(f"the server answered null choices (response keys: {list(data)})")
-        choice = choices[0]
+        choice = _first_choice(data)
         finish = choice.get("finish_reason")
         if "response_format" in body and finish in ("length", "content_filter"):
             import openai
@@ -191,8 +189,18 @@ def _raw_response_type() -> type:
     return httpx.Response
 
 
-def _missing_choices(data: dict):
-    raise KeyError(f"Response missing 'choices' key: {data.keys()}")
+def _first_choice(data: Any) -> dict:
+    """The completion's first choice; anything else the server sent with its 200 (an ``error``
+    body, no, null or empty ``choices``, not an object) is a :class:`MalformedCompletion`."""
+    if not isinstance(data, dict):
+        raise MalformedCompletion(f"unexpected response from the server: {str(data)[:200]!r}")
+    if data.get("error"):
+        raise MalformedCompletion(f"the server answered an error: {str(data['error'])[:300]}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedCompletion(f"the server answered no usable choices ({str(choices)[:100]!r}; "
+                                  f"response keys: {list(data)[:10]})")
+    return choices[0]
 
 
 def _completion(data: dict) -> Any:

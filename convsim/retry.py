@@ -9,6 +9,8 @@ unreachable                 ConnectError / ReadError, APIConnectionError, refuse
 timeout                     ReadTimeout / ConnectTimeout, APITimeoutError
 HTTP 5xx, 429, 408          HTTPStatusError / APIStatusError / ResponseError with that status_code
 unreadable body             JSONDecodeError / UnicodeDecodeError raised *by the provider call*
+malformed completion        :class:`MalformedCompletion`: a 200 whose JSON is not a completion
+                            (an ``error`` body, no or empty ``choices``, not an object)
 ==========================  ===========================================================
 
 Each is retried with exponential backoff (``initial_wait * 2**n``, capped at ``max_wait``); a 429
@@ -37,6 +39,11 @@ _UNREACHABLE = {"ConnectError", "ConnectionError", "ConnectionRefusedError", "AP
                 "RemoteProtocolError", "ReadError", "WriteError", "NetworkError"}
 _TIMEOUT = {"ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException",
             "APITimeoutError", "TimeoutError"}
+
+
+class MalformedCompletion(ValueError):
+    """A 200 from a chat server whose JSON is not a completion (an ``error`` body, no, null or empty
+    ``choices``, not an object): the server's fault, like an unreadable body, not the graph code's."""
 
 
 class RetryPolicy(BaseModel):
@@ -87,6 +94,8 @@ def infra_fault(exc: BaseException) -> str | None:
     if any(isinstance(e, (ValueError, UnicodeError)) and type(e).__name__ in
            {"JSONDecodeError", "UnicodeDecodeError"} for e in _chain(exc)):
         return "unreadable body"
+    if any(isinstance(e, MalformedCompletion) for e in _chain(exc)):
+        return "malformed completion"
     return None
 
 

@@ -58,7 +58,9 @@ class _Session:
         cfg, self.vp = plan.config, plan.variants[unit.variant]
         self.plan, self.unit, self.observe = plan, unit, observe
         self.calls: list[dict] = []
-        models = {role: ChatModel(spec=spec, role=role, calls=self.calls, cache=plan.cache, retry=cfg.retry)
+        self.unavailable: list[str] = []  # each ModelUnavailable a handle raised, caught or not
+        models = {role: ChatModel(spec=spec, role=role, calls=self.calls, cache=plan.cache, retry=cfg.retry,
+                                  unavailable=self.unavailable)
                   for role, spec in self.vp.models.items()}
         self.ctx = plan.module.Context(params=self.vp.params, models=models, embedder_spec=cfg.embedder,
                                        seed=unit.seed, session_id=unit.session_id, trial=unit.trial,
@@ -103,6 +105,11 @@ class _Session:
         if isinstance(exc, ModelUnavailable):
             # infrastructure, not the agent: never scored, run again on resume
             return self._failed(Status.INFRA_ERROR, f"ModelUnavailable: {exc}")
+        if self.unavailable:
+            # graph code caught a server fault and went on (a rule-based fallback, a recorded agent
+            # failure...): what it produced is not the model's, so the session is not scored either
+            return self._failed(Status.INFRA_ERROR, f"ModelUnavailable (caught by graph code, which went "
+                                f"on without the model): {self.unavailable[0]}")
         status, error = Status.OK, None
         if exc is not None:
             # AgentError: the system under test failed (scored); SimulatorError: the simulator or a

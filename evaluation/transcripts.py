@@ -28,6 +28,7 @@ import yaml
 from pydantic import ValidationError
 
 from convsim import ChatModel, ConvsimError, load_graph_module, parse_model_spec
+from convsim.models import ModelUnavailable
 from convsim.textio import iter_jsonl, load_json, load_yaml
 
 SYSTEM_SPEAKERS = ("system", "assistant", "recommender", "crs", "agent")
@@ -202,18 +203,27 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
         "name": f"eval-{path.stem}", "graph": graph, "params": base_dump,
         "models": {r: s.settings for r, s in model_specs.items()}, "embedder": embedder, "variants": variants,
         "analysis": ["evaluation.analysis:analyze_run"]}, sort_keys=False), encoding="utf-8")
-    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
-        for rec in records:
+    partial = run_dir / "results.jsonl.partial"  # renamed when every record is evaluated
+    with open(partial, "w", encoding="utf-8") as fh:
+        for i, rec in enumerate(records, 1):
             p = by_variant[rec["variant"]]
-            handles = {r: ChatModel(spec=s, role=r) for r, s in model_specs.items()}
+            unavailable: list[str] = []
+            handles = {r: ChatModel(spec=s, role=r, unavailable=unavailable) for r, s in model_specs.items()}
             ctx = module.Context(params=p, models=handles, embedder_spec=embedder, seed=0,
                                  session_id=rec["session_id"], trial=rec["trial"], run_dir=str(run_dir))
-            evaluated = hook(rec["transcript"], ctx)
+            try:
+                evaluated = hook(rec["transcript"], ctx)
+            except ModelUnavailable as exc:
+                unavailable.append(str(exc))
+            if unavailable:  # raised, or caught by the hook, which went on without the model
+                partial.unlink()
+                raise ModelUnavailable(f"{path} record {i} (session {rec['session_id']}): {unavailable[0]}; "
+                                       "nothing of this evaluation was kept: run the same command again")
             row = {"run_id": run_dir.name, **rec, "status": "ok", "error": None,
                    "models": {r: s.settings for r, s in model_specs.items()}, "params": p.model_dump(),
                    "llm_calls": ctx.llm_calls(), **evaluated}
             fh.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
-            fh.flush()
+    partial.replace(run_dir / "results.jsonl")
     _summarise(run_dir, module)
     if analyze:
         from evaluation.analysis import analyze_run

@@ -42,6 +42,7 @@ from catalog.service.db import load_service_db, load_service_schema
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics, rng_for, stable_seed
 from convsim.errors import SimulatorError
+from convsim.models import ModelUnavailable
 from convsim.prefix import scripted_pair
 from evaluation.service import metrics as metrics
 from evaluation.service.scoring import score_dataset, score_dialogue
@@ -123,7 +124,7 @@ def _schema(ctx: Context):
 
 
 def _fail(node: str, err: Exception, reason: TerminationReason) -> Command:
-    if isinstance(err, ConvsimError):
+    if isinstance(err, (ConvsimError, ModelUnavailable)):  # bad input / the server's fault: the engine's
         raise err
     return Command(goto="finish", update={"termination": reason.value,
                                           "errors": [{"node": node, "error": repr(err)}]})
@@ -156,7 +157,7 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
                 return Command(goto="finish", update={**update, "termination": out["termination"]})
             # user_stop / no_progress: the system still answers the last utterance, then finish
             update["termination"] = out["termination"]
-    except (ConvsimError, SimulatorError):
+    except (ConvsimError, SimulatorError, ModelUnavailable):
         raise
     except Exception as err:  # noqa: BLE001 - a simulator crash is a simulator error, not the agent's
         return _fail("user", err, TerminationReason.USER_ERROR)

@@ -166,3 +166,34 @@ def test_readers_take_the_last_record_per_session(tmp_path):
     assert store.done_keys() == {("v", "a", 0)}
     assert store.compact() == 3  # keeps the last final record of each session only
     assert [json.loads(x)["x"] for x in (tmp_path / "results.jsonl").read_text().splitlines()] == [2]
+
+
+def test_an_outage_that_graph_code_catches_is_still_infrastructure(tmp_path, monkeypatch):
+    # customer_service's agents and group_planning's synthesis caught every exception and fell back
+    # to rules: an unreachable server became an agent_failure, or an "ok" session with the rule
+    # fallback's perfect scores, and was never re-run
+    from convsim.graphfile import load_graph_module
+    module = load_graph_module("hello_chat")
+    original = module.agent
+
+    def agent(state, runtime):
+        try:
+            return original(state, runtime)
+        except Exception:  # noqa: BLE001 — a graph that swallows everything and answers from rules
+            return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": "Paris.", "meta": {}}]}
+    monkeypatch.setattr(module, "agent", agent)
+    with serve() as server:
+        url = server.url
+    cfg = config_from_dict({"graph": "hello_chat", "sessions": 3, "out_dir": str(tmp_path), "run_id": "caught",
+                            "models": {"agent": f"openai:fake@{url}"}, "trace": False, "analysis": [],
+                            "retry": FAST})  # the server is gone: every call is refused
+    run_dir = run(cfg, analyze=False)
+    first = _records(run_dir)
+    assert {r["status"] for r in first} == {"infra_error"}
+    assert all("caught by graph code" in r["error"] and "unreachable" in r["error"] for r in first)
+    errors = [json.loads(line) for line in (run_dir / "errors.jsonl").read_text().splitlines()]
+    assert len(errors) == 3 and {e["kind"] for e in errors} == {"infrastructure"}
+    assert "accuracy" not in json.loads((run_dir / "summary.json").read_text())["variants"]["default"]["metrics"]
+    with serve(port=int(url.split(":")[-1].split("/")[0])):  # the server is back: resuming re-runs all three
+        run(cfg, analyze=False)
+    assert {r["status"] for r in _records(run_dir)} == {"ok"}

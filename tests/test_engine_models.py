@@ -1,4 +1,6 @@
 """Model specs, the structured-output loop, failure recording, infrastructure errors."""
+import json
+
 import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
@@ -108,6 +110,29 @@ def test_extract_json(text, value):
 def test_extract_json_fails_cleanly():
     with pytest.raises(ValueError):
         extract_json("no json here {")
+
+
+@pytest.mark.parametrize("garbage", ["[" * 100_000, "[" * 5_000 + "]" * 5_000, '{"a": ' * 50_000])
+def test_extract_json_on_nesting_too_deep_is_garbage_not_a_crash(garbage):
+    # a small model stuck in a loop: before, RecursionError escaped structured() as a code_error
+    with pytest.raises(ValueError):
+        extract_json("verdict: " + garbage)
+
+
+def test_extract_json_bounds_its_work_on_unclosed_brackets(monkeypatch):
+    # before, each of n opening braces rescanned the rest of the text: 20,000 braces took ~10 s
+    from convsim import models
+    starts = []
+
+    class Counting(json.JSONDecoder):
+        def raw_decode(self, s, idx=0):
+            starts.append(idx)
+            return super().raw_decode(s, idx)
+    monkeypatch.setattr(models, "_DECODER", Counting())
+    with pytest.raises(ValueError):
+        extract_json("{" * 20_000 + "[" * 20_000)
+    assert len(starts) == 2 * models.MAX_JSON_STARTS
+    assert extract_json("{" * 10 + ' {"ok": true} ') == {"ok": True}  # found past the unclosed ones
 
 
 def test_response_cache_replays_without_calling_the_model(fake, tmp_path):

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
 from agents.group.vote import option_label
+from convsim.models import ModelUnavailable
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 _SLOT_WORDS = {"traveler_type": "travel style", "travel_purpose": "trip purpose",
@@ -213,7 +214,9 @@ def llm_guided_text(model, slot: str, stated: dict[str, list[dict]], template_te
     try:
         text = model.invoke([("system", "You mediate a group travel planning chat."), ("user", prompt)],
                             purpose=f"synthesize_{slot}").strip()
-    except Exception as exc:   # noqa: BLE001 - infrastructure errors are the engine's; record and go on
+    except ModelUnavailable:  # the server's fault, not the model's answer: the session is an infra_error
+        raise
+    except Exception as exc:   # noqa: BLE001 - a failed answer: record it and go on
         return None, {"slot": slot, "error": repr(exc), "raw": None}
     if len(text.split()) < 6:
         return None, {"slot": slot, "error": "answer shorter than 6 words", "raw": text}

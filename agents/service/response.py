@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from convsim.models import ModelUnavailable
+
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_response.txt"
 SLOT_WORDS = {"area": "area", "pricerange": "price range", "food": "type of food",
               "bookday": "day", "bookpeople": "number of people", "bookstay": "number of nights",
@@ -69,6 +71,8 @@ def llm_response(model, action: dict, history: list[str]) -> dict:
                     "\n".join(history[-6:]), action))]
     try:
         text = model.invoke(messages, purpose="respond").strip()
+    except ModelUnavailable:  # the server's fault, not the model's answer: the session is an infra_error
+        raise
     except Exception as err:  # noqa: BLE001 - a failed call is recorded, the template answers
         return {"text": template_response(action), "source": "template",
                 "failure": {"error": repr(err), "raw": None}}
