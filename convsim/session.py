@@ -102,6 +102,9 @@ class _Session:
     def outcome(self, exc: BaseException | None) -> Outcome:
         if isinstance(exc, ConvsimError):
             raise exc  # bad input (a malformed catalog...) stops the run with one clear line
+        if self.recorder and (exc is not None or self.unavailable):  # the trace ends with what ended it
+            self.recorder.on_failure(f"{type(exc).__name__}: {exc}" if exc is not None else
+                                     f"ModelUnavailable (caught by graph code): {self.unavailable[0]}")
         if isinstance(exc, ModelUnavailable):
             # infrastructure, not the agent: never scored, run again on resume
             return self._failed(Status.INFRA_ERROR, f"ModelUnavailable: {exc}")

@@ -155,7 +155,7 @@ def select_trace(trace: dict, *, node: str | None = None, key: str | None = None
             state = {key: value}
         return {"fork": trace.get("fork"), "state": state}
     return {"fork": trace.get("fork"), "steps": select_steps(trace, node=node, key=key, turn=turn),
-            "n_steps": len(trace["steps"])}
+            "n_steps": len(trace["steps"]), "failure": trace.get("failure")}
 
 
 def print_trace(trace: dict, selection: dict, *, as_json: bool = False, console: Console | None = None,
@@ -170,7 +170,8 @@ def print_trace(trace: dict, selection: dict, *, as_json: bool = False, console:
         return
     steps = selection["steps"]
     if as_json:
-        print(json.dumps({"fork": selection["fork"], "steps": steps}, ensure_ascii=False, default=str))
+        print(json.dumps({"fork": selection["fork"], "steps": steps, "failure": selection.get("failure")},
+                         ensure_ascii=False, default=str))
         return
     if selection["fork"]:
         f = selection["fork"]
@@ -178,4 +179,13 @@ def print_trace(trace: dict, selection: dict, *, as_json: bool = False, console:
                       f"(models {f.get('models') or 'same'}, set {f.get('set') or 'nothing'})")
     render_timeline(trace, steps, console=console, title=title)
     console.print(f"{len(steps)} of {selection['n_steps']} steps")
+    if selection.get("failure"):
+        f = selection["failure"]
+        calls = f.get("llm_calls") or []
+        failed = sum(1 for c in calls if not c.get("ok"))
+        where = f" after step {f['step'] - 1}" if f.get("step") else " before the first step"
+        console.print(Text.assemble(("failed", "bold red"), where
+                                    + (f" in node {f['node']}" if f.get("node") else "")
+                                    + (f" ({failed} of {len(calls)} model calls failed)" if calls else "")
+                                    + f": {str(f.get('error'))[:300]}"))
 

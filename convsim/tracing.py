@@ -237,6 +237,17 @@ class TraceRecorder:
         self._pending = []
         self._superstep += 1
 
+    def on_failure(self, error: str) -> None:
+        """The session ended on an exception: one ``failure`` line after the last finished step,
+        with the error and the model calls made since (the failed attempts of an outage included),
+        named by the node that made them when they say so."""
+        new_calls = self._calls[self._calls_seen:]
+        self._calls_seen = len(self._calls)
+        node = next((c["node"] for c in reversed(new_calls) if c.get("node")), None)
+        self._lines.append(dumps({"type": "failure", "step": len(self._lines), "superstep": self._superstep,
+                                  "turn": self._turn, "node": node, "error": error[:4000],
+                                  "llm_calls": new_calls}))
+
     def render(self) -> str:
         """The trace file's text."""
         if self._rendered is not None:
@@ -263,13 +274,14 @@ class TraceRecorder:
 
 
 def read_trace(path: Path) -> dict:
-    """``{"initial": state, "steps": [...], "events": [...], "fork": dict|None}`` of a trace file."""
+    """``{"initial": state, "steps": [...], "events": [...], "fork": dict|None, "failure": dict|None}``
+    of a trace file (``failure``: the exception that ended the session, if one did)."""
     from .errors import ConvsimError
     path = Path(path)
     if not path.exists():
         raise ConvsimError("trace file not found", file=path)
     opener = gzip.open if path.suffix == ".gz" else open
-    out: dict = {"initial": {}, "steps": [], "events": [], "fork": None}
+    out: dict = {"initial": {}, "steps": [], "events": [], "fork": None, "failure": None}
     with opener(path, "rt", encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -284,6 +296,8 @@ def read_trace(path: Path) -> dict:
                 out["initial"] = rec.get("state", {})
             elif kind == "fork":
                 out["fork"] = rec
+            elif kind == "failure":  # the exception that ended the session (TraceRecorder.on_failure)
+                out["failure"] = rec
             elif kind == "step":
                 if not isinstance(rec.get("changed"), dict) or "step" not in rec:
                     raise ConvsimError("trace step lacks step/changed", file=path,

@@ -29,6 +29,7 @@ VIEWER_HEAD = """<style>
 .cs-step.cs-linked{border-left-color:#e0a100;background:#fff8e1}
 .cs-step>summary{cursor:pointer}
 .cs-step .cs-node{font-weight:600}
+.cs-failure{color:#a00020;border-left:3px solid #a00020;padding-left:.5em}
 .cs-step .cs-keys{color:#555}
 .cs-diff{border-collapse:collapse;margin:3px 0 6px 0;font:12px monospace}
 .cs-diff td,.cs-diff th{border:1px solid #ddd;padding:2px 5px;vertical-align:top;max-width:42em;
@@ -157,6 +158,15 @@ def trace_timeline_html(trace: Mapping, *, uid: str = "cs", explanations: list[d
                       if rows or evs else "") + "</details>")
     if len(steps) > max_steps:
         out.append(f"<p>{len(steps) - max_steps} more steps: <code>convsim trace</code> shows them all.</p>")
+    failure = trace.get("failure")
+    if failure:  # the exception that ended the session, after its last finished step
+        calls = failure.get("llm_calls") or []
+        failed = sum(1 for c in calls if not c.get("ok"))
+        where = f"after step {_esc(failure['step'] - 1)}" if failure.get("step") else "before the first step"
+        out.append(f'<p class="cs-failure"><strong>failed</strong> {where}'
+                   + (f' in node <span class="cs-node">{_esc(failure["node"])}</span>' if failure.get("node") else "")
+                   + (f" ({failed} of {len(calls)} model calls failed)" if calls else "")
+                   + f": <code>{_esc(str(failure.get('error'))[:500])}</code></p>")
     out.append("</div>")
     return "".join(out)
 

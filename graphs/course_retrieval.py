@@ -276,6 +276,15 @@ def confusion_text(judged: list[int], gold: list[int]) -> str:
 MODEL_ROLES = ("judge",)  # the roles the nodes ask ctx.model() for
 
 
+def simulator_checks(state: State) -> list[dict]:
+    """A relevance judge whose answer was invalid after its retries failed, not the retriever: its
+    raw answer is kept in ``judge_failures`` and the session is a simulator failure, kept out of the
+    retrieval scores (a case whose courses could not all be judged cannot be scored)."""
+    return [{"check": "judge_invalid", "detail": f"courses {f.get('codes')}: {f.get('error')}; "
+                                                 f"raw: {str(f.get('raw'))[:200]}"}
+            for f in state.get("judge_failures") or []]
+
+
 def _mean(values: list[float | None]) -> float | None:
     xs = [v for v in values if v is not None]
     return sum(xs) / len(xs) if xs else None

@@ -265,11 +265,15 @@ def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
     PEPPER preference coverage and Recall@K (evaluation/crs/tas_cas_eval.py)."""
     ctx = runtime.context
     params = _params(ctx)
+    details: dict = {}
     metrics = tas_cas_metrics(state, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,
                               topic_mode=params.topic_mode, run_dir=ctx.run_dir,
                               model=ctx.model("topics"), rule=params.shift_rule,
-                              compare=params.shift_compare, recovery_on=params.recovery_shifts)
-    return merge_dialogue_metrics(state, metrics)
+                              compare=params.shift_compare, recovery_on=params.recovery_shifts, details=details)
+    if not details:
+        return merge_dialogue_metrics(state, metrics)
+    return {**merge_dialogue_metrics(state, metrics),
+            "dialogue_details": {**(state.get("dialogue_details") or {}), **details}}
 
 
 def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
@@ -362,11 +366,38 @@ def preflight(params: Params, ctx: Context) -> None:
     _extractor(ctx)
 
 
+def agent_checks(state: State) -> list[dict]:
+    """A CRS turn whose model answer was invalid (its generation failed; the raw answer is in the
+    turn's ``meta.generation``): the recommender failed, the session is an agent failure (scored)."""
+    return [{"check": "crs_model_failed", "detail": f"turn {e.get('turn')}: "
+                                                    f"{e['meta']['generation'].get('reason')}; raw: "
+                                                    f"{str(e['meta']['generation'].get('raw'))[:200]}"}
+            for e in state.get("transcript") or []
+            if e.get("speaker") == "system" and ((e.get("meta") or {}).get("generation") or {}).get("ok") is False]
+
+
 def simulator_checks(state: State) -> list[dict]:
     """Flags of a simulated user that broke persona, ended early or contradicted its own profile
-    (agents/crs/fidelity.py); a flagged session is a simulator failure, not a recommender score."""
+    (agents/crs/fidelity.py), whose LLM paraphrase was invalid (the template was said instead), and
+    of a topics model, simulator judge or PEPPER judge whose answer was invalid after its retries; a flagged
+    session is a simulator failure, not a recommender score."""
     from agents.crs.fidelity import crs_simulator_checks
-    return crs_simulator_checks(state)
+    flags = list(crs_simulator_checks(state))
+    flags += [{"check": "user_model_failed", "detail": f"turn {e.get('turn')}: the user's paraphrase was invalid "
+                                                       f"({e['meta']['paraphrase'].get('reason')}; template used); "
+                                                       f"raw: {str(e['meta']['paraphrase'].get('raw'))[:200]}"}
+              for e in state.get("transcript") or []
+              if e.get("speaker") == "user" and ((e.get("meta") or {}).get("paraphrase") or {}).get("ok") is False]
+    for f in (state.get("dialogue_details") or {}).get("topic_failures") or []:  # the topics model (an evaluator)
+        flags.append({"check": "topics_model_invalid", "detail": f"{f.get('error')}; raw: {str(f.get('raw'))[:200]}"})
+    sim_judge = state.get("simulator_judge") or {}
+    if sim_judge.get("failed"):
+        flags.append({"check": "simulator_judge_invalid", "detail": f"raw: {str(sim_judge.get('raw'))[:200]}"})
+    verdict = state.get("judge_verdict") or {}
+    if verdict and not verdict.get("ok", True):  # the PEPPER judge answered garbage: it failed, not the CRS
+        flags.append({"check": "judge_invalid",
+                      "detail": f"{verdict.get('error')}; raw: {str(verdict.get('raw'))[:200]}"})
+    return flags
 
 
 def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:

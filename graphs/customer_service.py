@@ -410,18 +410,34 @@ def sessions(params: Params, ctx: Context):
 
 def agent_checks(state: State) -> list[dict]:
     """An agent node that raised ends the dialogue gracefully (termination ``agent_error``, the
-    error in ``errors``) so its metrics are still computed; the session is an agent failure."""
-    return [{"check": "agent_error", "detail": f"{e['node']}: {e['error']}"[:300]}
-            for e in state.get("errors") or [] if e.get("node") != "user"]
+    error in ``errors``) so its metrics are still computed; an agent model (triage, policy, action,
+    response) that answered invalid output was replaced by its rule or template fallback. Either
+    way the session is an agent failure (scored)."""
+    flags = [{"check": "agent_error", "detail": f"{e['node']}: {e['error']}"[:300]}
+             for e in state.get("errors") or [] if e.get("node") != "user"]
+    # a model of the system under test answered garbage and its rule fallback took over: what was
+    # scored is the fallback's, so the session is the agent's failure (scored, never a silent "ok")
+    flags += [{"check": "agent_model_failed", "detail": f"turn {i}: {', '.join(m['llm_failed_nodes'])} answered "
+                                                        "invalid output (rule fallback used)"}
+              for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("llm_failed_nodes")]
+    flags += [{"check": "agent_model_failed", "detail": f"turn {e.get('turn')}: response: "
+                                                        f"{e['meta']['failure'].get('error')} (template used)"[:300]}
+              for e in state.get("transcript") or []
+              if e.get("speaker") == "system" and (e.get("meta") or {}).get("failure")]
+    return flags
 
 
 def simulator_checks(state: State) -> list[dict]:
     """Flags of a simulated (or replayed) customer that failed as a simulator: the evaluator's
     checks (evaluation/service/sim_checks.py: replay ran out, spoke as the agent, leaked its goal,
-    said goodbye early, never stated its goal) and the fidelity checks of agents/service/fidelity.py.
-    A flagged session is a simulator failure, not a customer-service score."""
+    said goodbye early, never stated its goal), the fidelity checks of agents/service/fidelity.py, and
+    a response judge whose answer was invalid after its retries (its raw answer is in the turn's
+    metrics, ``judge_raw``). A flagged session is a simulator failure, not a customer-service score."""
     from agents.service.fidelity import service_simulator_checks
     flags = list(evaluator_simulator_checks(state)) + list(service_simulator_checks(state))
+    flags += [{"check": "judge_invalid", "detail": f"turn {i}: the response judge's answer was invalid; "
+                                                   f"raw: {str(m.get('judge_raw'))[:200]}"}
+              for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("judge_failed") == 1]
     seen, out = set(), []
     for flag in flags:  # both sets may flag the same thing (goal_leak, _check_goal_leak): report it once
         key = str(flag.get("check", "")).removeprefix("_check_")

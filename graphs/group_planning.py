@@ -171,7 +171,7 @@ def member_speak(payload: dict, runtime: Runtime[Context]) -> dict:
     if not model.is_none and not payload.get("spokesperson_for"):
         turn, failure = speak_with_model(model, payload["member"], payload["slot"], turn,
                                          group_type=payload.get("group_type", "group"))
-        failures += [failure] if failure else []
+        failures += [{**failure, "role": "member"}] if failure else []
     return {"member_turns": [{**turn, "index": payload["index"]}], "llm_failures": failures}
 
 
@@ -214,7 +214,7 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
         model = ctx.model("synthesis")
         if not model.is_none and mode == "raw":
             merged, failure = llm_raw_synthesis(model, slot, stated, budget)
-            failures += [failure] if failure else []
+            failures += [{**failure, "role": "synthesis"}] if failure else []
             if merged:   # the model's own decision, conflict report and words
                 first = next(iter(decision))
                 decision[first] = {**decision[first], "selected": merged["selected"],
@@ -223,7 +223,7 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
                 text, explanation, reported_conflict = merged["message"], merged["explanation"], merged["has_conflict"]
         elif not model.is_none:
             worded, failure = llm_guided_text(model, slot, stated, text)
-            failures += [failure] if failure else []
+            failures += [{**failure, "role": "synthesis"}] if failure else []
             if worded:
                 text, explanation = worded, reason_of(worded)
         first = next(iter(decision.values()))
@@ -302,6 +302,7 @@ def planner(state: State, runtime: Runtime[Context]) -> dict:
     model = ctx.model("planner")
     if not model.is_none:
         plan, failures = write_plan_with_model(model, plan, db, state["decisions"])
+        failures = [{**f, "role": "planner"} for f in failures]
     t = _turn(state, 1)
     present = f"Here is your plan. {plan['raw_output']}"
     turn = {"turn": t, "speaker": "system", "text": present, "meta": {"intent": "sys_present_plan", "plan": plan}}
@@ -327,7 +328,7 @@ def members_respond(state: State, runtime: Runtime[Context]) -> dict:
         source = "rule"
         if not model.is_none:
             llm_ok, llm_text, failure = verdict_with_model(model, m, state["plan"]["raw_output"])
-            failures += [failure] if failure else []
+            failures += [{**failure, "role": "member"}] if failure else []
             if llm_ok is not None:
                 ok, text, source = llm_ok, llm_text, model.spec.spec
         t += 1
@@ -395,11 +396,25 @@ def _budget_of(records: list[dict]):
     return p.option_budget if p.flags()["enable_synthesis"] else None
 
 
+def _model_failure_flags(state: State, roles: tuple[str, ...], check: str) -> list[dict]:
+    return [{"check": check, "detail": f"{f['role']}{' ' + str(f['slot']) if f.get('slot') else ''}: "
+                                       f"{f.get('error')}; raw: {str(f.get('raw'))[:200]}"}
+            for f in state.get("llm_failures") or [] if f.get("role") in roles]
+
+
+def agent_checks(state: State) -> list[dict]:
+    """A synthesis or planner model that answered invalid output was replaced by the rule-based
+    decision or plan: what was scored is the rules', so the session is an agent failure (scored),
+    never a silent "ok" with the rules' scores."""
+    return _model_failure_flags(state, ("synthesis", "planner"), "agent_model_failed")
+
+
 def simulator_checks(state: State) -> list[dict]:
     """Flags of a simulated member that did not state (or contradicted) its own profile
-    (agents/group/fidelity.py); a flagged session is a simulator failure, not a planner score."""
+    (agents/group/fidelity.py), or whose model answered invalid output (the rule-based member spoke
+    instead); a flagged session is a simulator failure, not a planner score."""
     from agents.group.fidelity import group_simulator_checks
-    return group_simulator_checks(state)
+    return list(group_simulator_checks(state)) + _model_failure_flags(state, ("member",), "member_model_failed")
 
 
 def dataset_metrics(records: list[dict]) -> dict:

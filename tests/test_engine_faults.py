@@ -197,3 +197,30 @@ def test_an_outage_that_graph_code_catches_is_still_infrastructure(tmp_path, mon
     with serve(port=int(url.split(":")[-1].split("/")[0])):  # the server is back: resuming re-runs all three
         run(cfg, analyze=False)
     assert {r["status"] for r in _records(run_dir)} == {"ok"}
+
+
+def test_the_trace_of_a_failed_session_ends_with_what_failed(tmp_path):
+    # before, `convsim trace` of an infra_error showed the finished steps only: not the node that
+    # failed, its error or its failed calls (those were only in results.jsonl)
+    from typer.testing import CliRunner
+
+    from convsim.cli import app
+    from convsim.session import trace_path
+    from convsim.tracing import read_trace
+    from evaluation.trace_html import trace_timeline_html
+    with serve() as server:
+        url = server.url
+    cfg = config_from_dict({"graph": "hello_chat", "sessions": 1, "out_dir": str(tmp_path), "run_id": "tr",
+                            "models": {"agent": f"openai:fake@{url}<b>"}, "analysis": [], "retry": FAST})
+    run_dir = run(cfg, analyze=False)
+    (record,) = _records(run_dir)
+    assert record["status"] == "infra_error"
+    trace = read_trace(trace_path(run_dir, "default", "s000", 0))
+    failure = trace["failure"]
+    assert [s["node"] for s in trace["steps"]] == ["user"] and failure["node"] == "agent"
+    assert failure["step"] == 1 and "ModelUnavailable" in failure["error"] and "unreachable" in failure["error"]
+    assert len(failure["llm_calls"]) == FAST["attempts"] and not any(c["ok"] for c in failure["llm_calls"])
+    out = CliRunner().invoke(app, ["trace", str(run_dir), "s000"], terminal_width=200).output
+    assert "failed after step 0 in node agent (2 of 2 model calls failed): ModelUnavailable" in " ".join(out.split())
+    page = trace_timeline_html(trace)
+    assert 'class="cs-failure"' in page and "<b>" not in page and "&lt;b&gt;" in page  # escaped

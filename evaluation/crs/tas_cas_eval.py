@@ -155,13 +155,25 @@ def topic_extractor(mode: str, catalog, run_dir, model=None):
 
 def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", topic_mode: str = "lda",
                     run_dir=None, model=None, rule: str = "and", compare: str = "segment",
-                    recovery_on: str = "simulator") -> dict:
-    """TAS/CAS + PEPPER coverage / Recall@K of a finished session's state."""
+                    recovery_on: str = "simulator", details: dict | None = None) -> dict:
+    """TAS/CAS + PEPPER coverage / Recall@K of a finished session's state.
+
+    With ``topic_mode="llm"`` the topics model's invalid answers (each text then takes the keyword
+    topics) are counted (``topic_model_failures``), the mode reads ``llm+keyword-fallback`` when
+    any text fell back, and each failure with its raw answer goes to ``details["topic_failures"]``.
+    """
     transcript = state.get("transcript") or []
     topics = topic_extractor(topic_mode, catalog, run_dir, model)
     out = tas_cas_for_transcript(transcript, topics=topics, embedder=_embedder(embedder_spec, catalog),
                                  rule=rule, compare=compare, recovery_on=recovery_on)
     out.update(coverage_metrics(transcript, hidden_targets(state)))
+    if topic_mode == "llm":
+        failures = list(getattr(topics, "failures", None) or [])  # this session's extractor (not shared)
+        out["topic_model_failures"] = len(failures)
+        if failures and out.get("tas_cas_topic_mode") == "llm":
+            out["tas_cas_topic_mode"] = "llm+keyword-fallback"
+        if details is not None:
+            details["topic_failures"] = failures
     return out
 
 
