@@ -190,6 +190,8 @@ def draw(graph: str, *, ascii: bool = False, png: str | Path | None = None) -> s
             text = drawable.draw_ascii()
         except ImportError:
             text = f"{MERMAID_FALLBACK_NOTE}\n{text}"
+        except ValueError as exc:  # langchain's ASCII layout gives up on some topologies (fan-outs)
+            text = f"%% the ASCII layout cannot draw this graph ({type(exc).__name__} in langchain's drawer); Mermaid text instead\n{text}"
     if png is not None:
         from .drawing import write_png
         write_png(drawable, Path(png))

@@ -256,6 +256,8 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
             if v["original"] != v["forked"]:
                 console.print(f"  {name}: {v['original']} -> {v['forked']}")
     console.print(f"fork in {run_dir} (comparison: {run_dir / COMPARISON})")
+    if status.get("forked") in ("infra_error", "code_error"):  # as a run with errors: not exit 0
+        raise typer.Exit(3)
 
 
 @app.command()

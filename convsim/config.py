@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConvsimError
 from .limits import Limits
@@ -16,6 +16,17 @@ from .textio import load_yaml
 ModelValue = str | dict
 
 
+def path_component(value: str, what: str) -> str:
+    """``value`` if it can name one file or directory inside the run directory, else ValueError:
+    run ids, experiment and variant names and session ids become paths (``runs/<run_id>/traces/
+    <variant>/<session_id>.jsonl``), and one holding ``/`` or ``..`` would write outside it."""
+    text = str(value)
+    if not text.strip() or text in (".", "..") or any(c in text for c in "/\\\0"):
+        raise ValueError(f"{what} {text!r} cannot name a file: it must be one path component "
+                         "(no '/', '\\', NUL; not empty, '.' or '..')")
+    return value
+
+
 class Variant(BaseModel):
     """One arm of the experiment: overrides of the base params and models."""
 
@@ -23,6 +34,11 @@ class Variant(BaseModel):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, ModelValue] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v):
+        return path_component(v, "variant name")
 
 
 class ExperimentConfig(BaseModel):
@@ -55,6 +71,18 @@ class ExperimentConfig(BaseModel):
     run_id: str | None = None
     fork: dict[str, Any] | None = None  # set by `convsim fork`: where the run forked from
 
+    @field_validator("name", "run_id")
+    @classmethod
+    def _check_path_component(cls, v, info):
+        return v if v is None else path_component(v, info.field_name)
+
+    @model_validator(mode="after")
+    def _check_baseline(self):
+        names = [v.name for v in self.resolved_variants()]
+        if self.baseline is not None and self.baseline not in names:
+            raise ValueError(f"baseline {self.baseline!r} is not a variant (variants: {', '.join(names)})")
+        return self
+
     @field_validator("models")
     @classmethod
     def _check_models(cls, v):
@@ -80,7 +108,7 @@ class ExperimentConfig(BaseModel):
 def _pydantic_error(exc: ValidationError, file: object) -> ConvsimError:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err.get("loc", ())) or None
-    msg = err.get("msg", "invalid value")
+    msg = err.get("msg", "invalid value").removeprefix("Value error, ")
     ctx = err.get("ctx", {}).get("error")
     if isinstance(ctx, ConvsimError):
         return ConvsimError(ctx.message, file=file, field=ctx.field or loc)

@@ -253,7 +253,13 @@ def write_png(graph: Any, path: str | Path, *, dpi: int = 120) -> Path:
                                     boxstyle="round,pad=0,rounding_size=6", fc="#f2f0ff", ec="#6b5fd3"))
         ax.text(x, y, n, ha="center", va="center", fontsize=8)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    except OSError as exc:
+        raise ConvsimError(f"cannot write the PNG: {exc.strerror or exc}", file=path, field="png") from None
+    finally:
+        plt.close(fig)
     return path

@@ -70,6 +70,14 @@ def parse_model_spec(value: object, *, where: str = "model") -> ModelSpec:
     unknown = set(settings) - {"temperature", "seed", "num_ctx", "max_tokens"}
     if unknown:
         raise ConvsimError(f"unknown model setting(s) {sorted(unknown)}", field=where)
+    for key, value in settings.items():  # recorded with every result: a wrong type must not run
+        number = (int, float) if key == "temperature" else (int,)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, number)
+                                  or (key == "temperature" and not 0 <= value <= 2)
+                                  or (key != "temperature" and key != "seed" and value < 1)):
+            wanted = "a number in 0..2" if key == "temperature" else "an integer" if key == "seed" else \
+                "a positive integer"
+            raise ConvsimError(f"model setting {key} must be {wanted}, got {value!r}", field=f"{where}.{key}")
     if spec == "none":
         return ModelSpec(spec="none", provider="none", **settings)
     provider, sep, rest = spec.partition(":")
@@ -79,6 +87,8 @@ def parse_model_spec(value: object, *, where: str = "model") -> ModelSpec:
             "llamacpp:gemma3-270m or llamacpp:<file.gguf>", field=where)
     base_url = None
     model = rest
+    if provider == "ollama" and (not rest.strip() or rest.startswith("@")):
+        raise ConvsimError(f"bad model spec {spec!r}: expected ollama:<model>", field=where)
     if provider == "openai":
         model, at, base_url = rest.rpartition("@")
         if not at or not model or not base_url.startswith(("http://", "https://")):

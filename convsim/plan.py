@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from .config import ExperimentConfig
+from .config import ExperimentConfig, path_component
 from .errors import ConvsimError
 from .graphfile import load_graph_module
 from .models import ChatModel, parse_model_spec
@@ -61,12 +61,16 @@ class Plan:
         cfg, limit = self.config, self.config.sessions
         seen: set[str] = set()
         count = 0
-        sessions = attach_prefixes(self.module.sessions(vp.params, self.base_context(vp)), cfg.prefix)
-        for i, init in enumerate(sessions):
+        sessions = iter(attach_prefixes(self.module.sessions(vp.params, self.base_context(vp)), cfg.prefix))
+        for i, init in enumerate(_checked(sessions, cfg.graph)):
             if limit is not None and i >= limit:
                 return
             if not isinstance(init, dict) or not init.get("session_id"):
                 raise ConvsimError("sessions() must yield dicts with a session_id", file=cfg.graph, record=i)
+            try:  # it names the session's trace file
+                path_component(str(init["session_id"]), "session id")
+            except ValueError as exc:
+                raise ConvsimError(str(exc), file=cfg.graph, record=i, field="session_id") from None
             if i < DUPLICATE_CHECK_LIMIT:
                 sid = str(init["session_id"])
                 if sid in seen:
@@ -112,7 +116,9 @@ def _fields(module) -> dict:
     return getattr(module.Params, "model_fields", {})
 
 
-def _params(module, overrides: dict, where: str):
+def graph_params(module, overrides: dict, where: str):
+    """The graph's ``Params`` from ``overrides``; an unknown key or a bad value is one ConvsimError
+    naming ``where`` (a file, "command line"...) and the param."""
     fields = _fields(module)
     unknown = sorted(set(overrides) - set(fields))
     if fields and unknown:
@@ -127,7 +133,8 @@ def _params(module, overrides: dict, where: str):
         raise ConvsimError(err.get("msg", "invalid value"), file=where, field=f"params.{loc}") from None
 
 
-def _check_roles(module, models: dict, where: str, variant: str) -> None:
+def check_roles(module, models: dict, where: str, variant: str) -> None:
+    """A model role the graph does not ask for (``MODEL_ROLES``) is a ConvsimError naming it."""
     roles = getattr(module, "MODEL_ROLES", None)
     if roles is None:
         return
@@ -142,6 +149,25 @@ def _merge(base: dict, over: dict) -> dict:
     for k, v in over.items():
         out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+def _checked(sessions: Iterator[dict], graph: str) -> Iterator[dict]:
+    """The graph's ``sessions()``, its failures as one input-error line: preflight draws only the
+    first session of a generated set, so a data file that breaks the 50th (an empty domain to
+    draw a goal from) fails here, mid-run, naming the graph and the record."""
+    i = 0
+    while True:
+        try:
+            init = next(sessions)
+        except StopIteration:
+            return
+        except ConvsimError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — bad data reached through the graph's generator
+            raise ConvsimError(f"sessions() failed: {type(exc).__name__}: {exc}", file=graph, record=i,
+                               field="sessions") from None
+        yield init
+        i += 1
 
 
 def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
@@ -161,9 +187,9 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
         overrides = _merge(cfg.params, var.params)
         if cfg.sessions is not None and "n_sessions" in _fields(module):
             overrides["n_sessions"] = cfg.sessions
-        params = _params(module, overrides, where)
+        params = graph_params(module, overrides, where)
         merged_models = {**cfg.models, **var.models}
-        _check_roles(module, merged_models, source, var.name)
+        check_roles(module, merged_models, source, var.name)
         models = {role: parse_model_spec(spec, where=f"models.{role}") for role, spec in merged_models.items()}
         variants[var.name] = VariantPlan(var.name, params, models)
     cache = None
@@ -187,6 +213,13 @@ def prepare_checkpoint_db(path: Path) -> None:
     """
     from langgraph.checkpoint.sqlite import SqliteSaver
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _prepare_checkpoint_db(path, SqliteSaver)
+    except sqlite3.DatabaseError as exc:  # a damaged or foreign file: one line, not a traceback
+        raise ConvsimError(f"not a usable SQLite checkpoint database ({exc})", file=path) from None
+
+
+def _prepare_checkpoint_db(path: Path, SqliteSaver) -> None:  # noqa: N803 — the class
     conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
     try:
         conn.execute("PRAGMA busy_timeout=30000")

@@ -17,6 +17,7 @@ An ``ImportError`` (a missing optional extra) keeps its message, which carries t
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .errors import ConvsimError
@@ -34,17 +35,21 @@ def _as_input_error(exc: Exception, plan: Any, variant: str, step: str) -> Convs
 
 def preflight(plan: Any) -> None:
     """Validate the plan's inputs; raises ConvsimError. Appends count warnings to ``plan.warnings``."""
-    if plan.units is not None:  # an explicit list (a fork) was validated by its maker
-        return
     module, cfg = plan.module, plan.config
     hook = getattr(module, "preflight", None)
     fixed_set = "n_sessions" not in getattr(module.Params, "model_fields", {})
     for vp in plan.variants.values():
-        if callable(hook):
+        for role, spec in vp.models.items():  # a local model file is read where the sessions run: here
+            if spec.provider == "llamacpp" and spec.model.endswith(".gguf") and not Path(spec.model).is_file():
+                raise ConvsimError(f"variant {vp.name}: no GGUF model file at {spec.model}", file=spec.model,
+                                   field=f"models.{role}")
+        if callable(hook):  # a fork's --set catalog_path=... is loaded and checked too
             try:
                 hook(vp.params, plan.base_context(vp))
             except Exception as exc:  # noqa: BLE001 — every failure becomes one input-error line
                 raise _as_input_error(exc, plan, vp.name, "preflight") from None
+        if plan.units is not None:  # an explicit list (a fork): its sessions were checked by its maker
+            continue
         try:
             inits = plan.session_inits(vp)
             first = next(inits, None)

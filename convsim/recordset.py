@@ -29,6 +29,7 @@ from pathlib import Path
 
 from . import textio
 from .aggregate import record_sort_key
+from .errors import ConvsimError
 
 Entry = tuple[tuple[str, str, int], int, str]  # (sort key, byte offset of the line, status)
 
@@ -123,3 +124,22 @@ def statuses_of(records: Sequence[Mapping]) -> list[str]:
     if isinstance(records, RecordSet):
         return records.statuses
     return [str(r.get("status", "ok")) for r in records]
+
+
+# field -> the types a result record may hold there (absent is fine): what the analysis relies on
+RECORD_FIELDS = {"variant": (str, int), "session_id": (str, int), "trial": (int,), "status": (str,),
+                 "dialogue_metrics": (dict, type(None)), "transcript": (list, type(None)),
+                 "turn_metrics": (list, type(None))}
+
+
+def check_record(rec: Mapping, *, file: object, record: object = None) -> None:
+    """A result record whose fields have the types the analysis reads, else a ConvsimError naming the field."""
+    for name in ("variant", "session_id"):
+        if name not in rec:
+            raise ConvsimError(f"a result record needs {name!r}", file=file, record=record, field=name)
+    for name, types in RECORD_FIELDS.items():
+        if name in rec and (not isinstance(rec[name], types) or isinstance(rec[name], bool)):
+            wanted = " or ".join("null" if t is type(None) else {"str": "string", "int": "integer", "dict": "object",
+                                                                   "list": "array"}[t.__name__] for t in types)
+            raise ConvsimError(f"{name} must be {wanted}, got {type(rec[name]).__name__}", file=file,
+                               record=record, field=name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -26,6 +27,7 @@ from .config import ExperimentConfig, apply_overrides, load_config
 from .errors import ConvsimError
 from .progress import LiveProgress
 from .store import RunStore
+from .textio import load_yaml, make_dir
 from .summary import summarise_run
 from .plan import Plan, plan_run, prepare_checkpoint_db
 from .preflight import preflight
@@ -87,9 +89,17 @@ _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sess
                 "baseline", "cache", "retry", "address", "limits"}
 
 
+def _saved_config(cfg_path: Path) -> dict:
+    """An existing run's config.yaml, checked: UTF-8 YAML holding a mapping."""
+    saved = load_yaml(cfg_path, what="the run's config.yaml")
+    if not isinstance(saved or {}, dict):
+        raise ConvsimError("a run's config.yaml must be a YAML mapping", file=cfg_path)
+    return saved or {}
+
+
 def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
     """A restarted run must compute the same thing; mixing two configs in one results.jsonl is an error."""
-    old = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
+    old = _saved_config(cfg_path)
     new = cfg.model_dump(mode="json")
     for key in sorted(set(old) | set(new)):
         if key not in _RESUME_FREE and old.get(key) != new.get(key):
@@ -131,12 +141,12 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     asyncio.get_running_loop().set_default_executor(session_pool(cfg.concurrency))
     store = RunStore(plan.run_dir)
     total = plan.expected_total()
-    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    make_dir(plan.run_dir, what="run directory", field="out_dir")
     cfg_path = plan.run_dir / "config.yaml"
     if cfg_path.exists():
         _check_resumable(cfg, cfg_path)
     store.open()  # checks, compacts and indexes what earlier attempts wrote
-    if not cfg_path.exists() or cfg.sessions != yaml.safe_load(cfg_path.read_text()).get("sessions"):
+    if not cfg_path.exists() or cfg.sessions != _saved_config(cfg_path).get("sessions"):
         cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
     done = store.done()
     todo = (u for u in plan.iter_units() if u.key not in done)
@@ -197,6 +207,11 @@ def run_hooks(run_dir: Path, hooks: list[str], *, warn=print) -> None:
         except (ImportError, AttributeError) as exc:
             warn(f"analysis hook {hook} unavailable: {exc}")
             continue
+        try:
+            inspect.signature(fn).bind(Path(run_dir))
+        except (TypeError, ValueError):  # not a callable of one run directory: bad config, not a bug
+            raise ConvsimError(f"analysis hook {hook} is not a function of a run directory",
+                               field="analysis") from None
         fn(Path(run_dir))
 
 

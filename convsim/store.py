@@ -20,7 +20,8 @@ from typing import Any, Iterator
 
 from . import textio
 from .aggregate import record_sort_key
-from .recordset import RecordSet
+from .errors import ConvsimError
+from .recordset import RecordSet, check_record
 from .status import FINAL
 
 FINAL_STATUSES = frozenset(s.value for s in FINAL)
@@ -90,6 +91,8 @@ class RunStore:
     def _repair_tail(self) -> None:
         if not self.results_path.exists():
             return
+        if not self.results_path.is_file():
+            raise ConvsimError("results.jsonl is not a file", file=self.results_path)
         # read backwards from the end only: the file may hold millions of sessions
         with open(self.results_path, "r+b") as fh:
             end = fh.seek(0, os.SEEK_END)
@@ -179,7 +182,8 @@ class RunStore:
         total = 0
         if not self.results_path.exists():
             return keep, total
-        for offset, _, rec in textio.iter_jsonl_at(self.results_path, what="results"):
+        for offset, lineno, rec in textio.iter_jsonl_at(self.results_path, what="results"):
+            check_record(rec, file=self.results_path, record=f"line {lineno}")  # what resuming and the summary read
             key = _index_key(rec)
             keep.pop(key, None)  # a final record is re-inserted: the order is that of the last writes
             if is_final(rec):

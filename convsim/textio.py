@@ -68,6 +68,17 @@ def decode_utf8(data: bytes, *, file: object, record: object = None) -> str:
                            "convert the file to UTF-8", file=file, record=record) from None
 
 
+def make_dir(path: str | Path, *, what: str = "directory", field: str | None = None) -> Path:
+    """``mkdir -p path``; a path that cannot be a directory (a file on the way, /proc, no
+    permission) is a ConvsimError naming it, not a traceback."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConvsimError(f"cannot create the {what}: {exc.strerror or exc}", file=path, field=field) from None
+    return path
+
+
 def read_text(path: str | Path, *, what: str = "file") -> str:
     """The file as UTF-8 text (see the module docstring for the errors)."""
     return decode_utf8(read_bytes(path, what=what), file=path)

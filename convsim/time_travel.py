@@ -18,11 +18,12 @@ part of the checkpointed state and stays as it was at the fork point.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .config import apply_overrides, load_config
+from .config import apply_overrides, config_from_dict, load_config
 from .errors import ConvsimError
 from .store import RunStore, iter_jsonl, read_jsonl
 from .tracing import cut_trace, read_trace
@@ -66,6 +67,13 @@ def _find_record(run_dir: Path, variant: str, session_id: str, trial: int) -> di
 
 def _copy_checkpoint(src: Path, dst: Path, thread: str, superstep: int) -> str:
     """Copy the checkpoint with metadata step ``superstep`` of ``thread``; return its id."""
+    try:
+        return _copy_checkpoint_db(src, dst, thread, superstep)
+    except sqlite3.DatabaseError as exc:  # a damaged file: one line naming it, not a traceback
+        raise ConvsimError(f"not a usable SQLite checkpoint database ({exc})", file=src) from None
+
+
+def _copy_checkpoint_db(src: Path, dst: Path, thread: str, superstep: int) -> str:
     from langgraph.checkpoint.sqlite import SqliteSaver
     with SqliteSaver.from_conn_string(str(src)) as saver:
         found = None
@@ -122,8 +130,8 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
                                  "set": list(set_params or [])}
     data = cfg.model_dump()
     data["variants"] = [v for v in data["variants"] if v["name"] == variant]
-    new_cfg = cfg.model_validate({**data, "run_id": new_id, "checkpoint": True, "trace": True,
-                                  "out_dir": str(out_dir) if out_dir else str(src.parent)})
+    new_cfg = config_from_dict({**data, "run_id": new_id, "checkpoint": True, "trace": True,
+                                "out_dir": str(out_dir) if out_dir else str(src.parent)})
     new_cfg = apply_overrides(new_cfg, models=models, set_params=set_params)
     plan = plan_run(new_cfg, source="fork")
     if (plan.run_dir / "results.jsonl").exists():

@@ -275,36 +275,49 @@ class TraceRecorder:
 
 def read_trace(path: Path) -> dict:
     """``{"initial": state, "steps": [...], "events": [...], "fork": dict|None, "failure": dict|None}``
-    of a trace file (``failure``: the exception that ended the session, if one did)."""
+    of a trace file (``failure``: the exception that ended the session, if one did). A damaged
+    file (not UTF-8, not gzip, a line that is not a JSON object, a state that is not one) is one
+    ConvsimError naming the file and the line."""
+    from . import textio
     from .errors import ConvsimError
     path = Path(path)
     if not path.exists():
         raise ConvsimError("trace file not found", file=path)
-    opener = gzip.open if path.suffix == ".gz" else open
+    if path.suffix == ".gz":
+        try:
+            with gzip.open(path, "rb") as fh:
+                text = textio.decode_utf8(fh.read(), file=path)
+        except (OSError, EOFError) as exc:  # BadGzipFile, a truncated stream, a directory
+            raise ConvsimError(f"not a readable gzip trace ({exc})", file=path) from None
+    else:
+        text = textio.read_text(path, what="trace file")
     out: dict = {"initial": {}, "steps": [], "events": [], "fork": None, "failure": None}
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                kind = rec.pop("type", None)
-            except (ValueError, AttributeError):
-                raise ConvsimError("trace line is not a JSON object", file=path,
-                                   record=f"line {lineno}") from None
-            if kind == "initial":
-                out["initial"] = rec.get("state", {})
-            elif kind == "fork":
-                out["fork"] = rec
-            elif kind == "failure":  # the exception that ended the session (TraceRecorder.on_failure)
-                out["failure"] = rec
-            elif kind == "step":
-                if not isinstance(rec.get("changed"), dict) or "step" not in rec:
-                    raise ConvsimError("trace step lacks step/changed", file=path,
-                                       record=f"line {lineno}", field="changed")
-                out["steps"].append(rec)
-            else:
-                out["events"].append(rec)
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            rec = None
+        if not isinstance(rec, dict):
+            raise ConvsimError("trace line is not a JSON object", file=path, record=f"line {lineno}") from None
+        kind = rec.pop("type", None)
+        if kind == "initial":
+            out["initial"] = rec.get("state", {})
+            if not isinstance(out["initial"], dict):
+                raise ConvsimError("the initial state is not a JSON object", file=path, record=f"line {lineno}",
+                                   field="state")
+        elif kind == "fork":
+            out["fork"] = rec
+        elif kind == "failure":  # the exception that ended the session (TraceRecorder.on_failure)
+            out["failure"] = rec
+        elif kind == "step":
+            if not isinstance(rec.get("changed"), dict) or not isinstance(rec.get("step"), int):
+                raise ConvsimError("trace step lacks step/changed", file=path,
+                                   record=f"line {lineno}", field="changed")
+            out["steps"].append(rec)
+        else:
+            out["events"].append(rec)
     return out
 
 

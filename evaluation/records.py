@@ -19,7 +19,7 @@ import numpy as np
 
 from convsim import ConvsimError, flatten_metrics
 from convsim.aggregate import record_sort_key
-from convsim.recordset import RecordSet
+from convsim.recordset import RECORD_FIELDS, RecordSet, check_record  # noqa: F401 — re-exported
 from convsim.summary import SCORED_STATUSES
 from convsim.textio import load_json, load_yaml
 
@@ -86,25 +86,6 @@ class RunData:
         configured = [v.get("name") for v in (self.config or {}).get("variants") or [] if isinstance(v, dict)]
         ordered = [v for v in configured if v in found]
         return ordered + sorted((v for v in found if v not in ordered), key=str)
-
-
-# field -> the types a result record may hold there (absent is fine): what the analysis relies on
-RECORD_FIELDS = {"variant": (str, int), "session_id": (str, int), "trial": (int,), "status": (str,),
-                 "dialogue_metrics": (dict, type(None)), "transcript": (list, type(None)),
-                 "turn_metrics": (list, type(None))}
-
-
-def check_record(rec: Mapping, *, file: object, record: object = None) -> None:
-    """A result record whose fields have the types the analysis reads, else a ConvsimError naming the field."""
-    for name in ("variant", "session_id"):
-        if name not in rec:
-            raise ConvsimError(f"a result record needs {name!r}", file=file, record=record, field=name)
-    for name, types in RECORD_FIELDS.items():
-        if name in rec and (not isinstance(rec[name], types) or isinstance(rec[name], bool)):
-            wanted = " or ".join("null" if t is type(None) else {"str": "string", "int": "integer", "dict": "object",
-                                                                   "list": "array"}[t.__name__] for t in types)
-            raise ConvsimError(f"{name} must be {wanted}, got {type(rec[name]).__name__}", file=file,
-                               record=record, field=name)
 
 
 def load_run(run_dir: str | Path) -> RunData:

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from convsim import ChatModel, ConvsimError, load_graph_module, parse_model_spec
+from convsim.config import config_from_dict
 from convsim.models import ModelUnavailable
-from convsim.textio import iter_jsonl, load_json, load_yaml
+from convsim.plan import check_roles, graph_params
+from convsim.textio import iter_jsonl, load_json, load_yaml, make_dir
 
 SYSTEM_SPEAKERS = ("system", "assistant", "recommender", "crs", "agent")
 
@@ -132,6 +133,7 @@ def source_config(path: Path) -> dict:
     cfg = load_yaml(cfg_path)
     if not isinstance(cfg, dict):
         raise ConvsimError("config.yaml must be a YAML mapping", file=str(cfg_path))
+    config_from_dict(cfg, file=cfg_path)  # a run's own checks: params a mapping, variants a list...
     return cfg
 
 
@@ -158,13 +160,9 @@ def record_params(rec: dict, cfg: dict, overrides: dict) -> dict:
 
 
 def _make_params(module, values: dict, where: str):
-    try:
-        return module.Params(**values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err.get("loc", ())) or None
-        raise ConvsimError(f"{err.get('msg', 'invalid value')} (from {where})",
-                           field=f"params.{loc}" if loc else "params") from None
+    """The graph's Params, as a run makes them: an unknown key (a --set typo) or a bad value is one
+    line naming where it came from."""
+    return graph_params(module, values, where)
 
 
 def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str | Path | None = None,
@@ -192,9 +190,10 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
     for rec in records:  # validated before anything is written
         if rec["variant"] not in by_variant:
             by_variant[rec["variant"]] = _make_params(module, record_params(rec, cfg, overrides), where)
-    run_dir = Path(out) if out is not None else Path("runs") / f"eval-{path.stem}"
-    run_dir.mkdir(parents=True, exist_ok=True)
     model_specs = {role: parse_model_spec(spec, where=f"models.{role}") for role, spec in (models or {}).items()}
+    check_roles(module, model_specs, "command line", "eval")
+    run_dir = Path(out) if out is not None else Path("runs") / f"eval-{path.stem}"
+    make_dir(run_dir, what="output directory", field="out")
     base_dump = base.model_dump()
     variants = [{"name": v, "params": {k: x for k, x in p.model_dump().items() if base_dump.get(k) != x}}
                 for v, p in by_variant.items()]

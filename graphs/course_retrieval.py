@@ -58,12 +58,13 @@ class Params(BaseModel):
 
     retriever: RetrieverName = Field("bm25", description="the retriever for cases without retrievedCourses")
     k: int = Field(10, ge=1, le=100, description="courses retrieved per case")
-    cutoffs: list[int] = Field(default_factory=lambda: [5, 10], description="K values of NDCG@K, P@K, Recall@K")
+    cutoffs: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [5, 10], min_length=1,
+                                                       description="K values of NDCG@K, P@K, Recall@K")
     test_set: str | None = Field(None, description="test-set JSON path (default: the shipped test-set-v1)")
     catalog: str | None = Field(None, description="course catalog JSON path (default: the shipped catalog)")
     embedder: str = Field("st:minilm", description="embedder of the embedding retriever")
     hybrid_of: list[Literal["tfidf", "bm25", "embedding"]] = Field(
-        default_factory=lambda: ["bm25", "tfidf"], description="rankings fused by the hybrid retriever")
+        default_factory=lambda: ["bm25", "tfidf"], min_length=1, description="rankings fused by the hybrid retriever")
     rrf_c: int = Field(60, ge=1, description="reciprocal-rank fusion constant")
     fusion_depth: int = Field(50, ge=1, description="depth of each ranking fed to the fusion")
     relevance_threshold: int = Field(2, ge=1, le=3, description="score >= this is relevant (spec: 2)")

@@ -29,7 +29,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from agents.crs.recommender import CRSParams, crs_turn, new_crs_state, off_catalog_titles
-from agents.crs.user import UserSimParams, paraphrase, user_turn
+from agents.crs.user import UserSimParams, paraphrase, profile_genres, user_turn
 from catalog.movies.concepts import ConceptExtractor
 from catalog.movies.catalog import MovieCatalog, load_movie_catalog
 from agents.crs.pepper_judge import judge_conversation, labelled_judge_metrics
@@ -362,8 +362,11 @@ MODEL_ROLES = ("crs", "user", "topics", "judge", "simulator_judge")  # the roles
 
 
 def preflight(params: Params, ctx: Context) -> None:
-    """Load the catalog and its concept extractor once, before the first session (convsim preflight)."""
+    """Load the catalog and its concept extractor once, before the first session (convsim preflight),
+    and check the catalog holds the genres the user simulator draws from (else one line, nothing
+    written: before, the first session found it, after the run directory was made)."""
     _extractor(ctx)
+    profile_genres(_catalog(ctx), params.user_params())
 
 
 def agent_checks(state: State) -> list[dict]:

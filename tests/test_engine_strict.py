@@ -164,7 +164,7 @@ def test_fork_prints_the_forked_sessions_error(tmp_path):
     # the forked part talks to a server that is not there: the session ends infra_error, and fork says so
     proc = cli("fork", str(tmp_path / "orig"), "s000", "--step", "3", "--run-id", "forked", "--no-analysis",
                "--model", "agent=openai:fake@http://127.0.0.1:9/v1")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr  # as a run with errors (was 0)
     assert "the forked session ended infra_error (the original: ok)" in proc.stderr
     assert "ModelUnavailable" in proc.stderr and "unreachable" in proc.stderr
     comp = json.loads((tmp_path / "forked" / "fork_comparison.json").read_text())

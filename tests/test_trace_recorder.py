@@ -182,3 +182,29 @@ def test_read_trace_names_file_and_line_of_a_bad_line(tmp_path):
     with pytest.raises(ConvsimError) as exc:
         read_trace(p)
     assert "line 2" in str(exc.value) and "bad.jsonl" in str(exc.value)
+
+
+@pytest.mark.parametrize("name,content,words", [
+    ("list.jsonl", b'{"type": "initial", "state": {}}\n[1, 2]\n', "not a JSON object"),
+    ("latin.jsonl", b'{"type": "initial", "state": {"x": "caf\xe9"}}\n', "not UTF-8"),
+    ("init.jsonl", b'{"type": "initial", "state": "oops"}\n', "initial state is not a JSON object"),
+    ("step.jsonl", b'{"type": "initial", "state": {}}\n{"type": "step", "step": "1", "changed": {}}\n',
+     "lacks step/changed"),
+    ("deep.jsonl", b'{"type": "initial", "state": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+     "not a JSON object"),
+    ("bad.jsonl.gz", b"not gzip at all", "not a readable gzip trace"),
+    ("dir.jsonl", None, "is a directory"),
+])
+def test_a_damaged_trace_file_is_one_line_naming_it(tmp_path, name, content, words):
+    # before: TypeError, UnicodeDecodeError, BadGzipFile, IsADirectoryError or AttributeError
+    # tracebacks from convsim trace, fork and report
+    from convsim.errors import ConvsimError
+    from convsim.tracing import read_trace
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ConvsimError) as err:
+        read_trace(path)
+    assert words in str(err.value) and name in str(err.value)

@@ -158,15 +158,23 @@ def relax(catalog: MovieCatalog, constraints: dict[str, str], keep: set[str],
     return constraints, dropped
 
 
-def start_state(catalog: MovieCatalog, seed: int, params: UserSimParams) -> dict:
-    """The latent profile of one simulated user (true genre, taste, hidden targets, opening
-    genre, anchor)."""
+def profile_genres(catalog: MovieCatalog, params: UserSimParams) -> list[str]:
+    """The genres a simulated user may want: at least ``max(min_genre_titles, min_candidates)``
+    films each; fewer than two is bad input (the catalog, or params asking too much of it)."""
     floor = max(params.min_genre_titles, params.min_candidates)
     genres = [g for g in catalog.values("genre")
               if len(g) > 2 and catalog.doc_freq("genre", g) >= floor]
     if len(genres) < 2:
-        raise ConvsimError(f"the catalog needs at least two genres with {floor}+ films for the "
-                           "user simulator", file=catalog.source, field="genre")
+        raise ConvsimError(f"the catalog has {len(genres)} genre(s) with {floor}+ films; the user simulator "
+                           f"needs two (min_genre_titles={params.min_genre_titles}, "
+                           f"min_candidates={params.min_candidates})", file=catalog.source, field="genre")
+    return genres
+
+
+def start_state(catalog: MovieCatalog, seed: int, params: UserSimParams) -> dict:
+    """The latent profile of one simulated user (true genre, taste, hidden targets, opening
+    genre, anchor)."""
+    genres = profile_genres(catalog, params)
     rng = rng_for(seed, 0, "profile")
     true_genre = rng.choice(genres)
     liked = draw_liked(catalog, true_genre, seed)

@@ -225,6 +225,8 @@ def load_service_db(path: str | Path | None = None) -> ServiceDB:
         raw = _read_json(file)
         if not isinstance(raw, list):
             raise ConvsimError("expected a JSON list of records", file=file)
+        if not raw:  # the simulated users draw their goals from every domain
+            raise ConvsimError(f"no {domain} records: every domain needs at least one", file=file)
         out = []
         for i, item in enumerate(raw):
             if not isinstance(item, dict):

@@ -1,0 +1,142 @@
+"""Bad input found by fuzzing the command line (~730 cases): each is one line naming the file, record
+or field, exit 2, no traceback, and nothing written where a run failed its checks. Before, these
+wrote outside the run directory, printed tracebacks, or wrote a run directory first."""
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from convsim.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ["--sessions", "1", "--quiet", "--no-analysis"]
+
+
+def cli(*args):
+    result = CliRunner().invoke(app, [str(a) for a in args], terminal_width=400)
+    return result.exit_code, result.output, result.exception
+
+
+def one_line(args, *words, code=2):
+    exit_code, out, exc = cli(*args)
+    assert exit_code == code, (out, exc)
+    assert "Traceback" not in out and not (exc and not isinstance(exc, SystemExit)), (out, exc)
+    lines = [x for x in out.splitlines() if x.strip()]
+    assert len(lines) == 1 and all(w in lines[0] for w in words), out
+    return lines[0]
+
+
+def test_a_run_id_or_a_name_that_would_leave_the_run_directory(tmp_path):
+    out = tmp_path / "runs"
+    for bad in ("../escape", ".", "/abs/path", "a\\b"):
+        one_line(["run", "hello_chat", *RUN, "--out", out, "--run-id", bad], "run_id", "one path component")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: ../../etc\ngraph: hello_chat\n")
+    one_line(["run", cfg, *RUN, "--out", out], str(cfg), "field name")
+    cfg.write_text("graph: hello_chat\nvariants: [{name: a/b}]\n")
+    one_line(["run", cfg, *RUN, "--out", out], str(cfg), "variant name")
+    cfg.write_text("graph: hello_chat\nvariants: [{name: a}, {name: b}]\nbaseline: c\n")
+    one_line(["run", cfg, *RUN, "--out", out], str(cfg), "baseline 'c' is not a variant")
+    assert not out.exists() and not (tmp_path / "escape").exists()
+
+
+def test_a_session_id_from_data_that_names_a_path(tmp_path):
+    data = json.loads((ROOT / "catalog/data/courses/testsets/test-set-v1.json").read_text())
+    data["cases"][0]["id"] = "../../x"
+    ts = tmp_path / "ts.json"
+    ts.write_text(json.dumps(data))
+    one_line(["run", "course_retrieval", *RUN, "--out", tmp_path / "runs", "--set", "retriever=bm25",
+              "--set", f"test_set={ts}"], "record 0", "field session_id", "'../../x'")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_damaged_run_directory_on_resume(tmp_path):
+    out = tmp_path / "runs"
+    assert cli("run", "hello_chat", "--sessions", "2", "--quiet", "--no-analysis", "--out", out,
+               "--run-id", "r", "--checkpoint")[0] == 0
+    run_dir = out / "r"
+    cfg_text = (run_dir / "config.yaml").read_text()
+    for bad, words in (("- a list\n", "must be a YAML mapping"), (b"\xff\xfe", "not UTF-8")):
+        (run_dir / "config.yaml").write_bytes(bad.encode() if isinstance(bad, str) else bad)
+        one_line(["run", "hello_chat", *RUN, "--out", out, "--run-id", "r", "--checkpoint"], "config.yaml", words)
+    (run_dir / "config.yaml").write_text(cfg_text)
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    (run_dir / "results.jsonl").write_text("\n".join([json.dumps({**record, "dialogue_metrics": "x"}), *lines[1:]]) + "\n")
+    one_line(["run", "hello_chat", *RUN, "--out", out, "--run-id", "r", "--checkpoint"],
+             "results.jsonl", "line 1", "dialogue_metrics must be object or null")
+    (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
+    (run_dir / "checkpoints.sqlite").write_bytes(b"not a database at all" * 100)
+    for p in run_dir.glob("checkpoints.sqlite-*"):
+        p.unlink()
+    one_line(["run", "hello_chat", *RUN, "--out", out, "--run-id", "r", "--checkpoint"],
+             "checkpoints.sqlite", "not a usable SQLite checkpoint database")
+
+
+def test_output_paths_that_cannot_be_written(tmp_path):
+    afile = tmp_path / "a.txt"
+    afile.write_text("x")
+    one_line(["run", "hello_chat", *RUN, "--out", afile], "field out_dir", "cannot create the run directory")
+    one_line(["draw", "hello_chat", "--png", afile / "x.png"], "field png", "cannot write the PNG")
+    one_line(["draw", "hello_chat", "--png", tmp_path], "field png", "is a directory")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--model", "agent=ollama:@"], ["models.agent", "expected ollama:<model>"]),
+    (["--model", "agent={spec: none, temperature: hot}"], ["models.agent.temperature", "a number in 0..2"]),
+    (["--model", "agent={spec: none, max_tokens: -5}"], ["models.agent.max_tokens", "a positive integer"]),
+    (["--model", "agent=llamacpp:/nonexistent/m.gguf"], ["models.agent", "no GGUF model file"]),
+])
+def test_model_specs_and_settings_are_checked(tmp_path, args, words):
+    one_line(["run", "hello_chat", *RUN, "--out", tmp_path / "runs", *args], *words)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("graph,sets,words", [
+    ("course_retrieval", ["cutoffs=[-1, 0]"], ["params.cutoffs.0", "greater than or equal to 1"]),
+    ("course_retrieval", ["cutoffs=[]"], ["params.cutoffs", "at least 1 item"]),
+    ("crs_shift", ["min_candidates=100000"], ["field genre", "needs two", "min_candidates=100000"]),
+])
+def test_params_the_graph_cannot_run_with_fail_before_anything_is_written(tmp_path, graph, sets, words):
+    args = [a for s in sets for a in ("--set", s)]
+    one_line(["run", graph, *RUN, "--out", tmp_path / "runs", *args], *words)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_eval_checks_its_inputs_as_run_does(tmp_path):
+    out = tmp_path / "runs"
+    assert cli("run", "crs_shift", "--sessions", "1", "--quiet", "--no-analysis", "--out", out, "--run-id", "src",
+               "--set", "n_turns=2")[0] == 0
+    results = out / "src" / "results.jsonl"
+    one_line(["eval", results, "--out", tmp_path / "e1", "--set", "bogus=1", "--no-analysis"], "unknown param 'bogus'")
+    one_line(["eval", results, "--out", tmp_path / "e2", "--model", "bogus=none", "--no-analysis"],
+             "unknown model role 'bogus'")
+    assert not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()
+    (out / "src" / "config.yaml").write_text("graph: crs_shift\nparams: [1]\n")
+    one_line(["eval", results, "--out", tmp_path / "e3", "--no-analysis"], "config.yaml", "field params")
+
+
+def test_a_data_file_that_breaks_a_later_session_is_one_line(tmp_path):
+    # customer_service draws each simulated user's goal from every domain: an empty one broke the
+    # second session with an IndexError traceback, after the run directory was written
+    src = ROOT / "catalog" / "data" / "service"
+    db = tmp_path / "db"
+    db.mkdir()
+    for f in src.glob("*_db.json"):
+        (db / f.name).write_text("[]" if f.name == "restaurant_db.json" else f.read_text())
+    one_line(["run", "customer_service", *RUN, "--out", tmp_path / "runs", "--set", f"db_path={db}"],
+             "restaurant_db.json", "no restaurant records")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_analysis_hook_that_is_not_a_function_of_a_run_directory(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"graph: hello_chat\nsessions: 1\nout_dir: {tmp_path / 'runs'}\nanalysis: ['os:getcwd']\n")
+    one_line(["run", cfg, "--quiet"], "field analysis", "not a function of a run directory")
+
+
+def test_draw_ascii_falls_back_to_mermaid_when_the_layout_fails():
+    code, out, _ = cli("draw", "group_planning", "--ascii")
+    assert code == 0 and out.startswith("%%") and "Mermaid text instead" in out and "graph TD" in out
