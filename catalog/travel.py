@@ -165,7 +165,13 @@ def load_travel_db(path: str | Path | None = None) -> TravelDB:
         if not isinstance(rows, list):
             raise ConvsimError("expected a JSON list of records", file=str(file))
         ref[kind] = [validate_record(kind, r, file=str(file), index=i) for i, r in enumerate(rows)]
-    return TravelDB(**ref, source=str(folder))
+    db = TravelDB(**ref, source=str(folder))
+    for city in db.cities():  # the planner fills every day's stay, meals and a sight in the city
+        for kind in ("accommodations", "restaurants", "attractions"):
+            if not db.in_city(kind, city):
+                raise ConvsimError(f"the city {city!r} has no {kind}: a plan needs at least one",
+                                   file=str(folder / f"{kind}.json"), field="City")
+    return db
 
 
 def _tp_row(kind: str, row: dict, *, city: str, file: str, index: str) -> dict:

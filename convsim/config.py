@@ -71,6 +71,13 @@ class ExperimentConfig(BaseModel):
     run_id: str | None = None
     fork: dict[str, Any] | None = None  # set by `convsim fork`: where the run forked from
 
+    @field_validator("embedder")
+    @classmethod
+    def _check_embedder(cls, v):
+        if v != "tfidf" and not (v.startswith("st:") and len(v) > 3):
+            raise ValueError(f"unknown embedder {v!r}: expected tfidf, st:minilm or st:<model directory>")
+        return v
+
     @field_validator("name", "run_id")
     @classmethod
     def _check_path_component(cls, v, info):

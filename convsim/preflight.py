@@ -38,6 +38,9 @@ def preflight(plan: Any) -> None:
     module, cfg = plan.module, plan.config
     hook = getattr(module, "preflight", None)
     fixed_set = "n_sessions" not in getattr(module.Params, "model_fields", {})
+    emb = cfg.embedder
+    if emb.startswith("st:") and emb != "st:minilm" and not Path(emb[3:]).is_dir():
+        raise ConvsimError(f"no sentence-transformers model directory at {emb[3:]}", file=emb[3:], field="embedder")
     for vp in plan.variants.values():
         for role, spec in vp.models.items():  # a local model file is read where the sessions run: here
             if spec.provider == "llamacpp" and spec.model.endswith(".gguf") and not Path(spec.model).is_file():

@@ -382,8 +382,9 @@ def agent_checks(state: State) -> list[dict]:
 def simulator_checks(state: State) -> list[dict]:
     """Flags of a simulated user that broke persona, ended early or contradicted its own profile
     (agents/crs/fidelity.py), whose LLM paraphrase was invalid (the template was said instead), and
-    of a topics model, simulator judge or PEPPER judge whose answer was invalid after its retries; a flagged
-    session is a simulator failure, not a recommender score."""
+    of a topics model or PEPPER judge whose answer was invalid after its retries; a flagged session
+    is a simulator failure, not a recommender score. An unreadable simulator-judge answer is recorded
+    (``simulator_judge.failed``, raw kept) and flags nothing: the audit failed, not the user."""
     from agents.crs.fidelity import crs_simulator_checks
     flags = list(crs_simulator_checks(state))
     flags += [{"check": "user_model_failed", "detail": f"turn {e.get('turn')}: the user's paraphrase was invalid "
@@ -393,9 +394,6 @@ def simulator_checks(state: State) -> list[dict]:
               if e.get("speaker") == "user" and ((e.get("meta") or {}).get("paraphrase") or {}).get("ok") is False]
     for f in (state.get("dialogue_details") or {}).get("topic_failures") or []:  # the topics model (an evaluator)
         flags.append({"check": "topics_model_invalid", "detail": f"{f.get('error')}; raw: {str(f.get('raw'))[:200]}"})
-    sim_judge = state.get("simulator_judge") or {}
-    if sim_judge.get("failed"):
-        flags.append({"check": "simulator_judge_invalid", "detail": f"raw: {str(sim_judge.get('raw'))[:200]}"})
     verdict = state.get("judge_verdict") or {}
     if verdict and not verdict.get("ok", True):  # the PEPPER judge answered garbage: it failed, not the CRS
         flags.append({"check": "judge_invalid",

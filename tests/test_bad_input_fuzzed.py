@@ -140,3 +140,12 @@ def test_an_analysis_hook_that_is_not_a_function_of_a_run_directory(tmp_path):
 def test_draw_ascii_falls_back_to_mermaid_when_the_layout_fails():
     code, out, _ = cli("draw", "group_planning", "--ascii")
     assert code == 0 and out.startswith("%%") and "Mermaid text instead" in out and "graph TD" in out
+
+
+@pytest.mark.parametrize("embedder,words", [("bogus", "unknown embedder 'bogus'"),
+                                            ("st:/nonexistent/model", "no sentence-transformers model directory")])
+def test_an_embedder_is_checked_before_the_run(tmp_path, embedder, words):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"graph: group_planning\nembedder: '{embedder}'\n")
+    one_line(["run", cfg, *RUN, "--out", tmp_path / "runs"], "embedder", words)
+    assert not (tmp_path / "runs").exists()
