@@ -82,7 +82,10 @@ def run(target: str | Path | dict | ExperimentConfig, *, sessions: int | None = 
                           executor=executor, workers=workers, **overrides)
     if params:
         cfg = apply_overrides(cfg, set_params=params)
-    return run_experiment(cfg, show_progress=show_progress, analyze=analyze)
+    from_file = isinstance(target, (str, Path)) and str(target).endswith((".yaml", ".yml"))
+    # a param or model role the graph lacks is named with the config file it came from (or --set)
+    source = f"{target} (or the command line)" if from_file else "command line"
+    return run_experiment(cfg, show_progress=show_progress, analyze=analyze, source=source)
 
 
 def _run_dir(path: str | Path) -> Path:

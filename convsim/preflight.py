@@ -1,5 +1,7 @@
 """Preflight: everything a run needs is loaded and validated once, before anything is written.
 
+A local model file (``llamacpp:<file.gguf>``) and a sentence-transformers directory
+(``embedder: st:<dir>``) must exist (on the driver: a Ray cluster's workers need the same path).
 For each variant the engine builds the base context (the base seed, the variant's params and model
 handles) and
 
@@ -10,6 +12,9 @@ handles) and
    middle of the run);
 3. for a graph with a fixed set of sessions (no ``n_sessions`` param), counts them against
    ``--sessions`` and warns when the set is smaller, naming the cap.
+
+A fork (an explicit list of session attempts) runs step 1 only: its ``--set`` may point at another
+catalog, which is checked before anything is written.
 
 Model specs, model roles, params and the ``cache:`` file were already checked when the run was
 planned. A failure is one :class:`ConvsimError` line (exit 2) and the run directory is not touched.

@@ -216,17 +216,18 @@ def run_hooks(run_dir: Path, hooks: list[str], *, warn=print) -> None:
 
 
 def run(config: str | Path | ExperimentConfig, *, show_progress: bool = False, analyze: bool = True,
-        **overrides) -> Path:
+        source: str | None = None, **overrides) -> Path:
     """Run an experiment (config path or object) and return its run directory.
 
     ``overrides`` are those of the command line: sessions, seed, models (``["crs=none"]``),
     set_params (``["n_turns=5"]``), run_id, out_dir, concurrency, trials, checkpoint, trace.
+    ``source`` names where the config came from in input errors (default: the path, or "config").
     A run whose directory already holds results resumes: finished sessions are skipped.
     """
     cfg = config if isinstance(config, ExperimentConfig) else load_config(config)
     if any(v is not None for v in overrides.values()):
         cfg = apply_overrides(cfg, **overrides)
-    plan = plan_run(cfg, source=str(config) if not isinstance(config, ExperimentConfig) else "config")
+    plan = plan_run(cfg, source=source or (str(config) if not isinstance(config, ExperimentConfig) else "config"))
     run_dir = asyncio.run(execute(plan, show_progress=show_progress))
     if analyze:
         run_hooks(run_dir, cfg.analysis)
