@@ -149,3 +149,14 @@ def test_an_embedder_is_checked_before_the_run(tmp_path, embedder, words):
     cfg.write_text(f"graph: group_planning\nembedder: '{embedder}'\n")
     one_line(["run", cfg, *RUN, "--out", tmp_path / "runs"], "embedder", words)
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_dialogue_file_with_fields_of_the_wrong_type_names_the_file(tmp_path):
+    # before: "customer_service, field sessions: ... TypeError: 'int' object is not iterable" (no file)
+    dialogues = json.loads((Path(ROOT).parent / "shared/data/multiwoz/dialogues_unified_sample.json").read_text())
+    first = dialogues[0] if isinstance(dialogues, list) else next(iter(dialogues.values()))
+    bad = tmp_path / "dialogues.json"
+    bad.write_text(json.dumps([{**first, "domains": 5}]))
+    one_line(["run", ROOT / "configs/service_replay.yaml", *RUN, "--out", tmp_path / "runs",
+              "--set", f"dialogues_path={bad}"], str(bad), "record 0", "malformed dialogue")
+    assert not (tmp_path / "runs").exists()

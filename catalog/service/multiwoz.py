@@ -23,6 +23,7 @@ user informs a ``book*`` slot of a bookable domain in that turn, else ``find_<do
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from catalog.service.db import MULTIWOZ_DOMAINS
@@ -52,6 +53,18 @@ def _check_domain(domain: str, file: Path, record: str, where: str) -> str:
 
 def _intent_name(intent: str) -> str:
     return "find_police" if intent == "police" else ("find_hospital" if intent == "hospital" else intent)
+
+
+@contextmanager
+def _malformed(file: Path, record: object):
+    """A dialogue whose fields have the wrong types (a null category, slots given as a string...):
+    one line naming the file and the dialogue, not the TypeError deep in the reader."""
+    try:
+        yield
+    except ConvsimError:
+        raise
+    except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
+        raise ConvsimError(f"malformed dialogue ({type(exc).__name__}: {exc})", file=file, record=record) from None
 
 
 def _read(path: Path) -> object:
@@ -111,34 +124,35 @@ def load_unified(path: str | Path) -> list[dict]:
         raise ConvsimError("expected a list of dialogues", file=file)
     out = []
     for n, dialogue in enumerate(items):
-        if not isinstance(dialogue, dict) or "turns" not in dialogue:
-            raise ConvsimError("dialogue without 'turns'", file=file, record=n, field="turns")
-        did = str(dialogue.get("dialogue_id", n))
-        domains = [_check_domain(d, file, did, "domains") for d in dialogue.get("domains", [])]
-        turns, prev_state = [], {}
-        for i, user, system in _pairs(dialogue["turns"], file, did, lambda t: t.get("speaker"), "user"):
-            user_acts = _acts_unified(user, file, did, i)
-            if not isinstance(user.get("state", {}), dict):
-                raise ConvsimError("user turn state is not an object", file=file, record=did,
-                                   field=f"turns[{i}].state")
-            for d in user.get("state", {}):
-                _check_domain(d, file, did, f"turns[{i}].state")
-            state = {f"{d}-{normalize_slot_name(s)}": [normalize_value(s, v)]
-                     for d, slots in user.get("state", {}).items() for s, v in slots.items()
-                     if normalize_value(s, v) is not None}
-            domain, intent = _derive_domain_intent(user_acts, prev_state, state)
-            system_acts = _acts_unified(system, file, did, i + 1) if system else []
-            turns.append({
-                "user": user["utterance"], "system": system["utterance"] if system else "",
-                "user_acts": user_acts, "gold_domain": domain, "gold_intent": intent,
-                "gold_intent_source": "rule", "gold_state": state,
-                "gold_requested": [f"{a['domain']}-{a['slot']}" for a in user_acts
-                                   if a["intent"] == "request"],
-                "gold_act_types": sorted({act_type(a["domain"], a["intent"]) for a in system_acts}),
-            })
-            prev_state = state
-        out.append({"dialogue_id": did, "format": "unified", "file": str(file),
-                    "domains": domains, "goal": dialogue.get("goal", {}), "turns": turns})
+        with _malformed(file, n):
+            if not isinstance(dialogue, dict) or "turns" not in dialogue:
+                raise ConvsimError("dialogue without 'turns'", file=file, record=n, field="turns")
+            did = str(dialogue.get("dialogue_id", n))
+            domains = [_check_domain(d, file, did, "domains") for d in dialogue.get("domains", [])]
+            turns, prev_state = [], {}
+            for i, user, system in _pairs(dialogue["turns"], file, did, lambda t: t.get("speaker"), "user"):
+                user_acts = _acts_unified(user, file, did, i)
+                if not isinstance(user.get("state", {}), dict):
+                    raise ConvsimError("user turn state is not an object", file=file, record=did,
+                                       field=f"turns[{i}].state")
+                for d in user.get("state", {}):
+                    _check_domain(d, file, did, f"turns[{i}].state")
+                state = {f"{d}-{normalize_slot_name(s)}": [normalize_value(s, v)]
+                         for d, slots in user.get("state", {}).items() for s, v in slots.items()
+                         if normalize_value(s, v) is not None}
+                domain, intent = _derive_domain_intent(user_acts, prev_state, state)
+                system_acts = _acts_unified(system, file, did, i + 1) if system else []
+                turns.append({
+                    "user": user["utterance"], "system": system["utterance"] if system else "",
+                    "user_acts": user_acts, "gold_domain": domain, "gold_intent": intent,
+                    "gold_intent_source": "rule", "gold_state": state,
+                    "gold_requested": [f"{a['domain']}-{a['slot']}" for a in user_acts
+                                       if a["intent"] == "request"],
+                    "gold_act_types": sorted({act_type(a["domain"], a["intent"]) for a in system_acts}),
+                })
+                prev_state = state
+            out.append({"dialogue_id": did, "format": "unified", "file": str(file),
+                        "domains": domains, "goal": dialogue.get("goal", {}), "turns": turns})
     return out
 
 
@@ -173,44 +187,45 @@ def load_multiwoz22(path: str | Path, dialog_acts: str | Path | None = None) -> 
     all_acts = _read(acts_file) if acts_file else {}
     out = []
     for n, dialogue in enumerate(raw):
-        if not isinstance(dialogue, dict) or "turns" not in dialogue:
-            raise ConvsimError("dialogue without 'turns'", file=file, record=n, field="turns")
-        did = str(dialogue.get("dialogue_id", n))
-        domains = [_check_domain(d, file, did, "services") for d in dialogue.get("services", [])]
-        acts_of = all_acts.get(did, {}) if isinstance(all_acts, dict) else {}
-        turns, prev_state = [], {}
-        for i, user, system in _pairs(dialogue["turns"], file, did, lambda t: t.get("speaker"), "user"):
-            state, active, requested = {}, [], []
-            for f in user.get("frames", []):
-                if not isinstance(f, dict) or "service" not in f or "state" not in f:
-                    raise ConvsimError("frame without service/state", file=file, record=did,
-                                       field=f"turns[{i}].frames")
-                service = _check_domain(f["service"], file, did, f"turns[{i}].frames.service")
-                st = f["state"]
-                for slot, values in st.get("slot_values", {}).items():
-                    _, name = slot.split("-", 1) if "-" in slot else (service, slot)
-                    vals = values if isinstance(values, list) else [values]
-                    norm = [v for v in (normalize_value(name, x) for x in vals) if v is not None]
-                    if norm:
-                        state[f"{service}-{normalize_slot_name(name)}"] = norm
-                requested += [f"{service}-{normalize_slot_name(s.split('-', 1)[-1])}"
-                              for s in st.get("requested_slots", [])]
-                if st.get("active_intent", "NONE") != "NONE":
-                    active.append((service, _intent_name(st["active_intent"])))
-            user_acts = _acts_22(acts_of.get(str(user.get("turn_id", i)), {}), file, did, i)
-            domain, intent = _active_domain(active, user_acts, prev_state, state)
-            sys_acts = (_acts_22(acts_of.get(str(system.get("turn_id", i + 1)), {}), file, did, i + 1)
-                        if system else [])
-            turns.append({
-                "user": user["utterance"], "system": system["utterance"] if system else "",
-                "user_acts": user_acts, "gold_domain": domain, "gold_intent": intent,
-                "gold_intent_source": "annotation", "gold_state": state, "gold_requested": requested,
-                "gold_act_types": sorted({act_type(domain if a["domain"] == "booking" else a["domain"],
-                                                   a["intent"]) for a in sys_acts}),
-            })
-            prev_state = state
-        out.append({"dialogue_id": did, "format": "multiwoz22", "file": str(file),
-                    "domains": domains, "goal": {}, "turns": turns})
+        with _malformed(file, n):
+            if not isinstance(dialogue, dict) or "turns" not in dialogue:
+                raise ConvsimError("dialogue without 'turns'", file=file, record=n, field="turns")
+            did = str(dialogue.get("dialogue_id", n))
+            domains = [_check_domain(d, file, did, "services") for d in dialogue.get("services", [])]
+            acts_of = all_acts.get(did, {}) if isinstance(all_acts, dict) else {}
+            turns, prev_state = [], {}
+            for i, user, system in _pairs(dialogue["turns"], file, did, lambda t: t.get("speaker"), "user"):
+                state, active, requested = {}, [], []
+                for f in user.get("frames", []):
+                    if not isinstance(f, dict) or "service" not in f or "state" not in f:
+                        raise ConvsimError("frame without service/state", file=file, record=did,
+                                           field=f"turns[{i}].frames")
+                    service = _check_domain(f["service"], file, did, f"turns[{i}].frames.service")
+                    st = f["state"]
+                    for slot, values in st.get("slot_values", {}).items():
+                        _, name = slot.split("-", 1) if "-" in slot else (service, slot)
+                        vals = values if isinstance(values, list) else [values]
+                        norm = [v for v in (normalize_value(name, x) for x in vals) if v is not None]
+                        if norm:
+                            state[f"{service}-{normalize_slot_name(name)}"] = norm
+                    requested += [f"{service}-{normalize_slot_name(s.split('-', 1)[-1])}"
+                                  for s in st.get("requested_slots", [])]
+                    if st.get("active_intent", "NONE") != "NONE":
+                        active.append((service, _intent_name(st["active_intent"])))
+                user_acts = _acts_22(acts_of.get(str(user.get("turn_id", i)), {}), file, did, i)
+                domain, intent = _active_domain(active, user_acts, prev_state, state)
+                sys_acts = (_acts_22(acts_of.get(str(system.get("turn_id", i + 1)), {}), file, did, i + 1)
+                            if system else [])
+                turns.append({
+                    "user": user["utterance"], "system": system["utterance"] if system else "",
+                    "user_acts": user_acts, "gold_domain": domain, "gold_intent": intent,
+                    "gold_intent_source": "annotation", "gold_state": state, "gold_requested": requested,
+                    "gold_act_types": sorted({act_type(domain if a["domain"] == "booking" else a["domain"],
+                                                       a["intent"]) for a in sys_acts}),
+                })
+                prev_state = state
+            out.append({"dialogue_id": did, "format": "multiwoz22", "file": str(file),
+                        "domains": domains, "goal": {}, "turns": turns})
     return out
 
 
@@ -252,7 +267,19 @@ def _active_domain(active: list[tuple], user_acts: list[dict], prev_state: dict,
 
 
 def load_dialogues(path: str | Path, *, dialog_acts: str | Path | None = None) -> list[dict]:
-    """Read either format; a folder means MultiWOZ 2.2 (every ``dialogues_*.json`` in it)."""
+    """Read either format; a folder means MultiWOZ 2.2 (every ``dialogues_*.json`` in it). Dialogue
+    ids name the replayed sessions: one seen twice is an error naming its file."""
+    dialogues = _load_dialogues(path, dialog_acts=dialog_acts)
+    seen: set[str] = set()
+    for d in dialogues:
+        if d["dialogue_id"] in seen:
+            raise ConvsimError("the dialogue id appears twice", file=d["file"], record=d["dialogue_id"],
+                               field="dialogue_id")
+        seen.add(d["dialogue_id"])
+    return dialogues
+
+
+def _load_dialogues(path: str | Path, *, dialog_acts: str | Path | None = None) -> list[dict]:
     p = Path(path)
     if p.is_dir():
         files = sorted(p.glob("dialogues_*.json"))
