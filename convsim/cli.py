@@ -301,7 +301,27 @@ def eval_cmd(path: Path,
 
 
 def main() -> None:  # console-script entry point
-    app()
+    """The command line. A usage error (an unknown option, ``--seed abc``) is one line and exit 2,
+    as any other bad input, instead of click's boxed usage message."""
+    # the click typer runs on (typer vendors its own copy): its UsageError is BadParameter's base
+    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    no_args = getattr(sys.modules[usage_error.__module__], "NoArgsIsHelpError", ())
+    try:
+        code = app(standalone_mode=False)  # a command's typer.Exit(n) comes back as n
+    except no_args as exc:  # bare ``convsim`` or ``convsim run``: the help, as before
+        print(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(2)
+    except usage_error as exc:
+        where = f" (see {exc.ctx.command_path} --help)" if exc.ctx else ""
+        err_console.print(f"[bold red]error:[/bold red] {escape(exc.format_message())}{escape(where)}",
+                          highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err_console.print("aborted", highlight=False)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -160,3 +160,17 @@ def test_a_dialogue_file_with_fields_of_the_wrong_type_names_the_file(tmp_path):
     one_line(["run", ROOT / "configs/service_replay.yaml", *RUN, "--out", tmp_path / "runs",
               "--set", f"dialogues_path={bad}"], str(bad), "record 0", "malformed dialogue")
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("args,words", [(["run", "hello_chat", "--seed", "abc"], ["--seed", "valid integer"]),
+                                        (["run", "hello_chat", "--bogus"], ["No such option: --bogus"]),
+                                        (["trace"], ["Missing argument 'run'"])])
+def test_a_usage_error_is_one_line_too(tmp_path, args, words):
+    # before: click's six-line boxed usage message (through the real entry point, not CliRunner)
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "convsim", *args], capture_output=True, text=True, cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path),
+                               "COLUMNS": "300"})
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and all(w in lines[0] for w in words), proc.stderr
