@@ -113,6 +113,8 @@ def report(run_dir: str | Path, *, warn: Callable[[str], Any] | None = None) -> 
 def compare(run_a: str | Path, run_b: str | Path, *, alpha: float = 0.05) -> dict:
     """Per-metric differences B - A of two runs (``convsim compare``), with paired tests where
     session ids match; ``{"rows": [...], ...}`` as computed by ``evaluation.compare``."""
+    if not 0 < alpha < 1:  # also NaN
+        raise ConvsimError(f"alpha must be in (0, 1), got {alpha}", field="alpha")
     a, b = _run_dir(run_a), _run_dir(run_b)
     return resolve(COMPARE_RUNS)(a, b, alpha=alpha)
 

@@ -18,6 +18,7 @@ part of the checkpointed state and stays as it was at the fork point.
 from __future__ import annotations
 
 import asyncio
+import glob
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,7 +44,7 @@ def locate_trace(run_dir: Path, session_id: str, *, variant: str | None = None, 
     """The trace file of a session; with several variants, ``variant`` must say which."""
     name = f"{session_id}{f'__t{trial}' if trial else ''}"
     found = {p.parent.name: p for ext in (".jsonl", ".jsonl.gz")
-             for p in sorted((Path(run_dir) / "traces").glob(f"*/{name}{ext}"))}
+             for p in sorted((Path(run_dir) / "traces").glob(f"*/{glob.escape(name)}{ext}"))}  # an id, not a pattern
     if variant is not None:
         found = {k: v for k, v in found.items() if k == variant}
     if not found:

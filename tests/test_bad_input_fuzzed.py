@@ -174,3 +174,11 @@ def test_a_usage_error_is_one_line_too(tmp_path, args, words):
                                "COLUMNS": "300"})
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and all(w in lines[0] for w in words), proc.stderr
+
+
+def test_a_session_id_is_not_a_glob_and_alpha_is_a_probability(tmp_path):
+    out = tmp_path / "runs"
+    assert cli("run", "hello_chat", "--sessions", "2", "--quiet", "--no-analysis", "--out", out, "--run-id", "r")[0] == 0
+    one_line(["trace", out / "r", "*"], "no trace for session '*'")  # before: one arbitrary session
+    for alpha in ("-1", "5", "nan"):
+        one_line(["compare", out / "r", out / "r", "--alpha", alpha], "field alpha", "must be in (0, 1)")
