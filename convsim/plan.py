@@ -178,6 +178,10 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
     yields fewer (a fixed test set) runs what it has and the run warns, naming the cap.
     """
     module = load_graph_module(cfg.graph)
+    if cfg.prefix and "prefix" not in getattr(module.State, "__annotations__", {}):
+        # LangGraph would drop the key without a word: every session would run unscripted
+        raise ConvsimError(f"graph {cfg.graph!r} cannot open sessions with scripted turns (its State has no "
+                           "'prefix' key; see docs/ENGINE_API.md, 'Scripted then simulated')", field="prefix")
     run_id = cfg.run_id or f"{cfg.name}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
     cfg = cfg.model_copy(update={"run_id": run_id})
     run_dir = Path(cfg.out_dir) / run_id

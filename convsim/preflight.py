@@ -22,6 +22,7 @@ An ``ImportError`` (a missing optional extra) keeps its message, which carries t
 """
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,14 @@ def preflight(plan: Any) -> None:
     module, cfg = plan.module, plan.config
     hook = getattr(module, "preflight", None)
     fixed_set = "n_sessions" not in getattr(module.Params, "model_fields", {})
+    for analysis in cfg.analysis:  # a misspelled hook failed only after the run, as a warning
+        mod_name = analysis.partition(":")[0]
+        try:
+            found = importlib.util.find_spec(mod_name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise ConvsimError(f"analysis hook {analysis!r}: no module {mod_name!r}", field="analysis")
     emb = cfg.embedder
     if emb.startswith("st:") and emb != "st:minilm" and not Path(emb[3:]).is_dir():
         raise ConvsimError(f"no sentence-transformers model directory at {emb[3:]}", file=emb[3:], field="embedder")

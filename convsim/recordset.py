@@ -49,7 +49,7 @@ class RecordSet(Sequence):
         (``check(record, file=, record=)`` per line). The runner does not scan what it wrote: its
         store keeps this index as it appends (:meth:`convsim.store.RunStore.record_set`)."""
         last: dict[tuple[str, str, int], tuple[int, str]] = {}
-        for offset, lineno, rec in textio.iter_jsonl_at(path, what="results"):
+        for offset, lineno, rec in textio.iter_jsonl_at(path, what="results", torn_tail=True):
             if check is not None:
                 check(rec, file=path, record=f"line {lineno}")
             key = record_sort_key(rec)

@@ -168,9 +168,12 @@ def iter_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: st
         yield (lineno, obj) if numbered else obj
 
 
-def iter_jsonl_at(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file") -> Iterator:
+def iter_jsonl_at(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file",
+                  torn_tail: bool = False) -> Iterator:
     """``(byte offset, line number, object)`` for every non-empty line of a JSONL file (checked as
-    :func:`iter_jsonl` checks it): the offset lets a reader come back to one line later."""
+    :func:`iter_jsonl` checks it): the offset lets a reader come back to one line later.
+    ``torn_tail``: a last line without its newline that is not a whole JSON object is left out:
+    the line a killed writer left half-written (the run store cuts it on resume), not bad input."""
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
@@ -180,6 +183,8 @@ def iter_jsonl_at(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what:
     with fh:
         offset = 0
         for lineno, raw in enumerate(fh, 1):
+            if torn_tail and not raw.endswith(b"\n") and not _whole_object(raw):
+                return
             start, offset = offset, offset + len(raw)
             record = f"line {lineno}"
             if lineno == 1 and raw.startswith(_BOM):
@@ -194,6 +199,13 @@ def iter_jsonl_at(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what:
                 raise ConvsimError(f"line is a JSON {_JSON_TYPE.get(type(obj), 'value')}, expected an object",
                                    file=path, record=record)
             yield start, lineno, obj
+
+
+def _whole_object(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def read_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file") -> list[dict]:

@@ -182,3 +182,27 @@ def test_a_session_id_is_not_a_glob_and_alpha_is_a_probability(tmp_path):
     one_line(["trace", out / "r", "*"], "no trace for session '*'")  # before: one arbitrary session
     for alpha in ("-1", "5", "nan"):
         one_line(["compare", out / "r", out / "r", "--alpha", alpha], "field alpha", "must be in (0, 1)")
+
+
+def test_readers_agree_on_a_half_written_last_line(tmp_path):
+    # resume and report cut the line a killed writer left half-written; compare called it bad input
+    out = tmp_path / "runs"
+    assert cli("run", "hello_chat", "--sessions", "2", "--quiet", "--no-analysis", "--out", out, "--run-id", "r")[0] == 0
+    results = out / "r" / "results.jsonl"
+    whole = results.read_bytes()
+    results.write_bytes(whole + b'{"variant": "default", "session_id": "s009", "tr')
+    code, text, exc = cli("compare", out / "r", out / "r")
+    assert code == 0, (text, exc)
+    results.write_bytes(whole + b"[1, 2]\n")  # a whole line that is not a record is still bad input
+    one_line(["compare", out / "r", out / "r"], "results.jsonl", "line 3", "JSON array")
+
+
+def test_a_prefix_for_a_graph_without_scripted_turns_and_a_misspelled_hook(tmp_path):
+    prefix = tmp_path / "p.json"
+    prefix.write_text((ROOT.parent / "shared/data/multiwoz/dialogues_unified_sample.json").read_text())
+    one_line(["run", "hello_chat", *RUN, "--out", tmp_path / "runs", "--prefix", prefix], "field prefix",
+             "cannot open sessions with scripted turns")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("graph: hello_chat\nanalysis: ['evaluaton.analysis:analyze_run']\n")
+    one_line(["run", cfg, *RUN, "--out", tmp_path / "runs"], "field analysis", "no module 'evaluaton.analysis'")
+    assert not (tmp_path / "runs").exists()

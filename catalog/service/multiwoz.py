@@ -243,6 +243,10 @@ def _acts_22(entry: dict, file: Path, did: str, index: int) -> list[dict]:
         dom = dom.lower()
         if dom != "booking":
             dom = _check_domain(dom, file, did, f"dialog_acts[{index}]")
+        if pairs is not None and not (isinstance(pairs, list) and all(isinstance(p, list) for p in pairs)):
+            # a string would be read one character at a time as slot-value pairs
+            raise ConvsimError(f"act {name!r} must be a list of [slot, value] pairs", file=file, record=did,
+                               field=f"dialog_acts[{index}].{name}")
         for pair in pairs or [["none", "none"]]:
             slot, value = (list(pair) + ["none", "none"])[:2]
             out.append({"intent": intent.lower(), "domain": dom,
