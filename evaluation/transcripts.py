@@ -63,7 +63,8 @@ def import_record(obj: Any, path: Path, line: int) -> dict:
         if not isinstance(trial, int) or isinstance(trial, bool):
             _fail("trial must be an integer", path, line, "trial")
         return {"variant": str(obj.get("variant", "imported")), "session_id": str(obj.get("session_id", f"line{line}")),
-                "trial": trial, "seed": obj.get("seed"), "transcript": tr}
+                "trial": trial, "seed": obj.get("seed"), "transcript": tr,
+                "from_run": "status" in obj}  # a run's own record (a re-run attempt may follow it)
     turns = obj.get("turns")
     if not isinstance(turns, list) or not turns:
         _fail("a record needs a non-empty 'turns' list (or a 'transcript')", path, line, "turns")
@@ -112,7 +113,21 @@ def read_transcripts(path: str | Path) -> list[dict]:
                for lineno, obj in iter_jsonl(path, what="transcripts", numbered=True)]
     if not out:
         raise ConvsimError("no records", file=str(path))
-    return out
+    return _one_per_session(out, path)
+
+
+def _one_per_session(records: list[dict], path: Path) -> list[dict]:
+    """A run's own results.jsonl may hold a failed attempt before its re-run: the last record of a
+    session is the one (as every reader of a run takes it). In an imported file, an id seen twice is
+    bad input: keeping both would score one conversation twice."""
+    last: dict[tuple, int] = {}
+    for i, rec in enumerate(records):
+        key = (rec["variant"], rec["session_id"], rec["trial"])
+        if key in last and not rec.get("from_run"):
+            raise ConvsimError(f"session {rec['session_id']!r} (variant {rec['variant']}, trial {rec['trial']}) "
+                               "appears twice", file=str(path), record=f"record {i + 1}", field="session_id")
+        last[key] = i
+    return [records[i] for i in sorted(last.values())]
 
 
 def read_bytes_head(path: Path, size: int = 4096) -> bytes:
@@ -218,7 +233,8 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
                 partial.unlink()
                 raise ModelUnavailable(f"{path} record {i} (session {rec['session_id']}): {unavailable[0]}; "
                                        "nothing of this evaluation was kept: run the same command again")
-            row = {"run_id": run_dir.name, **rec, "status": "ok", "error": None,
+            row = {"run_id": run_dir.name, **{k: v for k, v in rec.items() if k != "from_run"}, "status": "ok",
+                   "error": None,
                    "models": {r: s.settings for r, s in model_specs.items()}, "params": p.model_dump(),
                    "llm_calls": ctx.llm_calls(), **evaluated}
             fh.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")

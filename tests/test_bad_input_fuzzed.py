@@ -206,3 +206,21 @@ def test_a_prefix_for_a_graph_without_scripted_turns_and_a_misspelled_hook(tmp_p
     cfg.write_text("graph: hello_chat\nanalysis: ['evaluaton.analysis:analyze_run']\n")
     one_line(["run", cfg, *RUN, "--out", tmp_path / "runs"], "field analysis", "no module 'evaluaton.analysis'")
     assert not (tmp_path / "runs").exists()
+
+
+def test_eval_scores_each_conversation_once(tmp_path):
+    line = {"session_id": "d1", "variant": "v", "turns": [{"speaker": "user", "text": "I want a comedy"},
+                                                         {"speaker": "system", "text": "Try Airplane!"}]}
+    imported = tmp_path / "t.jsonl"
+    imported.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
+    one_line(["eval", imported, "--graph", "crs_shift", "--out", tmp_path / "e1", "--no-analysis"],
+             str(imported), "record 2", "'d1'", "appears twice")
+    # a run's own results.jsonl may hold a failed attempt before its re-run: the last one is evaluated
+    out = tmp_path / "runs"
+    assert cli("run", "crs_shift", "--sessions", "1", "--quiet", "--no-analysis", "--out", out, "--run-id", "src",
+               "--set", "n_turns=2")[0] == 0
+    results = out / "src" / "results.jsonl"
+    (record,) = [json.loads(x) for x in results.read_text().splitlines()]
+    results.write_text(json.dumps({**record, "status": "code_error"}) + "\n" + json.dumps(record) + "\n")
+    assert cli("eval", results, "--out", tmp_path / "e2", "--no-analysis")[0] == 0
+    assert len((tmp_path / "e2" / "results.jsonl").read_text().splitlines()) == 1
