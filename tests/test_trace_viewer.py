@@ -126,3 +126,22 @@ def test_viewer_in_the_run_report(tmp_path):
         assert steps.count() == 10 and steps.first.is_visible()
         assert page.locator("svg.cs-topology").is_visible()
     assert b.errors == []
+
+
+@needs_chromium
+def test_a_failed_sessions_failure_line_in_headless_chromium(traced_run, tmp_path):
+    # the trace of a session that ended on an exception ends with what failed; hostile text stays text
+    trace = read_trace(traced_run / "traces" / "default" / "s000.jsonl")
+    trace["failure"] = {"step": 2, "superstep": 2, "turn": 1, "node": "agent", "error": "ModelUnavailable: " + EVIL,
+                        "llm_calls": [{"ok": False}, {"ok": False}]}
+    page_html = ("<!doctype html><html><head><meta charset='utf-8'>" + VIEWER_HEAD + "</head><body>"
+                 + trace_timeline_html(trace, uid="f") + "</body></html>")
+    path = tmp_path / "failed.html"
+    path.write_text(page_html, encoding="utf-8")
+    with chromium_page() as b:
+        b.page.goto(path.as_uri())
+        line = b.page.locator(".cs-failure")
+        assert line.count() == 1 and line.is_visible()
+        text = line.inner_text()
+        assert text.startswith("failed after step 1 in node agent (2 of 2 model calls failed)") and EVIL in text
+        assert b.page.evaluate("window.__xss") is None and not b.errors and not b.dialogs
