@@ -172,7 +172,7 @@ def iter_jsonl_at(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what:
                   torn_tail: bool = False) -> Iterator:
     """``(byte offset, line number, object)`` for every non-empty line of a JSONL file (checked as
     :func:`iter_jsonl` checks it): the offset lets a reader come back to one line later.
-    ``torn_tail``: a last line without its newline that is not a whole JSON object is left out:
+    ``torn_tail``: a last line without its newline that is not whole JSON is left out:
     the line a killed writer left half-written (the run store cuts it on resume), not bad input."""
     try:
         fh = open(path, "rb")
@@ -183,7 +183,7 @@ def iter_jsonl_at(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what:
     with fh:
         offset = 0
         for lineno, raw in enumerate(fh, 1):
-            if torn_tail and not raw.endswith(b"\n") and not _whole_object(raw):
+            if torn_tail and not raw.endswith(b"\n") and not _whole_json(raw):
                 return
             start, offset = offset, offset + len(raw)
             record = f"line {lineno}"
@@ -201,11 +201,13 @@ def iter_jsonl_at(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what:
             yield start, lineno, obj
 
 
-def _whole_object(raw: bytes) -> bool:
+def _whole_json(raw: bytes) -> bool:
+    """Whether ``raw`` is one whole JSON value (a torn line is not; a whole one is checked as usual)."""
     try:
-        return isinstance(json.loads(raw), dict)
+        json.loads(raw)
     except (ValueError, RecursionError):
         return False
+    return True
 
 
 def read_jsonl(path: str | Path, *, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "file") -> list[dict]:
