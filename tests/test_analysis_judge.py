@@ -87,6 +87,21 @@ def test_heuristic_judge_is_labelled_and_hand_checked():
     assert pj.pepper_metrics(verdict)["judge_heuristic"] == 1
 
 
+def test_heuristic_proactiveness_moves_only_for_a_system_that_neither_recommends_nor_asks():
+    # the defect it measures, and its limit (documented in docs/crs_shift.md): every shipped reference
+    # agent names films or asks, so it saturates at 5 for all of them; only a passive system drops it
+    def transcript(replies):
+        out = []
+        for i, reply in enumerate(replies, 1):
+            out += [{"turn": i, "speaker": "user", "text": "I want a drama", "meta": {}},
+                    {"turn": i, "speaker": "system", "text": reply, "meta": {}}]
+        return out
+    active = pj.heuristic_scores(transcript=transcript(['Try "Heat".', "Which era do you like?"]))
+    passive = pj.heuristic_scores(transcript=transcript(["Okay.", "I see."]))
+    half = pj.heuristic_scores(transcript=transcript(["Okay.", "Which era do you like?"]))
+    assert active["proactiveness"] == 5.0 and passive["proactiveness"] == 1.0 and half["proactiveness"] == 3.0
+
+
 def test_prompt_version_is_a_content_hash_and_render_checks_variables():
     assert prompt_version("a") != prompt_version("b") and prompt_version("a") == prompt_version("a")
     with pytest.raises(ConvsimError):

@@ -146,3 +146,34 @@ def test_m6_varies_with_the_acceptance_threshold():
         rates.append(vals)
     assert all(v == 1.0 for v in rates[0])
     assert min(rates[1]) < 1.0 and json.dumps(rates[1]) != json.dumps(rates[0])
+
+
+def test_m7_counts_turns_and_the_share_of_feedback_turns(session):
+    # a metrics audit found M7 with no defect test: a planner that needs extra feedback rounds
+    p, state = session
+    base = score(p, state)
+    turns = transcript_to_turns(state["transcript"])
+    extra = [dict(turns[-1], intent="user_feedback_cuisine"), dict(turns[-1], intent="sys_feedback_cuisine")]
+    longer = score(p, state, turns=turns + extra)
+    assert longer["M7_total_turns"] == base["M7_total_turns"] + 2
+    assert longer["M7_feedback_turn_overhead"] == pytest.approx(
+        (base["M7_feedback_turn_overhead"] * base["M7_total_turns"] + 2) / (base["M7_total_turns"] + 2))
+    assert longer["M7_feedback_turn_overhead"] > base["M7_feedback_turn_overhead"]
+
+
+def test_m12_falls_for_a_plan_that_says_nothing_and_m13_rises_for_a_plan_for_one_member(session):
+    # a metrics audit found M12 (semantic satisfaction) and M13 (its Gini over members) without a
+    # defect test: an empty plan serves nobody; a plan worded after one member's wishes serves one
+    p, state = session
+    base = score(p, state)
+    empty = copy.deepcopy(state["plan"])
+    empty["raw_output"] = ""
+    for day in empty["days"]:
+        for key in ("breakfast", "lunch", "dinner", "attraction", "event", "accommodation", "point_of_interest_list"):
+            day[key] = "-"
+    assert score(p, state, plan=empty)["M12"] < base["M12"]
+    favourite = state["members"][0]
+    one_sided = copy.deepcopy(empty)
+    one_sided["raw_output"] = " ".join(pref["text"] for pref in favourite["preferences"].values()) * 3
+    skewed = score(p, state, plan=one_sided)
+    assert skewed["M13"] > base["M13"]
