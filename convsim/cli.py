@@ -293,6 +293,8 @@ def eval_cmd(path: Path,
         err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(3) from None
     if isinstance(result, dict):  # a group-planning dialogue CSV: its metrics
+        for line in result.get("warnings") or []:
+            err_console.print(f"warning: {escape(str(line))}", highlight=False, soft_wrap=True)
         typer.echo(json.dumps(result, indent=2, default=str))
         return
     run_dir = result

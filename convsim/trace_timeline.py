@@ -154,6 +154,11 @@ def select_trace(trace: dict, *, node: str | None = None, key: str | None = None
                 raise ConvsimError(f"no key {key!r} in the state at step {at}", field="key")
             state = {key: value}
         return {"fork": trace.get("fork"), "state": state}
+    if key is not None:
+        top = key.partition(".")[0]
+        if top not in trace["initial"] and not any(top in s["changed"] for s in trace["steps"]):
+            known = ", ".join(sorted(set(trace["initial"]) | {k for s in trace["steps"] for k in s["changed"]}))
+            raise ConvsimError(f"no state key {top!r} in this trace (keys: {known})", field="key")
     return {"fork": trace.get("fork"), "steps": select_steps(trace, node=node, key=key, turn=turn),
             "n_steps": len(trace["steps"]), "failure": trace.get("failure")}
 

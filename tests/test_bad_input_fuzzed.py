@@ -224,3 +224,11 @@ def test_eval_scores_each_conversation_once(tmp_path):
     results.write_text(json.dumps({**record, "status": "code_error"}) + "\n" + json.dumps(record) + "\n")
     assert cli("eval", results, "--out", tmp_path / "e2", "--no-analysis")[0] == 0
     assert len((tmp_path / "e2" / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_trace_with_an_unknown_key_is_bad_input(tmp_path):
+    # before: an empty timeline ("0 of 10 steps") and exit 0 unless --at was given
+    out = tmp_path / "runs"
+    assert cli("run", "hello_chat", "--sessions", "1", "--quiet", "--no-analysis", "--out", out, "--run-id", "r")[0] == 0
+    one_line(["trace", out / "r", "s000", "--key", "nope.x"], "field key", "no state key 'nope'")
+    assert cli("trace", out / "r", "s000", "--key", "transcript")[0] == 0

@@ -25,7 +25,6 @@ import csv
 import io
 import json
 import re
-import sys
 from pathlib import Path
 
 from catalog.travel import KINDS, TravelDB, load_travel_db, travel_db_from_ref_info
@@ -185,7 +184,7 @@ def _flags(file: str, meta: dict, turns: list[dict]) -> tuple[dict, list[str]]:
 def evaluate_group_csv(path: str | Path, *, embedder_spec: str = "tfidf") -> dict:
     """Every group-planning metric (M1–M16, W1–W3) of one dialogue CSV.
 
-    Returns ``{"file", "n_turns", "flags", "metrics", "settings"}``; the catalog is the CSV's
+    Returns ``{"file", "n_turns", "flags", "metrics", "settings", "warnings"}``; the catalog is the CSV's
     ``ref_info_*`` rows, or the project database when the CSV has none (noted in settings).
     """
     data = read_group_csv(path)
@@ -197,8 +196,7 @@ def evaluate_group_csv(path: str | Path, *, embedder_spec: str = "tfidf") -> dic
     metrics, settings = evaluate_group_dialogue(data["turns"], data["plan"], db, flags=data["flags"],
                                                 embedder=embedder)
     settings["catalog"] = source
-    for line in data["warnings"]:
-        print(f"warning: {line}", file=sys.stderr)
+    # the warnings are returned, not printed: `convsim eval` prints them (the API prints nothing)
     return {"file": str(path), "n_turns": len(data["turns"]), "flags": data["flags"],
             "metrics": metrics, "settings": settings, "warnings": data["warnings"]}
 
