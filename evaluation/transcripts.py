@@ -30,6 +30,7 @@ from convsim import ChatModel, ConvsimError, load_graph_module, parse_model_spec
 from convsim.config import config_from_dict
 from convsim.models import ModelUnavailable
 from convsim.plan import check_roles, graph_params
+from convsim.store import FINAL_STATUSES
 from convsim.textio import iter_jsonl, load_json, load_yaml, make_dir
 
 SYSTEM_SPEAKERS = ("system", "assistant", "recommender", "crs", "agent")
@@ -64,7 +65,8 @@ def import_record(obj: Any, path: Path, line: int) -> dict:
             _fail("trial must be an integer", path, line, "trial")
         return {"variant": str(obj.get("variant", "imported")), "session_id": str(obj.get("session_id", f"line{line}")),
                 "trial": trial, "seed": obj.get("seed"), "transcript": tr,
-                "from_run": "status" in obj}  # a run's own record (a re-run attempt may follow it)
+                "from_run": "status" in obj,  # a run's own record (a re-run attempt may follow it)
+                "source_status": obj.get("status")}
     turns = obj.get("turns")
     if not isinstance(turns, list) or not turns:
         _fail("a record needs a non-empty 'turns' list (or a 'transcript')", path, line, "turns")
@@ -198,6 +200,14 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
     if not callable(hook):
         raise ConvsimError(f"graph {graph!r} has no evaluate_transcript(transcript, ctx) hook", field="graph")
     records = read_transcripts(path)
+    # a run's unfinished attempts (infra_error, code_error: never scored, re-run on resume) hold a
+    # partial transcript: scoring it would score half a conversation
+    unfinished = [r for r in records if r.get("from_run") and r.get("source_status") not in FINAL_STATUSES]
+    records = [r for r in records if r not in unfinished]
+    if not records:
+        raise ConvsimError(f"no finished session to evaluate ({len(unfinished)} unfinished attempts)", file=str(path))
+    eval_warnings = ([f"{len(unfinished)} unfinished attempt(s) of the source run (infra_error, code_error) were "
+                      "not evaluated: resume that run first"] if unfinished else [])
     overrides = dict(params or {})
     where = str(path.parent / "config.yaml") if cfg else "--set"
     base = _make_params(module, {**(cfg.get("params") or {}), **overrides}, where)
@@ -233,20 +243,21 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
                 partial.unlink()
                 raise ModelUnavailable(f"{path} record {i} (session {rec['session_id']}): {unavailable[0]}; "
                                        "nothing of this evaluation was kept: run the same command again")
-            row = {"run_id": run_dir.name, **{k: v for k, v in rec.items() if k != "from_run"}, "status": "ok",
-                   "error": None,
+            status = rec.get("source_status") if rec.get("source_status") in FINAL_STATUSES else "ok"
+            row = {"run_id": run_dir.name, **{k: v for k, v in rec.items() if k not in ("from_run", "source_status")},
+                   "status": status, "error": None,
                    "models": {r: s.settings for r, s in model_specs.items()}, "params": p.model_dump(),
                    "llm_calls": ctx.llm_calls(), **evaluated}
             fh.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
     partial.replace(run_dir / "results.jsonl")
-    _summarise(run_dir, module)
+    _summarise(run_dir, module, warnings=eval_warnings)
     if analyze:
         from evaluation.analysis import analyze_run
         analyze_run(run_dir)
     return run_dir
 
 
-def _summarise(run_dir: Path, module) -> None:
+def _summarise(run_dir: Path, module, warnings: list[str] | None = None) -> None:
     """metrics.csv and summary.json exactly as the engine writes them after a run."""
     from convsim import summarise_run  # the engine's writer, so the files match a run's
-    summarise_run(run_dir, module)
+    summarise_run(run_dir, module, warnings=warnings or [])

@@ -224,6 +224,15 @@ def test_eval_scores_each_conversation_once(tmp_path):
     results.write_text(json.dumps({**record, "status": "code_error"}) + "\n" + json.dumps(record) + "\n")
     assert cli("eval", results, "--out", tmp_path / "e2", "--no-analysis")[0] == 0
     assert len((tmp_path / "e2" / "results.jsonl").read_text().splitlines()) == 1
+    # a session whose last attempt is unfinished (infra_error: a partial transcript) is not scored;
+    # a simulator_failure stays one (kept out of the agent's scores, as in the run)
+    second = {**record, "session_id": "other", "status": "simulator_failure"}
+    results.write_text("\n".join(json.dumps(r) for r in (second, {**record, "status": "infra_error"})) + "\n")
+    assert cli("eval", results, "--out", tmp_path / "e3", "--no-analysis")[0] == 0
+    (evaluated,) = [json.loads(x) for x in (tmp_path / "e3" / "results.jsonl").read_text().splitlines()]
+    assert evaluated["session_id"] == "other" and evaluated["status"] == "simulator_failure"
+    summary = json.loads((tmp_path / "e3" / "summary.json").read_text())
+    assert any("1 unfinished attempt(s)" in w for w in summary["warnings"])
 
 
 def test_trace_with_an_unknown_key_is_bad_input(tmp_path):
