@@ -141,7 +141,7 @@ class TraceRecorder:
         if self._rendered is None:
             lines = self._lines if kind == "step" else self._events
         else:  # closed: the rendered text is all that is kept
-            lines = [x for x in self._rendered.splitlines() if x.startswith(f'{{"type": "{kind}"')]
+            lines = [x for x in self._rendered.split("\n") if x.startswith(f'{{"type": "{kind}"')]
         return [{k: v for k, v in json.loads(line).items() if k != "type"} for line in lines]
 
     @property
@@ -292,7 +292,8 @@ def read_trace(path: Path) -> dict:
     else:
         text = textio.read_text(path, what="trace file")
     out: dict = {"initial": {}, "steps": [], "events": [], "fork": None, "failure": None}
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # lines end at "\n" only: str.splitlines() would also cut at U+2028, U+0085... inside a text
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -208,3 +208,15 @@ def test_a_damaged_trace_file_is_one_line_naming_it(tmp_path, name, content, wor
     with pytest.raises(ConvsimError) as err:
         read_trace(path)
     assert words in str(err.value) and name in str(err.value)
+
+
+def test_a_text_holding_unicode_line_separators_reads_back(tmp_path):
+    # U+2028 and U+0085 are not line ends in JSONL: reading the trace with str.splitlines() broke it
+    rec = TraceRecorder({"transcript": []}, [])
+    rec.on_values({"transcript": []})
+    text = "one\u2028two\x85three"
+    rec.on_updates({"agent": {"transcript": [{"text": text}]}})
+    rec.on_values({"transcript": [{"text": text}]})
+    rec.close().write(tmp_path / "t.jsonl")
+    (step,) = read_trace(tmp_path / "t.jsonl")["steps"]
+    assert step["changed"]["transcript"]["appended"][0]["text"] == text
