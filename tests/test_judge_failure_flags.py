@@ -34,7 +34,7 @@ def test_a_judge_answering_garbage_makes_a_simulator_failure(tmp_path, graph, ju
         cfg = config_from_dict({"graph": graph, "sessions": 2, "out_dir": str(tmp_path), "run_id": "j",
                                 "models": {"judge": f"openai:fake@{server.url}"}, "params": params,
                                 "trace": False, "analysis": [],
-                                "retry": {"attempts": 1, "initial_wait": 0, "timeout": 5}})
+                                "retry": {"attempts": 2, "initial_wait": 0, "timeout": 30}})
         run_dir = run(cfg, analyze=False)
     records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     judge_flags = [[f for f in r["simulator_flags"] if f["check"] == "judge_invalid"] for r in records]
@@ -64,7 +64,7 @@ def test_a_model_answering_garbage_is_never_a_silent_ok(tmp_path, graph, role, a
     with serve(answer=lambda request: answer) as server:
         cfg = config_from_dict({"graph": graph, "sessions": 2, "out_dir": str(tmp_path), "run_id": "m",
                                 "models": {role: f"openai:fake@{server.url}"}, "params": params,
-                                "trace": False, "analysis": [], "retry": {"attempts": 1, "timeout": 5}})
+                                "trace": False, "analysis": [], "retry": {"attempts": 2, "initial_wait": 0, "timeout": 30}})
         run_dir = run(cfg, analyze=False)
     records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert {r["status"] for r in records} == {status}
@@ -84,7 +84,7 @@ def test_llm_topics_failures_are_kept_counted_and_flag_the_session(tmp_path, val
         cfg = config_from_dict({"graph": "crs_shift", "sessions": 1, "out_dir": str(tmp_path), "run_id": "t",
                                 "models": {"topics": f"openai:fake@{server.url}"},
                                 "params": {"n_turns": 2, "topic_mode": "llm"}, "trace": False, "analysis": [],
-                                "retry": {"attempts": 1, "timeout": 5}})
+                                "retry": {"attempts": 2, "initial_wait": 0, "timeout": 30}})
         run_dir = run(cfg, analyze=False)
     (record,) = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     dm, failures = record["dialogue_metrics"], record["dialogue_details"].get("topic_failures") or []
