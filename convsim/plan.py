@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from pydantic import ValidationError
 
@@ -61,7 +62,7 @@ class Plan:
         cfg, limit = self.config, self.config.sessions
         seen: set[str] = set()
         count = 0
-        sessions = iter(attach_prefixes(self.module.sessions(vp.params, self.base_context(vp)), cfg.prefix))
+        sessions = attach_prefixes(self.module.sessions(vp.params, self.base_context(vp)), cfg.prefix)
         for i, init in enumerate(_checked(sessions, cfg.graph)):
             if limit is not None and i >= limit:
                 return
@@ -151,11 +152,11 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def _checked(sessions: Iterator[dict], graph: str) -> Iterator[dict]:
+def _checked(sessions: Iterable[dict], graph: str) -> Iterator[dict]:
     """The graph's ``sessions()``, its failures as one input-error line: preflight draws only the
     first session of a generated set, so a data file that breaks the 50th (an empty domain to
     draw a goal from) fails here, mid-run, naming the graph and the record."""
-    i = 0
+    sessions, i = iter(sessions), 0
     while True:
         try:
             init = next(sessions)
@@ -215,15 +216,22 @@ def prepare_checkpoint_db(path: Path) -> None:
     mode unchanged inside a transaction), so it is done here on a fresh connection and retried; the
     mode is stored in the file, so later connections only set their busy timeout.
     """
-    from langgraph.checkpoint.sqlite import SqliteSaver
     path.parent.mkdir(parents=True, exist_ok=True)
+    with usable_checkpoint_db(path):
+        _switch_to_wal(path)
+
+
+@contextmanager
+def usable_checkpoint_db(path: Path):
+    """A damaged or foreign checkpoint file met in the block: one line naming it, not a traceback."""
     try:
-        _prepare_checkpoint_db(path, SqliteSaver)
-    except sqlite3.DatabaseError as exc:  # a damaged or foreign file: one line, not a traceback
+        yield
+    except sqlite3.DatabaseError as exc:
         raise ConvsimError(f"not a usable SQLite checkpoint database ({exc})", file=path) from None
 
 
-def _prepare_checkpoint_db(path: Path, SqliteSaver) -> None:  # noqa: N803 — the class
+def _switch_to_wal(path: Path) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
     conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
     try:
         conn.execute("PRAGMA busy_timeout=30000")

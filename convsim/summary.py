@@ -56,10 +56,10 @@ def metric_columns(records: Iterable[Mapping]) -> dict[str, list[float | None]]:
 
 def variant_summary(records: Iterable[Mapping], *, seed: int = 0) -> dict[str, dict]:
     """Mean, n and bootstrap 95% CI of every numeric dialogue metric over scored sessions."""
-    return _one_pass(records, seed=seed)[0]
+    return _metrics_and_usage(records, seed=seed)[0]
 
 
-def _one_pass(records: Iterable[Mapping], *, seed: int = 0) -> tuple[dict[str, dict], dict]:
+def _metrics_and_usage(records: Iterable[Mapping], *, seed: int = 0) -> tuple[dict[str, dict], dict]:
     """One read of a variant's records (every status): its metric CIs over the scored sessions and its
     model usage over all of them (convsim.usage)."""
     tally = UsageTally()
@@ -141,7 +141,7 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
     for variant, recs in by_variant.items():
         scored = recs.where(statuses=SCORED_STATUSES)
         counts = status_counts(recs)
-        metrics, usage[variant] = _one_pass(recs, seed=seed)
+        metrics, usage[variant] = _metrics_and_usage(recs, seed=seed)
         dataset = module.dataset_metrics(scored) if scored else {}
         summary["variants"][variant] = {"n": counts["ok"], "errors": counts["errors"],
                                         "status_counts": counts, "metrics": metrics, "dataset": dataset}

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import glob
-import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .config import apply_overrides, config_from_dict, load_config
 from .errors import ConvsimError
+from .plan import usable_checkpoint_db
 from .store import RunStore, iter_jsonl, read_jsonl
 from .tracing import cut_trace, read_trace
 
@@ -68,15 +68,8 @@ def _find_record(run_dir: Path, variant: str, session_id: str, trial: int) -> di
 
 def _copy_checkpoint(src: Path, dst: Path, thread: str, superstep: int) -> str:
     """Copy the checkpoint with metadata step ``superstep`` of ``thread``; return its id."""
-    try:
-        return _copy_checkpoint_db(src, dst, thread, superstep)
-    except sqlite3.DatabaseError as exc:  # a damaged file: one line naming it, not a traceback
-        raise ConvsimError(f"not a usable SQLite checkpoint database ({exc})", file=src) from None
-
-
-def _copy_checkpoint_db(src: Path, dst: Path, thread: str, superstep: int) -> str:
     from langgraph.checkpoint.sqlite import SqliteSaver
-    with SqliteSaver.from_conn_string(str(src)) as saver:
+    with usable_checkpoint_db(src), SqliteSaver.from_conn_string(str(src)) as saver:
         found = None
         for tup in saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}):
             if tup.metadata.get("step") == superstep and tup.metadata.get("source") == "loop":

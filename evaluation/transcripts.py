@@ -65,8 +65,7 @@ def import_record(obj: Any, path: Path, line: int) -> dict:
             _fail("trial must be an integer", path, line, "trial")
         return {"variant": str(obj.get("variant", "imported")), "session_id": str(obj.get("session_id", f"line{line}")),
                 "trial": trial, "seed": obj.get("seed"), "transcript": tr,
-                "from_run": "status" in obj,  # a run's own record (a re-run attempt may follow it)
-                "source_status": obj.get("status")}
+                "source_status": obj.get("status")}  # set: a run's own record (a re-run attempt may follow it)
     turns = obj.get("turns")
     if not isinstance(turns, list) or not turns:
         _fail("a record needs a non-empty 'turns' list (or a 'transcript')", path, line, "turns")
@@ -125,7 +124,7 @@ def _one_per_session(records: list[dict], path: Path) -> list[dict]:
     last: dict[tuple, int] = {}
     for i, rec in enumerate(records):
         key = (rec["variant"], rec["session_id"], rec["trial"])
-        if key in last and not rec.get("from_run"):
+        if key in last and rec.get("source_status") is None:
             raise ConvsimError(f"session {rec['session_id']!r} (variant {rec['variant']}, trial {rec['trial']}) "
                                "appears twice", file=str(path), record=f"record {i + 1}", field="session_id")
         last[key] = i
@@ -202,7 +201,7 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
     records = read_transcripts(path)
     # a run's unfinished attempts (infra_error, code_error: never scored, re-run on resume) hold a
     # partial transcript: scoring it would score half a conversation
-    unfinished = [r for r in records if r.get("from_run") and r.get("source_status") not in FINAL_STATUSES]
+    unfinished = [r for r in records if r.get("source_status") not in (None, *FINAL_STATUSES)]
     records = [r for r in records if r not in unfinished]
     if not records:
         raise ConvsimError(f"no finished session to evaluate ({len(unfinished)} unfinished attempts)", file=str(path))
@@ -244,7 +243,7 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
                 raise ModelUnavailable(f"{path} record {i} (session {rec['session_id']}): {unavailable[0]}; "
                                        "nothing of this evaluation was kept: run the same command again")
             status = rec.get("source_status") if rec.get("source_status") in FINAL_STATUSES else "ok"
-            row = {"run_id": run_dir.name, **{k: v for k, v in rec.items() if k not in ("from_run", "source_status")},
+            row = {"run_id": run_dir.name, **{k: v for k, v in rec.items() if k != "source_status"},
                    "status": status, "error": None,
                    "models": {r: s.settings for r, s in model_specs.items()}, "params": p.model_dump(),
                    "llm_calls": ctx.llm_calls(), **evaluated}
