@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
+
+from .sqlitewal import connect, switch_to_wal
 
 
 class ResponseCache:
@@ -18,8 +19,9 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        # every worker process of a run opens it: the WAL switch waits out the others
+        self._conn = connect(self.path, check_same_thread=False)
+        switch_to_wal(self._conn, self.path, what="response cache")
         self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         self._conn.commit()
 

@@ -6,7 +6,6 @@ each one plans the same deterministic list of session attempts from the same con
 from __future__ import annotations
 
 import sqlite3
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,6 +21,7 @@ from .models import ChatModel, parse_model_spec
 from .prefix import attach_prefixes
 from .seeding import session_seed
 from .session import Unit
+from .sqlitewal import connect, switch_to_wal
 
 
 #: a variant's session ids are checked for duplicates up to this many (the set stays bounded)
@@ -232,19 +232,9 @@ def usable_checkpoint_db(path: Path):
 
 def _switch_to_wal(path: Path) -> None:
     from langgraph.checkpoint.sqlite import SqliteSaver
-    conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    conn = connect(path, check_same_thread=False)
     try:
-        conn.execute("PRAGMA busy_timeout=30000")
-        for attempt in range(200):
-            try:
-                if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() == "wal":
-                    break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc):
-                    raise
-            time.sleep(0.05)
-        else:
-            raise ConvsimError("cannot switch the checkpoint database to WAL (locked)", file=path)
+        switch_to_wal(conn, path, what="checkpoint database")
         SqliteSaver(conn).setup()
     finally:
         conn.close()

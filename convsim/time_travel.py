@@ -27,6 +27,7 @@ from .config import apply_overrides, config_from_dict, load_config
 from .errors import ConvsimError
 from .plan import usable_checkpoint_db
 from .store import RunStore, iter_jsonl, read_jsonl
+from .sqlitewal import switch_to_wal
 from .tracing import cut_trace, read_trace
 
 COMPARISON = "fork_comparison.json"
@@ -81,7 +82,7 @@ def _copy_checkpoint(src: Path, dst: Path, thread: str, superstep: int) -> str:
     dst.parent.mkdir(parents=True, exist_ok=True)
     with SqliteSaver.from_conn_string(str(dst)) as saver:
         saver.conn.execute("PRAGMA busy_timeout=30000")
-        saver.conn.execute("PRAGMA journal_mode=WAL")
+        switch_to_wal(saver.conn, dst, what="checkpoint database")
         cp = found.checkpoint
         saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, cp,
                   {**found.metadata, "source": "fork"}, cp.get("channel_versions", {}))

@@ -137,11 +137,11 @@ def _cache(params: Params, run_dir: str | None) -> JudgeCache | None:
     if params.judge_cache == "off":
         return None
     if params.judge_cache != "auto":
-        return JudgeCache(params.judge_cache)
+        return JudgeCache.at(params.judge_cache)
     if run_dir is None:
         return None
     # Beside the runs, not inside one: a second identical run reuses the first run's scores.
-    return JudgeCache(Path(run_dir).parent / ".cache" / "relevance_judge.sqlite")
+    return JudgeCache.at(Path(run_dir).parent / ".cache" / "relevance_judge.sqlite")
 
 
 def judge(state: State, runtime: Runtime[Context]) -> dict:

@@ -41,7 +41,10 @@ def test_a_judge_answering_garbage_makes_a_simulator_failure(tmp_path, graph, ju
     if judge_ok:
         assert not any(judge_flags)
         return
-    assert all(judge_flags) and {r["status"] for r in records} == {"simulator_failure"}
+    served = dict(server.served)
+    seen = [(r["session_id"], r["status"], r["simulator_flags"], r.get("judgements"), r.get("llm_calls"))
+            for r in records]
+    assert all(judge_flags) and {r["status"] for r in records} == {"simulator_failure"}, (served, seen)
     assert all(GARBAGE in raw_of(r) for r in records)  # the raw answer is kept
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from catalog.courses import RELEVANCE_LABELS, tokenize
 from convsim import ChatModel, rng_for
+from convsim.sqlitewal import connect, switch_to_wal
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 SYSTEM_PROMPT_FILE = PROMPTS_DIR / "relevance_judge_system.txt"
@@ -125,28 +126,41 @@ def heuristic_score(question: str, skill: str, course: dict) -> tuple[int, str]:
 class JudgeCache:
     """Scores on disk in SQLite, one row per (question, skill, course, prompt, model, iteration) key.
 
-    A connection per operation keeps it safe across the runner's threads and processes
-    (SQLite serialises writers; WAL lets readers go on).
+    Open it with :meth:`at`: one instance per file and process, so concurrent sessions share it
+    instead of each opening (and switching to WAL) the file again. A connection per operation,
+    closed after it, keeps it safe across the runner's threads and processes (SQLite serialises
+    writers; WAL lets readers go on).
     """
+
+    _open: dict[Path, "JudgeCache"] = {}
+    _open_lock = threading.Lock()
+
+    @classmethod
+    def at(cls, path: str | Path) -> "JudgeCache":
+        """The process's cache for ``path`` (opened on first use, and again if the file was removed)."""
+        key = Path(path).resolve()
+        with cls._open_lock:
+            if key not in cls._open or not key.exists():
+                cls._open[key] = cls(key)
+            return cls._open[key]
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        with self._connect() as con:
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=30)
+        with closing(connect(self.path)) as con:
+            # worker processes and other runs beside this one may be opening it too
+            switch_to_wal(con, self.path, what="relevance judge cache")
+            with con:
+                con.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def get(self, key: str) -> dict | None:
-        with self._lock, self._connect() as con:
+        with self._lock, closing(connect(self.path)) as con:
             row = con.execute("SELECT value FROM scores WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def put(self, key: str, value: dict) -> None:
-        with self._lock, self._connect() as con:
+        with self._lock, closing(connect(self.path)) as con, con:
             con.execute("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
 
