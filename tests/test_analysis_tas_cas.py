@@ -141,3 +141,28 @@ def test_recovery_on_detected_shifts_is_selectable():
     assert out["tas_cas_shift_source"] == "detector" and out["tas_cas_n_shifts"] == 5
     # the detector is still scored against the true shift
     assert out["shift_detect_precision"] == pytest.approx(0.2) and out["shift_detect_recall"] == 1.0
+
+
+def test_the_shared_topic_extractor_is_kept_with_its_catalog_and_bounded(monkeypatch):
+    # keyed by id(catalog): a catalog taking a collected one's id must not get the other's topics;
+    # and a process running many runs keeps the last few runs' extractors, not every one
+    from types import SimpleNamespace
+
+    from evaluation.crs import tas_cas_eval as tce
+    made: list = []
+
+    def make(mode, movies, run_dir=None, model=None):
+        made.append(movies)
+        return SimpleNamespace(movies=movies)
+    monkeypatch.setattr(tce, "make_topic_extractor", make)
+    monkeypatch.setattr(tce, "_TOPICS", type(tce._TOPICS)())
+    first = SimpleNamespace(movies=["a"])
+    assert tce.topic_extractor("keyword", first, "r").movies == ["a"]
+    assert tce.topic_extractor("keyword", first, "r").movies == ["a"] and len(made) == 1  # shared
+    impostor = SimpleNamespace(movies=["b"])
+    monkeypatch.setattr(tce, "id", lambda obj: id(first), raising=False)  # the same id, another catalog
+    assert tce.topic_extractor("keyword", impostor, "r").movies == ["b"]
+    monkeypatch.delattr(tce, "id")
+    for i in range(tce._TOPICS_KEPT + 5):
+        tce.topic_extractor("keyword", first, f"run{i}")
+    assert len(tce._TOPICS) == tce._TOPICS_KEPT

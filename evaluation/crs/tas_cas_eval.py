@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -139,18 +140,25 @@ def _embedder(spec: str, catalog) -> object:
     return make_embedder(spec, corpus=corpus)
 
 
-_TOPICS: dict[tuple, object] = {}
+_TOPICS: "OrderedDict[tuple, tuple[object, object]]" = OrderedDict()  # key -> (catalog, extractor)
 _TOPICS_LOCK = threading.Lock()  # sessions in threads wait for one LDA training, not train it each
+_TOPICS_KEPT = 8  # the extractors of the last few runs of a process (one LDA model each), not all
 
 
 def topic_extractor(mode: str, catalog, run_dir, model=None):
-    key = (mode, id(catalog), str(run_dir))
+    """The run's shared topic extractor. Kept with its catalog, so a catalog that took the id of a
+    collected one never gets the other's extractor; the oldest is dropped past ``_TOPICS_KEPT``."""
     if mode == "llm":  # LLM topics are per model handle; not shared across sessions
         return make_topic_extractor(mode, catalog.movies, run_dir=run_dir, model=model)
+    key = (mode, id(catalog), str(run_dir))
     with _TOPICS_LOCK:
-        if key not in _TOPICS:
-            _TOPICS[key] = make_topic_extractor(mode, catalog.movies, run_dir=run_dir)
-        return _TOPICS[key]
+        entry = _TOPICS.get(key)
+        if entry is None or entry[0] is not catalog:
+            entry = _TOPICS[key] = (catalog, make_topic_extractor(mode, catalog.movies, run_dir=run_dir))
+        _TOPICS.move_to_end(key)
+        while len(_TOPICS) > _TOPICS_KEPT:
+            _TOPICS.popitem(last=False)
+        return entry[1]
 
 
 def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", topic_mode: str = "lda",
