@@ -166,3 +166,31 @@ def test_the_shared_topic_extractor_is_kept_with_its_catalog_and_bounded(monkeyp
     for i in range(tce._TOPICS_KEPT + 5):
         tce.topic_extractor("keyword", first, f"run{i}")
     assert len(tce._TOPICS) == tce._TOPICS_KEPT
+
+
+def test_memoised_encodings_belong_to_their_embedder_even_when_its_id_is_reused():
+    # keyed by id(embedder), an embedder collected after encoding left its vectors to whichever
+    # embedder CPython put at the same address next (another corpus, another dimension)
+    import gc
+    import weakref
+
+    import numpy as np
+
+    from evaluation.crs.tas_cas_eval import VectorSim
+
+    class Fixed:  # an embedder whose every text is one vector
+        def __init__(self, vec):
+            self.vec = np.array(vec, dtype=float)
+
+        def encode(self, texts):
+            return np.array([self.vec for _ in texts])
+
+    old = Fixed([1.0, 0.0])
+    assert VectorSim(old, []).vector("joined topic words").tolist() == [1.0, 0.0]
+    alive = weakref.ref(old)
+    del old
+    gc.collect()
+    # while its encodings are memoised the embedder stays alive, so no other object can take its id
+    assert alive() is not None
+    new = Fixed([0.0, 1.0])
+    assert VectorSim(new, []).vector("joined topic words").tolist() == [0.0, 1.0]

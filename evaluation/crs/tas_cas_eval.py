@@ -40,7 +40,9 @@ def turn_pairs(transcript: Sequence[Mapping]) -> list[tuple[Mapping, Mapping]]:
     return pairs
 
 
-_MISSES: dict[tuple[int, str], np.ndarray] = {}  # encodings of texts outside the dialogue (topic joins)
+_MISSES: dict[tuple[object, str], np.ndarray] = {}  # encodings of texts outside the dialogue (topic joins)
+# keyed by the embedder itself, not its id(): an id is reused once its embedder is collected, and the
+# next embedder there (another corpus, another dimension) would read the old one's vectors
 _MISSES_MAX = 100_000
 
 
@@ -62,7 +64,7 @@ class VectorSim:
         i = self.index.get(text)
         if i is not None:
             return self.vectors[i]
-        key = (id(self.embedder), text)
+        key = (self.embedder, text)
         vec = _MISSES.get(key)
         if vec is None:
             if len(_MISSES) >= _MISSES_MAX:
