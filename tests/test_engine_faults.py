@@ -12,7 +12,10 @@ from convsim.runner import run
 from convsim.store import RunStore
 from fault_server import GARBAGE, serve
 
-FAST = {"attempts": 2, "initial_wait": 0.01, "max_wait": 0.05, "timeout": 0.3}
+# a timeout well above a loaded CI machine's answer time (the faulty-server test counts every timeout
+# in its second, fault-free run as a failure), well below the hanging fault's HANG_S
+FAST = {"attempts": 2, "initial_wait": 0.01, "max_wait": 0.05, "timeout": 1.0}
+HANG_S = 2.5
 
 
 def _model(url, **policy):
@@ -23,7 +26,7 @@ def _model(url, **policy):
 @pytest.mark.parametrize("fault,kind", [("500", "HTTP 500"), ("429", "HTTP 429"), ("hang", "timeout"),
                                         ("nonjson", "unreadable body"), ("nonutf8", "unreadable body")])
 def test_each_provider_fault_is_infrastructure(fault, kind):
-    with serve(script=[fault], retry_after="0", hang_s=1.0) as server:
+    with serve(script=[fault], retry_after="0", hang_s=HANG_S) as server:
         m = _model(server.url)
         with pytest.raises(ModelUnavailable) as err:
             m.invoke("hi")
@@ -88,7 +91,7 @@ def _cfg(tmp_path, spec, **extra):
 
 def test_thirty_sessions_against_a_faulty_server_then_one_restart(tmp_path):
     faults = {"500": 0.08, "429": 0.05, "hang": 0.03, "nonjson": 0.05, "nonutf8": 0.05, "garbage": 0.1}
-    with serve(seed=1, faults=faults, retry_after="0", hang_s=1.0) as server:
+    with serve(seed=1, faults=faults, retry_after="0", hang_s=HANG_S) as server:
         spec = f"openai:fake@{server.url}"
         port = server.httpd.server_address[1]
         run_dir = run(_cfg(tmp_path, spec), analyze=False)

@@ -147,9 +147,9 @@ def test_a_malformed_completion_is_the_servers_fault(reply):
 def test_the_sdk_transport_classifies_faults_the_same(monkeypatch, fault, kind):
     monkeypatch.setattr(openai_client, "TRANSPORT", "sdk")
     monkeypatch.setattr(models, "_BACKENDS", {})
-    with serve(script=[fault], retry_after="0", hang_s=1.0) as server:
+    with serve(script=[fault], retry_after="0", hang_s=2.5) as server:
         m = ChatModel(spec=parse_model_spec(f"openai:fake@{server.url}"), role="agent",
-                      retry=RetryPolicy(attempts=1, timeout=0.3))
+                      retry=RetryPolicy(attempts=1, timeout=1.0))
         with pytest.raises(ModelUnavailable) as err:
             m.invoke("hi")
     assert kind in str(err.value) and infra_fault(err.value.__cause__) == kind
