@@ -197,7 +197,8 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
     if pair:  # a scripted opening turn: its text is said; the simulator's own agenda still advances
         text, meta = pair["user"], dict(meta, scripted=True)
     elif params.paraphrase_user and not model.is_none:
-        values = [v for _, v in _extractor(ctx).extract(out.template)]
+        # sorted: extract() gives a set, whose order follows string hashing (PYTHONHASHSEED)
+        values = sorted({v for _, v in _extractor(ctx).extract(out.template)})
         text, meta["paraphrase"] = paraphrase(model, _prompt("user_paraphrase.txt"), out.template,
                                               _history(state), values)
     update = {"turn": turn, "user_state": out.state,

@@ -185,3 +185,22 @@ def test_paraphrase_falls_back_to_template_on_garbage(answer, reason):
     text, rec = paraphrase(ScriptedModel(answer), PROMPT, template, [], ["Drama", "Tom Hanks"])
     assert text == template
     assert rec["ok"] is False and rec["raw"] == answer and reason in rec["reason"]
+
+
+def test_the_values_a_paraphrase_must_keep_are_in_a_fixed_order(monkeypatch):
+    # extract() gives a set, whose order follows string hashing: the paraphrase prompt and its
+    # recorded reason differed between PYTHONHASHSEED values
+    from types import SimpleNamespace
+
+    from convsim import load_graph_module
+    mod = load_graph_module("crs_shift")
+    params = mod.Params(n_turns=2)
+    ctx = mod.Context(params=params, models={"user": ScriptedModel("unused")}, seed=1)
+    ctx.extractor = SimpleNamespace(extract=lambda text: [("genre", "Mystery"), ("genre", "Biography"),
+                                                         ("actor", "Mystery")])
+    seen = []
+    monkeypatch.setattr(mod, "paraphrase", lambda model, prompt, template, history, values:
+                        (seen.append(values) or template, {"ok": True}))
+    init = next(iter(mod.sessions(params, ctx)))
+    mod.user({"transcript": [], **init}, SimpleNamespace(context=ctx))
+    assert seen == [["Biography", "Mystery"]]
