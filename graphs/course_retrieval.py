@@ -48,6 +48,7 @@ class State(TypedDict, total=False):
     retrieved: list[dict]
     judgements: list[dict]
     judge_failures: list[dict]
+    judge_cached: bool  # the scores came from the judge cache (not a metric: it depends on earlier runs)
     transcript: Annotated[list[dict], operator.add]
     turn_metrics: Annotated[list[dict], operator.add]
     dialogue_metrics: dict
@@ -159,6 +160,7 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
     lines = [f"{c['rank']}. {c['subjectCode']} {c['subjectName']} -> "
              f"{'failed' if s['score'] is None else s['score']}" for c, s in zip(retrieved, result.scores)]
     return {"judgements": result.scores, "judge_failures": result.failures,
+            "judge_cached": any(s.get("cached") for s in result.scores),
             "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": "\n".join(lines),
                                        "meta": {"retriever": state.get("retriever")}}]}
 
@@ -206,8 +208,7 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict:
     params = _params(runtime)
     judgements = state.get("judgements") or []
     heuristic = any(j.get("judge") == "heuristic" for j in judgements)
-    metrics: dict = {"judgeFailed": bool(state.get("judge_failures")),
-                     "judgeCachedScores": sum(1 for j in judgements if j.get("cached"))}
+    metrics: dict = {"judgeFailed": bool(state.get("judge_failures"))}
     if judgements and all(j.get("score") is not None for j in judgements):
         gold = state.get("gold_relevance")
         codes = [c["subjectCode"] for c in state["retrieved"]]

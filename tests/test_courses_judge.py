@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from agents.courses.relevance_judge import (
-    JudgeCache, answer_schema, check_answer, heuristic_score, judge_courses, load_prompts, score_key,
+    JudgeCache, answer_schema, batch_key, check_answer, heuristic_score, judge_courses, load_prompts,
 )
 from catalog.courses import load_courses
 from convsim import ChatModel, parse_model_spec
@@ -132,11 +132,12 @@ def test_second_identical_run_calls_no_model(tmp_path):
     assert second.calls == []
     assert [s["score"] for s in r2.scores] == [s["score"] for s in r1.scores]
     assert all(s["cached"] for s in r2.scores)
-    # a new course is judged alone; a new iteration is judged afresh
+    # a list with one more course is a new prompt: all of it is judged together (cached per course,
+    # the new one was judged alone, so its score depended on which sessions had run before)
     third = scripted(good_answer)
     judge_courses(question="q", skill="Python programming", courses=PICKS + [_course("Deep Learning")],
                   model=third, cache=cache)
-    assert len(third.calls) == 1 and len(_codes_in_prompt(third.prompts[0])) == 1
+    assert len(third.calls) == 1 and len(_codes_in_prompt(third.prompts[0])) == len(PICKS) + 1
     fourth = scripted(good_answer)
     judge_courses(question="q", skill="Python programming", courses=PICKS, model=fourth, cache=cache, iteration=1)
     assert len(fourth.calls) == 1
@@ -152,14 +153,29 @@ def test_failures_are_not_cached(tmp_path):
 
 
 def test_cache_key_depends_on_prompt_model_and_iteration():
-    base = dict(question="q", skill="s", course=PICKS[0], prompt_version="p1",
+    base = dict(question="q", skill="s", courses=PICKS, prompt_version="p1",
                 model_settings={"spec": "m", "temperature": 0.0}, iteration=0)
-    key = score_key(**base)
-    assert key == score_key(**base)
-    assert key != score_key(**{**base, "prompt_version": "p2"})
-    assert key != score_key(**{**base, "model_settings": {"spec": "m", "temperature": 0.7}})
-    assert key != score_key(**{**base, "iteration": 1})
-    assert key != score_key(**{**base, "skill": "S"})          # case-sensitive, like the original
+    key = batch_key(**base)
+    assert key == batch_key(**base)
+    assert key != batch_key(**{**base, "prompt_version": "p2"})
+    assert key != batch_key(**{**base, "model_settings": {"spec": "m", "temperature": 0.7}})
+    assert key != batch_key(**{**base, "iteration": 1})
+    assert key != batch_key(**{**base, "skill": "S"})          # case-sensitive, like the original
+    assert key != batch_key(**{**base, "courses": PICKS[::-1]})  # the order shown is part of the prompt
+    assert key != batch_key(**{**base, "courses": PICKS[:-1]})
+
+
+def test_a_sessions_scores_do_not_depend_on_what_other_sessions_judged_first(tmp_path):
+    # the judge's score of a course depends on the batch it sees; a cache per course made a session
+    # whose courses were partly judged by an earlier session send only the rest
+    def by_batch_size(codes):
+        return json.dumps({"evaluations": [{"code": c, "score": min(3, len(codes) // 2), "reason": "r"}
+                                           for c in codes]})
+    alone = judge_courses(question="q", skill="s", courses=PICKS, model=scripted(by_batch_size))
+    cache = JudgeCache(tmp_path / "judge.sqlite")
+    judge_courses(question="q", skill="s", courses=PICKS[:2], model=scripted(by_batch_size), cache=cache)
+    after = judge_courses(question="q", skill="s", courses=PICKS, model=scripted(by_batch_size), cache=cache)
+    assert [x["score"] for x in after.scores] == [x["score"] for x in alone.scores]
 
 
 def test_iterations_shuffle_the_presentation_order():

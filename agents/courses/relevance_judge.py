@@ -6,9 +6,11 @@ by course code. The schema is built per case (``min_length == max_length == n``)
 model's own retries see a count error; the answer is then checked again here. A garbage
 answer is a recorded failure with its raw text, never a crash and never a 0.
 
-Each score is cached on disk (:class:`JudgeCache`) under a hash of question, skill,
-course, prompt version, model settings and iteration, so a second identical run calls no
-model. With model ``none`` a lexical heuristic judge scores instead, labelled
+A case's scores are cached on disk (:class:`JudgeCache`) under a hash of everything its prompt
+holds (question, skill, the courses in the order shown) plus prompt version, model settings and
+iteration, so a second identical run calls no model. The cache is per prompt, not per course:
+with per-course entries a session whose courses were partly judged before (by another variant or
+session of the run) sent only the rest, so its scores depended on which sessions ran first. With model ``none`` a lexical heuristic judge scores instead, labelled
 ``heuristic`` in every score it writes.
 """
 from __future__ import annotations
@@ -164,13 +166,14 @@ class JudgeCache:
             con.execute("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
 
-def score_key(*, question: str, skill: str, course: dict, prompt_version: str, model_settings: dict,
+def batch_key(*, question: str, skill: str, courses: list[dict], prompt_version: str, model_settings: dict,
               iteration: int) -> str:
-    """SHA-256 over everything that decides a score (the original keyed question|skill|course only;
-    prompt and model are added so a new prompt or judge never reads stale scores)."""
-    payload = json.dumps([question, skill, course.get("subjectCode"), course.get("subjectName"),
-                          course.get("cleanedLearningOutcomes", []), prompt_version,
-                          model_settings, iteration], sort_keys=True, ensure_ascii=False)
+    """SHA-256 over everything that decides a case's scores: the prompt's content (question, skill, the
+    courses in the order shown), prompt version, model settings and iteration. (The original keyed
+    question|skill|course only, so a new prompt or judge read stale scores.)"""
+    payload = json.dumps([question, skill, [[c.get("subjectCode"), c.get("subjectName"),
+                                              c.get("cleanedLearningOutcomes", [])] for c in courses],
+                          prompt_version, model_settings, iteration], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -207,21 +210,18 @@ def judge_courses(*, question: str, skill: str, courses: list[dict], model: Chat
 
     system, user_template, prompt_version = load_prompts()
     settings = dict(model.settings)
-    keys = {c["subjectCode"]: score_key(question=question, skill=skill, course=c, prompt_version=prompt_version,
-                                        model_settings=settings, iteration=iteration) for c in courses}
+    # Shuffled per iteration so repeated iterations expose position bias (reference §3c).
+    order = list(courses)
+    rng_for(seed, "judge-order", iteration).shuffle(order)
+    codes = [c["subjectCode"] for c in order]
+    key = batch_key(question=question, skill=skill, courses=order, prompt_version=prompt_version,
+                    model_settings=settings, iteration=iteration)
     found: dict[str, dict] = {}
-    if cache is not None:
-        for code, key in keys.items():
-            hit = cache.get(key)
-            if hit is not None:
-                found[code] = {**hit, "cached": True}
-    todo = [c for c in courses if c["subjectCode"] not in found]
+    hit = cache.get(key) if cache is not None else None
+    if isinstance(hit, dict) and sorted(hit) == sorted(codes):
+        found = {code: {**score, "cached": True} for code, score in hit.items()}
     result = Judgement()
-    if todo:
-        # Shuffled per iteration so repeated iterations expose position bias (reference §3c).
-        order = list(todo)
-        rng_for(seed, "judge-order", iteration).shuffle(order)
-        codes = [c["subjectCode"] for c in order]
+    if not found and order:
         user = user_template.format(question=question, skill=skill, n_courses=len(order),
                                     courses=json.dumps([_course_for_prompt(c) for c in order],
                                                        indent=1, ensure_ascii=False))
@@ -236,13 +236,13 @@ def judge_courses(*, question: str, skill: str, courses: list[dict], model: Chat
                                     "attempts": answer.attempts, "promptVersion": prompt_version,
                                     "model": settings, "iteration": iteration})
         else:
-            for code, item in by_code.items():
-                score = {"code": code, "score": item["score"], "label": RELEVANCE_LABELS[item["score"]],
-                         "reason": item["reason"], "judge": "llm", "promptVersion": prompt_version,
-                         "model": settings, "iteration": iteration}
-                found[code] = {**score, "cached": False}
-                if cache is not None:
-                    cache.put(keys[code], score)
+            scores = {code: {"code": code, "score": item["score"], "label": RELEVANCE_LABELS[item["score"]],
+                             "reason": item["reason"], "judge": "llm", "promptVersion": prompt_version,
+                             "model": settings, "iteration": iteration}
+                      for code, item in by_code.items()}
+            found = {code: {**score, "cached": False} for code, score in scores.items()}
+            if cache is not None:
+                cache.put(key, scores)
     for course in courses:
         code = course["subjectCode"]
         result.scores.append(found.get(code) or {"code": code, "score": None, "label": None, "judge": "llm",
