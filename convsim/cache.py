@@ -2,6 +2,12 @@
 
 With ``cache: <path>`` in a config, every chat call first looks here; a re-run from a
 warm cache reproduces a run exactly and calls no model. Hits are marked in ``llm_calls``.
+
+In a run, the key also holds the session (variant, session id, trial) and how often that session
+sent the same request before: a session only reads what an earlier run of the same session
+stored. Keyed by the request alone, two sessions sending the same prompt shared one answer, and
+which of them was the "hit" (and, for a sampling model, whose sample both got) depended on which
+ran first, so the executor's scheduling changed the records.
 """
 from __future__ import annotations
 
@@ -30,6 +36,11 @@ class ResponseCache:
         payload = {"settings": settings, "kwargs": kwargs,
                    "messages": [(getattr(m, "type", "?"), str(getattr(m, "content", m))) for m in messages]}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+    @staticmethod
+    def scoped(key: str, scope: str) -> str:
+        """``key`` for one session's ``scope`` (see ``ChatModel.cache_scope``)."""
+        return hashlib.sha256(f"{key}|{scope}".encode()).hexdigest()
 
     def get(self, key: str) -> dict | None:
         with self._lock:

@@ -251,6 +251,11 @@ class ChatModel:
     retries_on_connection: int | None = None  # retries after the first try; overrides retry.attempts
     calls: list[dict] = field(default_factory=list)
     cache: Any = None  # optional ResponseCache (see convsim.cache)
+    # the session's identity in cache keys ("variant/session/t<trial>"; "" = the request alone) and how
+    # often the session sent each request (shared by its handles, like ``calls``): a session reads only
+    # what the same session sent before (an earlier run of it), never another session's answer
+    cache_scope: str = ""
+    cache_seen: dict[str, int] = field(default_factory=dict)
     retry: RetryPolicy | None = None  # the run's retry: section (convsim.retry); None = defaults
     # every ModelUnavailable this handle raised (shared by a session's handles, like ``calls``): the
     # session is an infra_error even when graph code caught the exception and went on (a fallback)
@@ -287,6 +292,9 @@ class ChatModel:
         key = None
         if self.cache is not None:
             key = self.cache.key(self.spec.settings, msgs, kwargs)
+            if self.cache_scope:  # the n-th time this session sends it: a sampled answer is not reused
+                n = self.cache_seen[key] = self.cache_seen.get(key, 0) + 1
+                key = self.cache.scoped(key, f"{self.cache_scope}#{n}")
             hit = self.cache.get(key)
             if hit is not None:
                 from langchain_core.messages import AIMessage

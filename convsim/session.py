@@ -86,8 +86,9 @@ class _Session:
         self.plan, self.unit, self.observe = plan, unit, observe
         self.calls: list[dict] = []
         self.unavailable: list[str] = []  # each ModelUnavailable a handle raised, caught or not
+        scope, seen = f"{unit.variant}/{unit.session_id}/t{unit.trial}", {}
         models = {role: ChatModel(spec=spec, role=role, calls=self.calls, cache=plan.cache, retry=cfg.retry,
-                                  unavailable=self.unavailable)
+                                  unavailable=self.unavailable, cache_scope=scope, cache_seen=seen)
                   for role, spec in self.vp.models.items()}
         self.ctx = plan.module.Context(params=self.vp.params, models=models, embedder_spec=cfg.embedder,
                                        seed=unit.seed, session_id=unit.session_id, trial=unit.trial,
