@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .errors import ConvsimError
+from .textio import _too_deep_at
 from .retry import RetryPolicy, call_with_retry, infra_fault
 
 PROVIDERS = ("none", "ollama", "openai", "llamacpp")
@@ -200,12 +201,17 @@ def _to_messages(messages) -> list:
     return out
 
 
-def _current_node() -> str | None:
+def _current_task() -> tuple[str | None, int | None, int | None]:
+    """The calling graph task: its node, superstep and, for a ``Send`` task, its index among the
+    step's sends (``None``s outside a graph run)."""
     try:
         from langgraph.config import get_config
-        return get_config().get("metadata", {}).get("langgraph_node")
+        metadata = get_config().get("metadata", {})
     except Exception:  # outside a graph run
-        return None
+        return None, None, None
+    path = metadata.get("langgraph_path") or ()
+    push = path[1] if len(path) > 1 and path[0] == "__pregel_push" and isinstance(path[1], int) else None
+    return metadata.get("langgraph_node"), metadata.get("langgraph_step"), push
 
 
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -213,6 +219,7 @@ _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 _DECODER = json.JSONDecoder()
 MAX_JSON_STARTS = 64  # opening brackets tried per candidate text: a bound on the work garbage can cost
+MAX_ANSWER_DEPTH = 64  # containers nested deeper than this in a model's answer make it garbage
 
 
 def extract_json(text: str) -> Any:
@@ -226,6 +233,11 @@ def extract_json(text: str) -> Any:
     candidates = [m.group(1) for m in _JSON_BLOCK.finditer(text)] + [text]
     for cand in candidates:
         cand = cand.strip()
+        if _too_deep_at(cand, MAX_ANSWER_DEPTH) is not None:
+            # deeper than any answer schema: garbage. json's own limit is the interpreter's recursion
+            # limit, which libraries raise (grandalf, jedi): a 5,000-deep answer then parsed, and a
+            # deeper one could overflow the C stack
+            continue
         try:
             return json.loads(cand)
         except (ValueError, RecursionError):
@@ -278,8 +290,10 @@ class ChatModel:
 
     def _record(self, *, purpose, started, message, ok, cache_hit=False, error=None) -> None:
         usage = getattr(message, "usage_metadata", None) or {}
+        node, step, task = _current_task()
         self.calls.append({
-            "role": self.role, "model": self.spec.spec, "purpose": purpose, "node": _current_node(),
+            "role": self.role, "model": self.spec.spec, "purpose": purpose, "node": node, "step": step,
+            "task": task,
             "prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens"),
             "latency_s": round(time.perf_counter() - started, 6), "cache_hit": cache_hit, "ok": ok,
             "error": error,

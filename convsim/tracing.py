@@ -56,6 +56,25 @@ def apply_change(value: Any, change: dict) -> Any:
     return change["after"]
 
 
+def ordered_calls(calls: list[dict]) -> list[dict]:
+    """``calls`` with the calls of one superstep ordered by task (node, then send index), each
+    task's own calls in the order it made them. Parallel tasks (a fan-out over group members) run in
+    LangGraph's threads and record their calls as they finish: without this, the order in a record
+    or a trace followed thread scheduling."""
+    out: list[dict] = []
+    i = 0
+    while i < len(calls):
+        j = i + 1
+        while j < len(calls) and calls[j].get("step") == calls[i].get("step"):
+            j += 1
+        group = calls[i:j]
+        if len(group) > 1 and calls[i].get("step") is not None:
+            group = sorted(group, key=lambda c: (c.get("node") or "", -1 if c.get("task") is None else c["task"]))
+        out.extend(group)
+        i = j
+    return out
+
+
 def _snapshot(value: Any) -> Any:
     # JSON round trip: a cheap deep copy that also proves the value is serialisable.
     return json.loads(json.dumps(value, default=json_default))
@@ -220,7 +239,7 @@ class TraceRecorder:
                 self._seen_values = True
             return
         self._seen_values = True
-        new_calls = self._calls[self._calls_seen:]
+        new_calls = ordered_calls(self._calls[self._calls_seen:])
         self._calls_seen = len(self._calls)
         changes: dict[str, str] = {}
         for _, update, _ in self._pending:
@@ -241,7 +260,7 @@ class TraceRecorder:
         """The session ended on an exception: one ``failure`` line after the last finished step,
         with the error and the model calls made since (the failed attempts of an outage included),
         named by the node that made them when they say so."""
-        new_calls = self._calls[self._calls_seen:]
+        new_calls = ordered_calls(self._calls[self._calls_seen:])
         self._calls_seen = len(self._calls)
         node = next((c["node"] for c in reversed(new_calls) if c.get("node")), None)
         self._lines.append(dumps({"type": "failure", "step": len(self._lines), "superstep": self._superstep,

@@ -113,10 +113,25 @@ def test_extract_json_fails_cleanly():
 
 
 @pytest.mark.parametrize("garbage", ["[" * 100_000, "[" * 5_000 + "]" * 5_000, '{"a": ' * 50_000])
-def test_extract_json_on_nesting_too_deep_is_garbage_not_a_crash(garbage):
-    # a small model stuck in a loop: before, RecursionError escaped structured() as a code_error
-    with pytest.raises(ValueError):
-        extract_json("verdict: " + garbage)
+@pytest.mark.parametrize("recursion_limit", [None, 100_000])
+def test_extract_json_on_nesting_too_deep_is_garbage_not_a_crash(garbage, recursion_limit):
+    # a small model stuck in a loop: before, RecursionError escaped structured() as a code_error;
+    # and with the recursion limit a library had raised (grandalf does), 5,000 levels parsed
+    import sys
+    before = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(recursion_limit or before)
+        with pytest.raises(ValueError):
+            extract_json("verdict: " + garbage)
+    finally:
+        sys.setrecursionlimit(before)
+
+
+def test_extract_json_keeps_answers_nested_within_the_bound():
+    from convsim.models import MAX_ANSWER_DEPTH
+    ok = "[" * MAX_ANSWER_DEPTH + "]" * MAX_ANSWER_DEPTH
+    assert extract_json("here: " + ok + " done") is not None
+    assert extract_json(json.dumps({"a": "[" * 80})) == {"a": "[" * 80}  # in a string: text, not nesting
 
 
 def test_extract_json_bounds_its_work_on_unclosed_brackets(monkeypatch):
@@ -131,6 +146,9 @@ def test_extract_json_bounds_its_work_on_unclosed_brackets(monkeypatch):
     monkeypatch.setattr(models, "_DECODER", Counting())
     with pytest.raises(ValueError):
         extract_json("{" * 20_000 + "[" * 20_000)
+    assert starts == []  # nested deeper than MAX_ANSWER_DEPTH: refused before any decoding
+    with pytest.raises(ValueError):
+        extract_json("{x} " * 20_000 + "[x] " * 20_000)  # shallow, and every start fails
     assert len(starts) == 2 * models.MAX_JSON_STARTS
     assert extract_json("{" * 10 + ' {"ok": true} ') == {"ok": True}  # found past the unclosed ones
 

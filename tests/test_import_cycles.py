@@ -111,8 +111,8 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if len(comp) > 1:
                 out.append(sorted(comp))
 
-    import sys
-    sys.setrecursionlimit(10000)
+    # depth <= the number of modules (~150): far below the recursion limit, which is left alone (raised
+    # here, it leaked into every later test of the process)
     for v in sorted(graph):
         if v not in index:
             strong(v)
