@@ -92,3 +92,30 @@ def test_executors_concurrency_and_hash_seed_give_identical_files(tmp_path):
     process = _run(tmp_path, "proc", "--executor", "process", "--workers", "2", hashseed="777")
     assert json.loads(one[1])["n_records"] == 6
     assert one == eight == process
+
+
+PROBE = """
+import json
+from agents.courses.retrievers import BM25Retriever
+from catalog.courses import load_courses
+from evaluation.crs.topics import KeywordTopics
+movies = [{"genre": ["Drama", "War"], "plot": "a soldier and a nurse in a war"},
+          {"genre": ["Comedy"], "plot": "a nurse and a dog"}, {"genre": ["Horror"], "plot": "a dog in a house"}]
+courses = load_courses(None)[:40] + [{"subjectCode": f"X{i}", "subjectName": "common words everywhere",
+                                      "cleanedLearningOutcomes": ["common words"]} for i in range(60)]
+bm25 = BM25Retriever(courses)
+print(json.dumps({"floor": repr(min(bm25.idf.values())), "keywords": sorted(KeywordTopics.from_catalog(movies, n_plot_words=3).keywords)}))
+"""
+
+
+@pytest.mark.parametrize("hashseed", ["1", "2", "3"])
+def test_corpus_statistics_built_from_sets_do_not_follow_string_hashing(hashseed):
+    # BM25's IDF floor summed IDFs in set order, and the keyword topics broke frequency ties in set
+    # order: both follow PYTHONHASHSEED unless ordered (fsum; ties by word, genres sorted)
+    def probe(seed):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
+        proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout)
+    assert probe(hashseed) == probe("0")

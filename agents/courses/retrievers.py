@@ -64,7 +64,8 @@ class BM25Retriever:
         df = Counter(t for d in docs for t in set(d))
         n = len(docs)
         idf = {t: math.log(n - f + 0.5) - math.log(f + 0.5) for t, f in df.items()}
-        floor = epsilon * (sum(idf.values()) / len(idf)) if idf else 0.0
+        # fsum: the terms come in set order (string hashing); a plain sum's last bits followed PYTHONHASHSEED
+        floor = epsilon * (math.fsum(idf.values()) / len(idf)) if idf else 0.0
         self.idf = {t: (v if v >= 0 else floor) for t, v in idf.items()}
 
     def scores(self, query_tokens: list[str]) -> np.ndarray:

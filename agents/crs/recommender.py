@@ -167,7 +167,8 @@ def retrieve(catalog: MovieCatalog, state: dict, history_concepts, n_fresh: int 
         del active[oldest]
         candidates = catalog.search(active)
     shown = set(state["shown"])
-    weights = {(f, v): catalog.idf(f, v) for f, v in history_concepts}
+    # in sorted order: summed per film below, and a set's order (string hashing) changed the last bits
+    weights = {(f, v): catalog.idf(f, v) for f, v in sorted(history_concepts, key=repr)}
 
     def relevance(movie: Movie) -> float:
         return sum(w for (f, v), w in weights.items() if v in movie.values(f))

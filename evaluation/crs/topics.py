@@ -120,7 +120,7 @@ class KeywordTopics:
 
     def __init__(self, keywords: Sequence[str]):
         self.keywords = frozenset(k.lower() for k in keywords if k)
-        multi = sorted((k for k in self.keywords if " " in k), key=len, reverse=True)
+        multi = sorted((k for k in self.keywords if " " in k), key=lambda k: (-len(k), k))  # not set order
         self._multi = [(k, re.compile(rf"(?<!\w){re.escape(k)}(?!\w)")) for k in multi]
 
     @classmethod
@@ -131,7 +131,9 @@ class KeywordTopics:
             genres.update(g.lower() for g in ((m.get("genre") if isinstance(m, dict) else m.genres) or []))
             plot = doc.lower()
             df.update({w for w in _WORD.findall(plot) if w not in _STOP and w not in _sklearn_stop()})
-        return cls([*genres, *(w for w, _ in df.most_common(n_plot_words))])
+        # ties broken by word, genres sorted: both came in set order, which follows string hashing
+        top = sorted(df.items(), key=lambda item: (-item[1], item[0]))[:n_plot_words]
+        return cls([*sorted(genres), *(w for w, _ in top)])
 
     def topics(self, text: str) -> frozenset[str]:
         low = (text or "").lower()
