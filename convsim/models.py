@@ -18,9 +18,9 @@ import json
 import re
 import threading
 import time
+import weakref
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -412,11 +412,18 @@ class ChatModel:
                                        retries=retries)
 
 
-@lru_cache(maxsize=512)
+_SCHEMA_TEXT: "weakref.WeakKeyDictionary[type, str]" = weakref.WeakKeyDictionary()
+
+
 def schema_json(schema: type[BaseModel]) -> str:
     """``json.dumps(schema.model_json_schema())``, built once per schema class: pydantic takes
-    ~0.3 ms to build it, more than the rest of a model call on the openai path."""
-    return json.dumps(schema.model_json_schema())
+    ~0.3 ms to build it, more than the rest of a model call on the openai path. Held weakly: a
+    class built per case (the course judge's) goes when its case is done (an lru_cache kept the
+    last 512 of them, never hit again)."""
+    text = _SCHEMA_TEXT.get(schema)
+    if text is None:
+        text = _SCHEMA_TEXT[schema] = json.dumps(schema.model_json_schema())
+    return text
 
 
 def cut_answer(exc: BaseException) -> str | None:

@@ -162,3 +162,18 @@ def test_response_cache_replays_without_calling_the_model(fake, tmp_path):
     m2 = ChatModel(spec=parse_model_spec("ollama:fake"), role="crs", cache=cache)
     assert m2.invoke([("user", "hi")]) == "first answer"
     assert backend.calls == 1 and m2.calls[0]["cache_hit"] is True and len(cache) == 1
+
+
+def test_a_schema_built_per_case_is_not_kept_after_it():
+    import gc
+    import weakref
+
+    from pydantic import create_model
+
+    from convsim.models import schema_json
+    schema = create_model("PerCase", score=(int, ...))
+    assert '"score"' in schema_json(schema) and schema_json(schema) is schema_json(schema)  # built once
+    gone = weakref.ref(schema)
+    del schema
+    gc.collect()
+    assert gone() is None
