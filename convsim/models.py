@@ -14,6 +14,7 @@ which records every call (tokens, latency, cache hit) and the settings it ran wi
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -21,7 +22,7 @@ import time
 import weakref
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import BaseModel, ValidationError
 
@@ -267,7 +268,7 @@ class ChatModel:
     # often the session sent each request (shared by its handles, like ``calls``): a session reads only
     # what the same session sent before (an earlier run of it), never another session's answer
     cache_scope: str = ""
-    cache_seen: dict[str, int] = field(default_factory=dict)
+    cache_seen: dict[str, Iterator[int]] = field(default_factory=dict)
     retry: RetryPolicy | None = None  # the run's retry: section (convsim.retry); None = defaults
     # every ModelUnavailable this handle raised (shared by a session's handles, like ``calls``): the
     # session is an infra_error even when graph code caught the exception and went on (a fallback)
@@ -307,7 +308,8 @@ class ChatModel:
         if self.cache is not None:
             key = self.cache.key(self.spec.settings, msgs, kwargs)
             if self.cache_scope:  # the n-th time this session sends it: a sampled answer is not reused
-                n = self.cache_seen[key] = self.cache_seen.get(key, 0) + 1
+                # setdefault and next() are atomic: parallel tasks of the session never draw the same n
+                n = next(self.cache_seen.setdefault(key, itertools.count(1)))
                 key = self.cache.scoped(key, f"{self.cache_scope}#{n}")
             hit = self.cache.get(key)
             if hit is not None:

@@ -21,7 +21,6 @@ from .store import dumps
 from .tracing import TraceRecorder, append_channels, ordered_calls
 
 
-
 #: the GIL switch interval while sessions run in threads (Python's default is 5 ms)
 SWITCH_INTERVAL_S = 0.001
 
@@ -169,7 +168,8 @@ class _Session:
                   "models": {r: s.settings for r, s in self.vp.models.items()},
                   # n_sessions is the run's size (set from --sessions), not a setting of this session:
                   # left out so that a run extended from 2 to 4 sessions records what a fresh one does
-                  "params": self.vp.params.model_dump(mode="json", exclude={"n_sessions"}), "llm_calls": ordered_calls(self.calls),
+                  "params": self.vp.params.model_dump(mode="json", exclude={"n_sessions"}),
+                  "llm_calls": ordered_calls(self.calls),
                   "elapsed_s": round(time.perf_counter() - self.started, 4)}
         if unit.resume:
             record["forked_from"] = unit.resume["fork"]
