@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class LatencyServer:
     def __init__(self, latency_s: float = 0.05, *, answer: str = "The answer is Paris.",
-                 prompt_tokens: int = 10, completion_tokens: int = 5, max_requests: int = 100_000,
+                 prompt_tokens: int = 10, completion_tokens: int = 5, max_requests: int = 10_000_000,
                  idle_s: float = 120.0, json_answer: str | None = None) -> None:
         self.latency_s, self.answer = latency_s, answer
         self.json_answer = json_answer  # given: the answer to a JSON-mode request (response_format)
