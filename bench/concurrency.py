@@ -10,9 +10,8 @@ is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
   the CPU ms spent per model call (this process and the workers); the same with the sessions
   spread over two worker processes (``--executor process --workers 2``); with ``--steps`` also the
   runner with every fix undone ("before") and with each fix undone alone ("only: ..."): the
-  runner's thread pool, fsync, stream mode, the GIL switch interval, and the model-call path
-  (ChatOpenAI, the SDK's httpx client, a tenacity ``Retrying`` per call, and with ``--judge`` the
-  JSON schema per structured call);
+  runner's thread pool, fsync, stream mode, and the model-call path (ChatOpenAI, the SDK's httpx
+  client, a tenacity ``Retrying`` per call, and with ``--judge`` the JSON schema per structured call);
 * the same work through openevals' ``run_multiturn_simulation`` (one session after another, as its
   users run it), and the ratio convsim / openevals.
 
@@ -176,14 +175,6 @@ class _CustomStream(_Step):
         return [(session._Session, "__init__", init)]
 
 
-class _DefaultSwitchInterval(_Step):
-    """Python's 5 ms GIL switch interval while sessions run in threads (the runner sets 1 ms)."""
-    name = "only: 5 ms GIL switch interval"
-
-    def patches(self):
-        return [(session, "SWITCH_INTERVAL_S", 0.005)]
-
-
 def _chat_openai(spec, timeout: float = 120.0):
     """How an ``openai:`` model was built before: langchain-openai's ChatOpenAI (over the SDK, httpx)."""
     from convsim.openai_client import langchain_equivalent
@@ -258,8 +249,7 @@ class _SchemaPerCall(_Step):
         return [(models, "schema_json", lambda schema: json.dumps(schema.model_json_schema()))]
 
 
-STEPS = (_OldThreadPool, _FsyncEveryRecord, _CustomStream, _DefaultSwitchInterval, _ChatOpenAI, _SdkClient,
-         _TenacityPerCall)
+STEPS = (_OldThreadPool, _FsyncEveryRecord, _CustomStream, _ChatOpenAI, _SdkClient, _TenacityPerCall)
 JUDGE_STEPS = (_SchemaPerCall,)  # only with --judge: the agent makes no structured call
 
 

@@ -33,7 +33,7 @@ from . import limits
 from .config import ExperimentConfig
 from .errors import ConvsimError
 from .plan import plan_run
-from .session import SWITCH_INTERVAL_S, Outcome, Unit, all_sync, run_session_async, run_session_blocking
+from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking
 
 _PLAN: Any = None
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -65,8 +65,6 @@ def _init_worker(config_json: str, parent_pid: int | None = None) -> None:
         die_with_parent(parent_pid)
     cfg = ExperimentConfig.model_validate_json(config_json)
     limits.activate(cfg.limits)  # this worker's share (see limits.worker_share)
-    # a process that only runs sessions, in threads (see convsim.session.thread_switching)
-    sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
     plan = plan_run(cfg)
     saver = None
     if cfg.checkpoint:

@@ -31,8 +31,7 @@ from .textio import load_yaml, make_dir
 from .summary import summarise_run
 from .plan import Plan, plan_run, prepare_checkpoint_db
 from .preflight import preflight
-from .session import (Outcome, Unit, all_sync, run_session_async, run_session_blocking, thread_switching,
-                      trace_path)
+from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking, trace_path
 
 
 def land(outcome: Outcome, plan: Plan, store: RunStore, progress: LiveProgress) -> None:
@@ -183,8 +182,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
                     await run_in_processes(plan, todo, lambda o: land_one(o, progress),
                                            progress.observe, workers=cfg.workers, stop=stopped)
                 else:
-                    with thread_switching(cfg.concurrency):
-                        await _run_bounded(plan, todo, lambda o: land_one(o, progress), progress, stopped)
+                    await _run_bounded(plan, todo, lambda o: land_one(o, progress), progress, stopped)
     finally:
         store.close()
         limits.activate(None)

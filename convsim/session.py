@@ -6,10 +6,8 @@ files; the caller lands the outcome through the run's single writer.
 """
 from __future__ import annotations
 
-import sys
 import time
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -19,30 +17,6 @@ from .models import ChatModel, ModelUnavailable
 from .status import Status
 from .store import dumps
 from .tracing import TraceRecorder, append_channels, ordered_calls
-
-
-#: the GIL switch interval while sessions run in threads (Python's default is 5 ms)
-SWITCH_INTERVAL_S = 0.001
-
-
-@contextmanager
-def thread_switching(concurrency: int):
-    """A 1 ms GIL switch interval while ``concurrency`` > 1 sessions share the process, then the
-    previous one again.
-
-    A session thread whose model answer has arrived waits for the GIL; with the default 5 ms it
-    waits behind whichever thread is running Python (a graph step, a JSON encoding) for up to 5 ms,
-    a tenth of a 50 ms model call. Measured with bench/concurrency.py (32 sessions in flight,
-    50 ms per call), ``only: 5 ms GIL switch interval`` against ``after: every fix``.
-    It changes when threads take turns, never what a session computes.
-    """
-    previous = sys.getswitchinterval()
-    if concurrency > 1:
-        sys.setswitchinterval(min(previous, SWITCH_INTERVAL_S))
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
 
 
 @dataclass

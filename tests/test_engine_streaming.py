@@ -54,27 +54,3 @@ def test_a_line_cut_short_by_a_crash_is_dropped(tmp_path):
     assert (tmp_path / "results.jsonl").read_text() == good + "\n"
     (tmp_path / "results.jsonl").write_text('{"variant": "v", "session_id": "only-a-fragment"')
     assert RunStore(tmp_path).records() == []
-
-
-def test_sessions_in_threads_run_with_a_short_gil_switch_interval_and_give_it_back(tmp_path, monkeypatch):
-    # a session thread whose model answer arrived waits less for the GIL; the caller's interval returns
-    import sys
-
-    from convsim import session as session_module
-    from convsim.config import config_from_dict
-    from convsim.runner import run
-    seen: list[float] = []
-    real = session_module.run_session_blocking
-
-    def spy(*args, **kwargs):
-        seen.append(sys.getswitchinterval())
-        return real(*args, **kwargs)
-    monkeypatch.setattr("convsim.runner.run_session_blocking", spy)
-    before = sys.getswitchinterval()
-    for concurrency, expected in ((4, session_module.SWITCH_INTERVAL_S), (1, before)):
-        seen.clear()
-        run(config_from_dict({"graph": "hello_chat", "sessions": 4, "out_dir": str(tmp_path),
-                              "run_id": f"c{concurrency}", "concurrency": concurrency, "analysis": []}),
-            analyze=False)
-        assert seen and set(seen) == {expected}
-        assert sys.getswitchinterval() == before
