@@ -104,7 +104,8 @@ movies = [{"genre": ["Drama", "War"], "plot": "a soldier and a nurse in a war"},
 courses = load_courses(None)[:40] + [{"subjectCode": f"X{i}", "subjectName": "common words everywhere",
                                       "cleanedLearningOutcomes": ["common words"]} for i in range(60)]
 bm25 = BM25Retriever(courses)
-print(json.dumps({"floor": repr(min(bm25.idf.values())), "keywords": sorted(KeywordTopics.from_catalog(movies, n_plot_words=3).keywords)}))
+keywords = sorted(KeywordTopics.from_catalog(movies, n_plot_words=3).keywords)
+print(json.dumps({"floor": repr(min(bm25.idf.values())), "keywords": keywords}))
 """
 
 

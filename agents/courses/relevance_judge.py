@@ -10,8 +10,10 @@ A case's scores are cached on disk (:class:`JudgeCache`) under a hash of everyth
 holds (question, skill, the courses in the order shown) plus prompt version, model settings and
 iteration, so a second identical run calls no model. The cache is per prompt, not per course:
 with per-course entries a session whose courses were partly judged before (by another variant or
-session of the run) sent only the rest, so its scores depended on which sessions ran first. With model ``none`` a lexical heuristic judge scores instead, labelled
-``heuristic`` in every score it writes.
+session of the run) sent only the rest, so its scores depended on which sessions ran first.
+
+With model ``none`` a lexical heuristic judge scores instead, labelled ``heuristic`` in every
+score it writes.
 """
 from __future__ import annotations
 
@@ -126,7 +128,7 @@ def heuristic_score(question: str, skill: str, course: dict) -> tuple[int, str]:
 
 
 class JudgeCache:
-    """Scores on disk in SQLite, one row per (question, skill, course, prompt, model, iteration) key.
+    """Scores on disk in SQLite, one row per prompt (:func:`batch_key`): a case's scores by course code.
 
     Open it with :meth:`at`: one instance per file and process, so concurrent sessions share it
     instead of each opening (and switching to WAL) the file again. A connection per operation,
