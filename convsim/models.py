@@ -234,11 +234,14 @@ def extract_json(text: str) -> Any:
     candidates = [m.group(1) for m in _JSON_BLOCK.finditer(text)] + [text]
     for cand in candidates:
         cand = cand.strip()
-        if _too_deep_at(cand, MAX_ANSWER_DEPTH) is not None:
-            # deeper than any answer schema: garbage. json's own limit is the interpreter's recursion
-            # limit, which libraries raise (grandalf, jedi): a 5,000-deep answer then parsed, and a
-            # deeper one could overflow the C stack
-            continue
+        if cand.count("[") + cand.count("{") > MAX_ANSWER_DEPTH:  # else it cannot be too deep
+            # nesting deeper than any answer schema is garbage: the text is cut before it (a valid
+            # answer followed by a looping model's brackets is kept). json's own limit is the
+            # interpreter's recursion limit, which libraries raise (grandalf, jedi): a 5,000-deep
+            # answer then parsed, and a deeper one could overflow the C stack
+            at = _too_deep_at(cand, MAX_ANSWER_DEPTH)
+            if at is not None:
+                cand = cand[:at]
         try:
             return json.loads(cand)
         except (ValueError, RecursionError):

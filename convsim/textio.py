@@ -93,7 +93,7 @@ def _too_deep_at(text: str, max_depth: int) -> int | None:
             depth += 1
             if depth > max_depth:
                 return m.start()
-        elif tok in "]}":
+        elif tok in "]}" and depth:  # a stray closer does not earn extra depth for what follows
             depth -= 1
     return None
 

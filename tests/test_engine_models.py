@@ -146,7 +146,9 @@ def test_extract_json_bounds_its_work_on_unclosed_brackets(monkeypatch):
     monkeypatch.setattr(models, "_DECODER", Counting())
     with pytest.raises(ValueError):
         extract_json("{" * 20_000 + "[" * 20_000)
-    assert starts == []  # nested deeper than MAX_ANSWER_DEPTH: refused before any decoding
+    # cut before the first bracket deeper than MAX_ANSWER_DEPTH: what is left is decoded, boundedly
+    assert len(starts) <= models.MAX_JSON_STARTS
+    starts.clear()
     with pytest.raises(ValueError):
         extract_json("{x} " * 20_000 + "[x] " * 20_000)  # shallow, and every start fails
     assert len(starts) == 2 * models.MAX_JSON_STARTS
@@ -177,3 +179,19 @@ def test_a_schema_built_per_case_is_not_kept_after_it():
     del schema
     gc.collect()
     assert gone() is None
+
+
+@pytest.mark.parametrize("tail", ["[" * 70, "{" * 100, "[" * 5_000 + "]" * 5_000])
+def test_an_answer_followed_by_a_looping_models_brackets_is_kept(tail):
+    assert extract_json('{"score": 2, "reason": "ok"} then ' + tail) == {"score": 2, "reason": "ok"}
+
+
+def test_stray_closing_brackets_do_not_hide_deep_nesting():
+    import sys
+    before = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(100_000)
+        with pytest.raises(ValueError):
+            extract_json("oops " + "]" * 5_000 + " " + "[" * 5_000 + "]" * 5_000)
+    finally:
+        sys.setrecursionlimit(before)
