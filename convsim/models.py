@@ -202,17 +202,23 @@ def _to_messages(messages) -> list:
     return out
 
 
-def _current_task() -> tuple[str | None, int | None, int | None]:
-    """The calling graph task: its node, superstep and, for a ``Send`` task, its index among the
-    step's sends (``None``s outside a graph run)."""
+def _current_task() -> tuple[str | None, int | None, int | None, str | None]:
+    """The calling graph task: the session graph's node running it, LangGraph's step number, the
+    index of a ``Send`` task among its superstep's sends, and the inner node when the call is made
+    inside a subgraph (``None``s outside a graph run)."""
     try:
         from langgraph.config import get_config
         metadata = get_config().get("metadata", {})
     except Exception:  # outside a graph run
-        return None, None, None
+        return None, None, None, None
+    node = metadata.get("langgraph_node")
+    namespace = str(metadata.get("langgraph_checkpoint_ns") or "").split("|")
+    inner = node if len(namespace) > 1 else None
+    top = namespace[0].partition(":")[0] or node
     path = metadata.get("langgraph_path") or ()
-    push = path[1] if len(path) > 1 and path[0] == "__pregel_push" and isinstance(path[1], int) else None
-    return metadata.get("langgraph_node"), metadata.get("langgraph_step"), push
+    push = (path[1] if inner is None and len(path) > 1 and path[0] == "__pregel_push"
+            and isinstance(path[1], int) else None)
+    return top, metadata.get("langgraph_step"), push, inner
 
 
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -294,10 +300,10 @@ class ChatModel:
 
     def _record(self, *, purpose, started, message, ok, cache_hit=False, error=None) -> None:
         usage = getattr(message, "usage_metadata", None) or {}
-        node, step, task = _current_task()
+        node, step, task, inner = _current_task()
         self.calls.append({
             "role": self.role, "model": self.spec.spec, "purpose": purpose, "node": node, "step": step,
-            "task": task,
+            "task": task, **({"subgraph_node": inner} if inner is not None else {}),
             "prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens"),
             "latency_s": round(time.perf_counter() - started, 6), "cache_hit": cache_hit, "ok": ok,
             "error": error,

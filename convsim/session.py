@@ -58,6 +58,7 @@ class _Session:
         cfg, self.vp = plan.config, plan.variants[unit.variant]
         self.plan, self.unit, self.observe = plan, unit, observe
         self.calls: list[dict] = []
+        self.call_marks: list[int] = []  # len(self.calls) as each superstep ended (see ordered_calls)
         self.unavailable: list[str] = []  # each ModelUnavailable a handle raised, caught or not
         scope, seen = f"{unit.variant}/{unit.session_id}/t{unit.trial}", {}
         models = {role: ChatModel(spec=spec, role=role, calls=self.calls, cache=plan.cache, retry=cfg.retry,
@@ -91,6 +92,7 @@ class _Session:
     def handle(self, mode: str, chunk: Any) -> None:
         if mode == "values":
             self.final = chunk
+            self.call_marks.append(len(self.calls))  # a superstep ended: its calls are all in
             if self.recorder:
                 self.recorder.on_values(chunk)
         elif mode == "updates":
@@ -143,7 +145,7 @@ class _Session:
                   # n_sessions is the run's size (set from --sessions), not a setting of this session:
                   # left out so that a run extended from 2 to 4 sessions records what a fresh one does
                   "params": self.vp.params.model_dump(mode="json", exclude={"n_sessions"}),
-                  "llm_calls": ordered_calls(self.calls),
+                  "llm_calls": ordered_calls(self.calls, self.call_marks),
                   "elapsed_s": round(time.perf_counter() - self.started, 4)}
         if unit.resume:
             record["forked_from"] = unit.resume["fork"]

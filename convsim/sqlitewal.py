@@ -32,8 +32,8 @@ def switch_to_wal(conn: sqlite3.Connection, path: str | Path, *, what: str = "SQ
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while True:
         try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
-                return
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() in ("wal", "memory"):
+                return  # an in-memory database (":memory:") has no WAL to switch to
             if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() == "wal":
                 return
         except sqlite3.OperationalError as exc:

@@ -56,22 +56,27 @@ def apply_change(value: Any, change: dict) -> Any:
     return change["after"]
 
 
-def ordered_calls(calls: list[dict]) -> list[dict]:
-    """``calls`` with the calls of one superstep ordered by task (node, then send index), each
-    task's own calls in the order it made them. Parallel tasks (a fan-out over group members) run in
-    LangGraph's threads and record their calls as they finish: without this, the order in a record
-    or a trace followed thread scheduling."""
+def superstep_calls(calls: list[dict]) -> list[dict]:
+    """The calls made during one superstep of the session's graph, ordered by task (node, then send
+    index), each task's own calls in the order it made them. Parallel tasks (a fan-out over group
+    members) run in LangGraph's threads and record their calls as they finish: without this, the
+    order in a record or a trace followed thread scheduling."""
+    if len(calls) < 2:
+        return list(calls)
+    return sorted(calls, key=lambda c: (c.get("node") or "", -1 if c.get("task") is None else c["task"]))
+
+
+def ordered_calls(calls: list[dict], marks: list[int]) -> list[dict]:
+    """A session's calls, each superstep's in task order (:func:`superstep_calls`). ``marks``: how
+    many calls had been made when each superstep ended (the session notes it as each ``values``
+    chunk arrives). The superstep comes from the stream, not from a call's ``step``: inside a subgraph
+    that is the subgraph's own step number, which can equal an earlier superstep's."""
     out: list[dict] = []
-    i = 0
-    while i < len(calls):
-        j = i + 1
-        while j < len(calls) and calls[j].get("step") == calls[i].get("step"):
-            j += 1
-        group = calls[i:j]
-        if len(group) > 1 and calls[i].get("step") is not None:
-            group = sorted(group, key=lambda c: (c.get("node") or "", -1 if c.get("task") is None else c["task"]))
-        out.extend(group)
-        i = j
+    start = 0
+    for end in [*marks, len(calls)]:
+        if end > start:
+            out.extend(superstep_calls(calls[start:end]))
+            start = end
     return out
 
 
@@ -239,7 +244,7 @@ class TraceRecorder:
                 self._seen_values = True
             return
         self._seen_values = True
-        new_calls = ordered_calls(self._calls[self._calls_seen:])
+        new_calls = superstep_calls(self._calls[self._calls_seen:])
         self._calls_seen = len(self._calls)
         changes: dict[str, str] = {}
         for _, update, _ in self._pending:
@@ -260,9 +265,10 @@ class TraceRecorder:
         """The session ended on an exception: one ``failure`` line after the last finished step,
         with the error and the model calls made since (the failed attempts of an outage included),
         named by the node that made them when they say so."""
-        new_calls = ordered_calls(self._calls[self._calls_seen:])
+        made = self._calls[self._calls_seen:]
+        new_calls = superstep_calls(made)
         self._calls_seen = len(self._calls)
-        node = next((c["node"] for c in reversed(new_calls) if c.get("node")), None)
+        node = next((c["node"] for c in reversed(made) if c.get("node")), None)  # the last call made
         self._lines.append(dumps({"type": "failure", "step": len(self._lines), "superstep": self._superstep,
                                   "turn": self._turn, "node": node, "error": error[:4000],
                                   "llm_calls": new_calls}))

@@ -34,3 +34,58 @@ def test_parallel_member_calls_are_recorded_in_task_order(tmp_path):
     order = [(c["step"], c["node"], c["task"]) for c in a]
     assert order == sorted(order)
     assert [(c["purpose"], c["step"], c["task"]) for c in a] == [(c["purpose"], c["step"], c["task"]) for c in b]
+
+
+def test_a_subgraphs_calls_stay_after_the_supersteps_before_it():
+    # inside a subgraph LangGraph's step restarts: a call there reported step 1, like the parent's
+    # first superstep, and ordering by step put it first
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from convsim.models import _current_task
+    from convsim.tracing import ordered_calls
+
+    calls: list[dict] = []
+
+    def record(label):
+        node, step, task, inner = _current_task()
+        calls.append({"label": label, "node": node, "step": step, "task": task, "subgraph_node": inner})
+
+    class S(TypedDict, total=False):
+        x: int
+
+    def inner_node(state):
+        record("second")
+        return {"x": 2}
+
+    def plan(state):
+        record("first")
+        return {"x": 1}
+    sub = StateGraph(S)
+    sub.add_node("inner_node", inner_node)
+    sub.add_edge(START, "inner_node")
+    sub.add_edge("inner_node", END)
+    graph = StateGraph(S)
+    graph.add_node("zzz_plan", plan)  # a name that sorts after the subgraph node's
+    graph.add_node("sub", sub.compile())
+    graph.add_edge(START, "zzz_plan")
+    graph.add_edge("zzz_plan", "sub")
+    graph.add_edge("sub", END)
+    marks = [len(calls) for _ in graph.compile().stream({"x": 0}, stream_mode="values")]
+    assert [c["step"] for c in calls] == [1, 1]  # the subgraph's own step number
+    assert [c["label"] for c in ordered_calls(calls, marks)] == ["first", "second"]
+    assert calls[1]["node"] == "sub" and calls[1]["subgraph_node"] == "inner_node"
+
+
+def test_the_failure_line_names_the_node_whose_call_came_last():
+    from convsim.tracing import TraceRecorder
+    calls: list[dict] = []
+    recorder = TraceRecorder({"x": 0}, calls)
+    recorder.on_values({"x": 0})
+    calls.append({"node": "beta", "step": 1, "task": None, "ok": True, "error": None})
+    calls += [{"node": "alpha", "step": 1, "task": None, "ok": False, "error": "ConnectError"}] * 2
+    recorder.on_failure("ModelUnavailable: alpha's model is down")
+    failure = [json.loads(line) for line in recorder.render().splitlines() if '"failure"' in line][0]
+    assert failure["node"] == "alpha"
+    assert [c["node"] for c in failure["llm_calls"]] == ["alpha", "alpha", "beta"]  # listed in task order

@@ -70,3 +70,10 @@ def test_every_opener_of_a_fresh_file_ends_in_wal_mode(tmp_path):
 
     assert _open_together(open_one, trials=40) == []
     assert sqlite3.connect(tmp_path / "c0.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_an_in_memory_response_cache_opens_at_once():
+    # ":memory:" answers journal mode "memory": the switch loop waited 30 s for a WAL that never comes
+    cache = ResponseCache(":memory:")
+    cache.put("k", {"content": "x"})
+    assert cache.get("k") == {"content": "x"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
@@ -40,10 +41,10 @@ def turn_pairs(transcript: Sequence[Mapping]) -> list[tuple[Mapping, Mapping]]:
     return pairs
 
 
-_MISSES: dict[tuple[object, str], np.ndarray] = {}  # encodings of texts outside the dialogue (topic joins)
-# keyed by the embedder itself, not its id(): an id is reused once its embedder is collected, and the
-# next embedder there (another corpus, another dimension) would read the old one's vectors
-_MISSES_MAX = 100_000
+# encodings of texts outside the dialogue (topic joins), per embedder: held weakly, so they go with their
+# embedder (keyed by id(embedder), an id reused after collection read the old embedder's vectors)
+_MISSES: "weakref.WeakKeyDictionary[object, dict[str, np.ndarray]]" = weakref.WeakKeyDictionary()
+_MISSES_MAX = 100_000  # texts memoised per embedder
 
 
 class VectorSim:
@@ -64,12 +65,14 @@ class VectorSim:
         i = self.index.get(text)
         if i is not None:
             return self.vectors[i]
-        key = (self.embedder, text)
-        vec = _MISSES.get(key)
+        memo = _MISSES.get(self.embedder)
+        if memo is None:
+            memo = _MISSES.setdefault(self.embedder, {})
+        vec = memo.get(text)
         if vec is None:
-            if len(_MISSES) >= _MISSES_MAX:
-                _MISSES.clear()
-            vec = _MISSES[key] = self.embedder.encode([text])[0]
+            if len(memo) >= _MISSES_MAX:
+                memo.clear()
+            vec = memo[text] = self.embedder.encode([text])[0]
         return vec
 
     def __call__(self, a: str, b: str) -> float:
