@@ -22,6 +22,7 @@ An ``ImportError`` (a missing optional extra) keeps its message, which carries t
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,34 @@ def _as_input_error(exc: Exception, plan: Any, variant: str, step: str) -> Convs
                         file=plan.config.graph, field=step)
 
 
+def defines(spec: Any, name: str) -> bool | None:
+    """Whether the module of ``spec`` binds ``name`` at its top level, read from its source without
+    importing it (a hook's module may need an optional extra the run itself does not): a ``def``, a
+    ``class``, an assignment or an import. ``None`` when the source cannot tell (no source file, a
+    syntax error, a module-level ``__getattr__`` or ``import *``)."""
+    origin = getattr(spec, "origin", None)
+    if not origin or not str(origin).endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    bound: set[str] = set()
+    for node in ast.walk(tree):  # nested scopes too: a name bound under an `if` or `try` counts
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                bound.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+    if "__getattr__" in bound:
+        return None
+    return name in bound
+
+
 def preflight(plan: Any) -> None:
     """Validate the plan's inputs; raises ConvsimError. Appends count warnings to ``plan.warnings``."""
     module, cfg = plan.module, plan.config
@@ -52,6 +81,10 @@ def preflight(plan: Any) -> None:
             found = False
         if not found:
             raise ConvsimError(f"analysis hook {analysis!r}: no module {mod_name!r}", field="analysis")
+        fn_name = analysis.partition(":")[2] or "main"
+        if defines(importlib.util.find_spec(mod_name), fn_name) is False:
+            raise ConvsimError(f"analysis hook {analysis!r}: module {mod_name!r} defines no {fn_name!r}",
+                               field="analysis")
     emb = cfg.embedder
     if emb.startswith("st:") and emb != "st:minilm" and not Path(emb[3:]).is_dir():
         raise ConvsimError(f"no sentence-transformers model directory at {emb[3:]}", file=emb[3:], field="embedder")

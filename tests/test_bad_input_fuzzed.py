@@ -205,6 +205,10 @@ def test_a_prefix_for_a_graph_without_scripted_turns_and_a_misspelled_hook(tmp_p
     cfg = tmp_path / "c.yaml"
     cfg.write_text("graph: hello_chat\nanalysis: ['evaluaton.analysis:analyze_run']\n")
     one_line(["run", cfg, *RUN, "--out", tmp_path / "runs"], "field analysis", "no module 'evaluaton.analysis'")
+    # the module exists, the function is misspelled: before, a warning after the whole run
+    cfg.write_text("graph: hello_chat\nanalysis: ['evaluation.analysis:analyse_run']\n")
+    one_line(["run", cfg, *RUN, "--out", tmp_path / "runs"], "field analysis",
+             "module 'evaluation.analysis' defines no 'analyse_run'")
     assert not (tmp_path / "runs").exists()
 
 
@@ -241,3 +245,22 @@ def test_trace_with_an_unknown_key_is_bad_input(tmp_path):
     assert cli("run", "hello_chat", "--sessions", "1", "--quiet", "--no-analysis", "--out", out, "--run-id", "r")[0] == 0
     one_line(["trace", out / "r", "s000", "--key", "nope.x"], "field key", "no state key 'nope'")
     assert cli("trace", out / "r", "s000", "--key", "transcript")[0] == 0
+
+
+def test_a_hook_function_is_found_in_the_module_source_without_importing_it(tmp_path):
+    from types import SimpleNamespace
+
+    from convsim.preflight import defines
+    src = tmp_path / "hooks.py"
+    src.write_text("import optional_extra_not_installed as heavy\nfrom os.path import join as joined\n"
+                   "def report(run_dir): pass\nclass Figures: pass\nsummary = report\n"
+                   "try:\n    def maybe(run_dir): pass\nexcept ImportError:\n    pass\n")
+    spec = SimpleNamespace(origin=str(src))
+    for name in ("report", "Figures", "summary", "joined", "heavy", "maybe"):
+        assert defines(spec, name) is True, name
+    assert defines(spec, "reprot") is False
+    src.write_text("def __getattr__(name): ...\n")
+    assert defines(spec, "anything") is None  # a module-level __getattr__ may provide it
+    src.write_text("from os.path import *\n")
+    assert defines(spec, "join") is None
+    assert defines(SimpleNamespace(origin="built-in"), "x") is None
