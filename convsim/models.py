@@ -27,7 +27,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ValidationError
 
 from .errors import ConvsimError
-from .textio import _too_deep_at
+from .textio import too_deep_at
 from .retry import RetryPolicy, call_with_retry, infra_fault
 
 PROVIDERS = ("none", "ollama", "openai", "llamacpp")
@@ -245,7 +245,7 @@ def extract_json(text: str) -> Any:
             # answer followed by a looping model's brackets is kept). json's own limit is the
             # interpreter's recursion limit, which libraries raise (grandalf, jedi): a 5,000-deep
             # answer then parsed, and a deeper one could overflow the C stack
-            at = _too_deep_at(cand, MAX_ANSWER_DEPTH)
+            at = too_deep_at(cand, MAX_ANSWER_DEPTH)
             if at is not None:
                 cand = cand[:at]
         try:

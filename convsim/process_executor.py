@@ -21,7 +21,6 @@ import multiprocessing
 import os
 import pickle
 import signal
-import sqlite3
 import sys
 import threading
 import time
@@ -34,6 +33,7 @@ from .config import ExperimentConfig
 from .errors import ConvsimError
 from .plan import plan_run
 from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking
+from .sqlitewal import connect
 
 _PLAN: Any = None
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -70,8 +70,7 @@ def _init_worker(config_json: str, parent_pid: int | None = None) -> None:
     if cfg.checkpoint:
         from langgraph.checkpoint.sqlite import SqliteSaver
         # the parent made the tables and switched the file to WAL (plan.prepare_checkpoint_db)
-        conn = sqlite3.connect(plan.run_dir / "checkpoints.sqlite", check_same_thread=False, timeout=30)
-        conn.execute("PRAGMA busy_timeout=30000")
+        conn = connect(plan.run_dir / "checkpoints.sqlite", check_same_thread=False)
         saver = SqliteSaver(conn)
         saver.is_setup = True
     for vp in plan.variants.values():

@@ -84,7 +84,7 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
     return decode_utf8(read_bytes(path, what=what), file=path)
 
 
-def _too_deep_at(text: str, max_depth: int) -> int | None:
+def too_deep_at(text: str, max_depth: int) -> int | None:
     """Offset of the first bracket that opens nesting level ``max_depth + 1``, or None."""
     depth = 0
     for m in _JSON_TOKENS.finditer(text):
@@ -119,7 +119,7 @@ def parse_json(text: str, *, file: object, record: object = None, max_depth: int
         return f"column {col}" if record is not None else f"line {line}, column {col}"
 
     def too_deep() -> ConvsimError:
-        at = _too_deep_at(text, max_depth)
+        at = too_deep_at(text, max_depth)
         pos = f" at {where(at)}" if at is not None else ""
         return ConvsimError(f"JSON nested more than {max_depth} levels deep{pos}", file=file, record=record)
 
