@@ -173,6 +173,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                           limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
                                   "max_tokens": max_tokens})
     except BudgetReached as exc:
+        if not quiet and exc.run_dir is not None:
+            print_summary(exc.run_dir)  # what the finished sessions scored and spent
         err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(3) from None
     except KeyboardInterrupt:

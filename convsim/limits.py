@@ -3,10 +3,15 @@
 * ``max_in_flight``: at most this many calls in flight per model server (base URL; one slot
   pool per Ollama host, per OpenAI-compatible ``base_url``, per in-process llama.cpp file);
 * ``rpm``: calls started at least 60/rpm seconds apart, per server (paced, no bursts);
-* ``max_calls`` / ``max_tokens``: a budget for the run attempt. The call that would exceed it is
-  not made: it raises :class:`BudgetExhausted` (a ``ModelUnavailable``, so the session becomes an
-  infrastructure outcome, kept out of the results and run again on resume), the runner starts no
-  new session, and the command ends with exit code 3. Finished sessions are kept.
+* ``max_calls`` / ``max_tokens``: a budget for the run attempt. A call is made only while the budget
+  is not spent: the first call past it raises :class:`BudgetExhausted` (a ``ModelUnavailable``, so
+  the session becomes an infrastructure outcome, kept out of the results and run again on resume,
+  even when graph code catches it), the runner starts no new session, and the command ends with
+  exit code 3. Finished sessions are kept. ``max_calls`` is exact in one process. Tokens are known
+  only when an answer arrives, so the calls already in flight when ``max_tokens`` is reached add
+  theirs (the stop line gives what the attempt spent); an answer cut at the model's own
+  ``max_tokens`` counts its tokens too, and under ``max_tokens`` an answer without token usage
+  stops the run, since the budget can no longer be kept.
 
 The limits are process-wide (threads and asyncio tasks alike take the same locks; async model
 calls reach the server through the same sync path in a worker thread). Process and Ray workers
@@ -31,7 +36,8 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     max_in_flight: int | None = Field(default=None, ge=1, description="calls in flight per server")
-    rpm: float | None = Field(default=None, gt=0, description="calls started per minute per server")
+    rpm: float | None = Field(default=None, gt=0, allow_inf_nan=False,
+                              description="calls started per minute per server")
     max_calls: int | None = Field(default=None, ge=1, description="model calls for the run attempt")
     max_tokens: int | None = Field(default=None, ge=1, description="prompt + completion tokens")
 
@@ -53,8 +59,28 @@ def budget_reason(outcome: Any) -> str | None:
     return text.split(BUDGET_PREFIX, 1)[1].splitlines()[0].strip() if BUDGET_PREFIX in text else None
 
 
+class Spent:
+    """Model calls sent and tokens spent by the sessions landed in a run attempt (``Outcome.spent``,
+    counted where each session ran: cache hits cost nothing)."""
+
+    def __init__(self) -> None:
+        self.calls = self.tokens = 0
+
+    def add(self, spent: tuple[int, int]) -> None:
+        self.calls += spent[0]
+        self.tokens += spent[1]
+
+    def __str__(self) -> str:
+        return f"{self.calls} calls, {self.tokens} tokens"
+
+
 class BudgetReached(Exception):
-    """Raised by the runner after landing everything, when the budget stopped the run (exit code 3)."""
+    """Raised by the runner after landing everything, when the budget stopped the run (exit code 3);
+    ``run_dir``: the run, whose summary is written."""
+
+    def __init__(self, message: str, run_dir: Any = None) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
 
 
 def server_key(spec: Any) -> str:
@@ -106,16 +132,23 @@ class RunLimits:
                 if lim.max_calls is not None and self.calls >= lim.max_calls:
                     self.exhausted = f"max_calls={lim.max_calls} reached"
                 elif lim.max_tokens is not None and self.tokens >= lim.max_tokens:
-                    self.exhausted = f"max_tokens={lim.max_tokens} reached ({self.tokens} tokens used)"
+                    self.exhausted = f"max_tokens={lim.max_tokens} reached"
             if self.exhausted is not None:
                 raise BudgetExhausted(f"{BUDGET_PREFIX}{self.exhausted}")
             self.calls += 1
 
-    def charge(self, message: Any) -> None:
+    def charge(self, message: Any, spec: Any = None) -> None:
+        """Count a served answer's tokens. Under a token budget, an answer without token usage
+        spends the budget: the budget cannot be kept, so no further call is made (one line says why)."""
         usage = getattr(message, "usage_metadata", None) or {}
-        used = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+        prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
         with self._lock:
-            self.tokens += used
+            self.tokens += (prompt or 0) + (completion or 0)
+            if (prompt is None and completion is None and self.limits.max_tokens is not None
+                    and self.exhausted is None):
+                server = server_key(spec) if spec is not None else "the server"
+                self.exhausted = (f"max_tokens={self.limits.max_tokens} cannot be kept: {server} answered "
+                                  "without token usage (set max_calls instead)")
 
     @contextmanager
     def call(self, spec: Any):
@@ -147,7 +180,7 @@ def model_call(spec: Any):
         yield None
         return
     with run_limits.call(spec):
-        yield run_limits.charge
+        yield lambda message: run_limits.charge(message, spec)
 
 
 def worker_share(limits: Limits | None, workers: int) -> Limits | None:

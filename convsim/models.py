@@ -334,7 +334,12 @@ class ChatModel:
             try:
                 with (call_guard(self.spec) if call_guard is not None else nullcontext()) as charge:
                     started = time.perf_counter()  # latency is the server's, not the wait for a slot
-                    msg = _backend(self.spec, policy.timeout).invoke(msgs, **kwargs)
+                    try:
+                        msg = _backend(self.spec, policy.timeout).invoke(msgs, **kwargs)
+                    except Exception as exc:  # noqa: BLE001 — re-raised below
+                        if charge is not None and cut_answer(exc) is not None:
+                            charge(_cut_usage(exc))  # served, then cut at max_tokens: its tokens count
+                        raise
                     if charge is not None:
                         charge(msg)
                 return msg, started
@@ -349,6 +354,9 @@ class ChatModel:
         try:
             msg, started = call_with_retry(call, policy)
         except Exception as exc:  # noqa: BLE001 — classify then re-raise
+            if isinstance(exc, ModelUnavailable):  # the run budget refused the call (convsim.limits)
+                self.unavailable.append(str(exc))  # an infra_error even if graph code catches it
+                raise
             kind = infra_fault(exc)
             if kind is not None:
                 unavailable = ModelUnavailable(f"{self.spec.spec} (role {self.role}): {kind} after "

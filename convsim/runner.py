@@ -152,10 +152,12 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     todo = (u for u in plan.iter_units() if u.key not in done)
     run_limits = limits.activate(cfg.limits)
     budget_cut: list[str] = []  # why a worker's budget stopped a session (process and Ray workers hold their own)
+    spent = limits.Spent()  # what this attempt's landed sessions spent, whichever process made the calls
 
     def land_one(outcome: Outcome, progress: LiveProgress) -> None:
         if (why := limits.budget_reason(outcome)) is not None:
             budget_cut.append(why)
+        spent.add(outcome.spent)
         land(outcome, plan, store, progress)
 
     def stopped() -> bool:
@@ -193,8 +195,8 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         left = "" if total_planned is None else f", {max(0, total_planned - kept)} left"
         why = (run_limits.exhausted if run_limits and run_limits.exhausted
                else f"a worker's share was spent: {budget_cut[0]}")
-        raise limits.BudgetReached(f"run budget reached ({why}): {kept} sessions kept in "
-                                   f"{plan.run_dir}{left}; run the same command again to resume")
+        raise limits.BudgetReached(f"run budget reached ({why}; this attempt: {spent}): {kept} sessions kept in "
+                                   f"{plan.run_dir}{left}; run the same command again to resume", plan.run_dir)
     return plan.run_dir
 
 

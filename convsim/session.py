@@ -44,6 +44,7 @@ class Outcome:
     trace: TraceRecorder | None = None
     record_line: str | None = None  # the record as its results.jsonl line, encoded where the session ran
     events: list = field(default_factory=list)  # custom-stream events (for a remote progress bar)
+    spent: tuple[int, int] = (0, 0)  # model calls sent and tokens spent (cache hits excluded): the run budget's view
 
 
 def trace_path(run_dir: Path, variant: str, session_id: str, trial: int) -> Path:
@@ -88,6 +89,16 @@ class _Session:
         self.ctx.event_sink = lambda event: self.handle("custom", event)  # see context.emit_metrics
         self.final: dict = self.init
         self.started = time.perf_counter()
+
+    def earlier_thread(self) -> str | None:
+        """The checkpointer thread of a session that starts from its initial state, whose checkpoints
+        must go first: an earlier attempt of it (cut by an outage or the run budget, or a killed run)
+        left some, and LangGraph would continue that thread, adding the initial input to the state
+        it reached (the transcript of the cut attempt, then the new one). None without a
+        checkpointer, and for a fork, which continues its checkpoint on purpose."""
+        if self.unit.resume or self.vp.compiled.checkpointer is None:
+            return None
+        return self.config["configurable"]["thread_id"]
 
     def handle(self, mode: str, chunk: Any) -> None:
         if mode == "values":
@@ -164,7 +175,13 @@ class _Session:
         # the record and the trace are encoded here, in the session's thread or worker process:
         # the run's single writer (on the event loop, or the driver of a pool) only writes text
         return Outcome(self.unit.key, record=record, error_entry=error_entry, record_line=dumps(record),
-                       trace=self.recorder.close() if self.recorder else None)
+                       trace=self.recorder.close() if self.recorder else None, spent=spent_by(self.calls))
+
+
+def spent_by(calls: list[dict]) -> tuple[int, int]:
+    """Model calls sent to a server and the tokens they spent (cache hits cost nothing)."""
+    sent = [c for c in calls if not c.get("cache_hit")]
+    return len(sent), sum((c.get("prompt_tokens") or 0) + (c.get("completion_tokens") or 0) for c in sent)
 
 
 def graph_checks(module: Any, hook: str, state: dict) -> list[dict]:
@@ -185,6 +202,8 @@ def graph_checks(module: Any, hook: str, state: dict) -> list[dict]:
 def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome:
     """Stream one session with the graph's sync API (every node is a plain function)."""
     s = _Session(plan, unit, observe)
+    if (thread := s.earlier_thread()) is not None:
+        s.vp.compiled.checkpointer.delete_thread(thread)
     try:
         for mode, chunk in s.vp.compiled.stream(s.input, s.config, context=s.ctx, stream_mode=s.modes):
             s.handle(mode, chunk)
@@ -196,6 +215,8 @@ def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) 
 async def run_session_async(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome:
     """Stream one session with the graph's async API (graphs with ``async def`` nodes)."""
     s = _Session(plan, unit, observe)
+    if (thread := s.earlier_thread()) is not None:
+        await s.vp.compiled.checkpointer.adelete_thread(thread)
     try:
         async for mode, chunk in s.vp.compiled.astream(s.input, s.config, context=s.ctx,
                                                        stream_mode=s.modes):

@@ -22,7 +22,7 @@ class UsageTally:
     """Usage of one variant, a record at a time: only counts and the served latencies are kept."""
 
     def __init__(self) -> None:
-        self.sessions = self.calls = self.failed_calls = self.cache_hits = 0
+        self.sessions = self.calls = self.failed_calls = self.cache_hits = self.without_usage = 0
         self.prompt_tokens = self.completion_tokens = 0
         self.served: list[float] = []
 
@@ -34,6 +34,9 @@ class UsageTally:
             self.cache_hits += bool(c.get("cache_hit"))
             self.prompt_tokens += c.get("prompt_tokens") or 0
             self.completion_tokens += c.get("completion_tokens") or 0
+            # answered, but the server said nothing of its tokens: the token sums leave it out
+            self.without_usage += (c.get("ok") is True and c.get("prompt_tokens") is None
+                                   and c.get("completion_tokens") is None)
             if not c.get("cache_hit") and c.get("latency_s") is not None:
                 self.served.append(float(c["latency_s"]))
 
@@ -50,6 +53,7 @@ class UsageTally:
             "cache_hits": self.cache_hits,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "calls_without_usage": self.without_usage,
             "tokens_per_session": rnd(tokens / sessions) if sessions else None,
             "calls_per_session": rnd(self.calls / sessions) if sessions else None,
             "latency_s_total": rnd(sum(served)),
@@ -68,7 +72,7 @@ def usage_table(records: Iterable[Mapping]) -> dict:
 
 
 COLUMNS = (("calls", "calls"), ("failed_calls", "failed"), ("cache_hits", "cached"),
-           ("prompt_tokens", "prompt tok"), ("completion_tokens", "compl. tok"),
+           ("prompt_tokens", "prompt tok"), ("completion_tokens", "compl. tok"), ("calls_without_usage", "no usage"),
            ("latency_s_mean", "mean s"), ("latency_s_p95", "p95 s"))
 
 

@@ -92,7 +92,7 @@ def _run_with(cfg_path, **limits):
 def test_token_budget(tmp_path, server):
     # the server reports 10 + 5 tokens a call: after 3 calls (45 >= 40) the next call is refused
     cfg = config(tmp_path, server, concurrency=1, limits={"max_tokens": 40})
-    with pytest.raises(BudgetReached, match="max_tokens=40"):
+    with pytest.raises(BudgetReached, match=r"max_tokens=40 reached; this attempt: 3 calls, 45 tokens"):
         convsim.run(cfg, run_id="t", analyze=False)
     statuses = sorted(r["status"] for r in RunStore(tmp_path / "runs" / "t").records())
     assert statuses == ["infra_error", "ok"] and server.requests == 3
@@ -129,3 +129,76 @@ def test_worker_share_splits_every_limit():
     share = worker_share(Limits(max_in_flight=5, rpm=90, max_calls=7, max_tokens=100), 2)
     assert share == Limits(max_in_flight=3, rpm=45, max_calls=4, max_tokens=50)
     assert worker_share(Limits(), 4) == Limits()
+
+
+FALLBACK = str(ROOT / "tests" / "data" / "graphs" / "fallback_chat.py")
+
+
+@pytest.mark.parametrize("executor", ["async", "process"])
+def test_a_budget_cut_caught_by_graph_code_is_never_scored(tmp_path, server, executor):
+    # before, the refused call's exception was not noted: a graph that caught it and answered from
+    # rules ended "ok", scored with the fallback's answers; with process workers the driver never
+    # heard of the spent budget and the run exited 0
+    cfg = config(tmp_path, server, graph=FALLBACK, sessions=3, concurrency=1, executor=executor, workers=1)
+    with pytest.raises(BudgetReached, match="max_calls=4"):
+        _run_with(cfg, max_calls=4)
+    recs = sorted(RunStore(tmp_path / "runs" / "b").records(), key=lambda r: r["session_id"])
+    assert [r["status"] for r in recs][:2] == ["ok", "infra_error"]
+    assert all(r["status"] == "infra_error" for r in recs[1:])
+    assert "caught by graph code" in recs[1]["error"] and "run budget: max_calls=4" in recs[1]["error"]
+    assert server.requests == 4
+
+
+def test_a_checkpointed_session_cut_by_the_budget_starts_over_on_resume(tmp_path, server):
+    # before, the re-run continued the cut attempt's checkpointer thread: its transcript held the cut
+    # attempt's turns, then the new ones, and the session was scored on that
+    cfg = config(tmp_path, server, concurrency=1, checkpoint=True)
+    with pytest.raises(BudgetReached):
+        _run_with(cfg, max_calls=5)
+    full = convsim.run(cfg, run_id="b", analyze=False)
+    ref = convsim.run(cfg, run_id="ref", analyze=False)
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("run_id", "elapsed_s", "llm_calls")}  # noqa: E731
+    key = lambda r: r["session_id"]  # noqa: E731
+    resumed, clean = sorted(RunStore(full).records(), key=key), sorted(RunStore(ref).records(), key=key)
+    assert [len(r["transcript"]) for r in resumed] == [6] * 4
+    assert [strip(r) for r in resumed] == [strip(r) for r in clean]
+
+
+def test_tokens_of_answers_cut_at_max_tokens_count_against_the_budget(tmp_path, server):
+    # the judge's JSON answers stop at the model's max_tokens (finish_reason "length"): served,
+    # 15 tokens each, but they were never charged and the run went past its token budget
+    server.finish_reason = "length"
+    cfg = config(tmp_path, server, concurrency=1, sessions=2, limits={"max_tokens": 40},
+                 models={"agent": "none", "judge": f"openai:fake@{server.base_url}"})
+    with pytest.raises(BudgetReached, match="max_tokens=40 reached; this attempt: 3 calls, 45 tokens"):
+        convsim.run(cfg, run_id="cut", analyze=False)
+    assert server.requests == 3
+
+
+def test_a_token_budget_stops_when_the_server_reports_no_usage(tmp_path, server):
+    # before, missing usage counted as 0 tokens: the budget was silently never reached
+    server.usage = None
+    cfg = config(tmp_path, server, concurrency=1, limits={"max_tokens": 40})
+    with pytest.raises(BudgetReached, match="max_tokens=40 cannot be kept: .* answered without token usage"):
+        convsim.run(cfg, run_id="nu", analyze=False)
+    assert server.requests == 1
+    usage = json.loads((tmp_path / "runs" / "nu" / "summary.json").read_text())["usage"]["default"]
+    assert usage["calls"] == 1 and usage["calls_without_usage"] == 1 and usage["prompt_tokens"] == 0
+
+
+def test_the_report_has_the_usage_table(tmp_path, server):
+    from evaluation.report import build_report
+    run_dir = convsim.run(config(tmp_path, server, sessions=2, variants=[{"name": "<i>v&w"}]),
+                          run_id="rep", analyze=False)
+    html = build_report(run_dir).read_text()
+    table = html[html.index('<table id="usage-table">'):]
+    table = table[:table.index("</table>")]
+    cells = [c.rsplit("<td", 1)[1].split(">", 1)[1] for c in table.split("</td>")[:-1]]
+    assert cells[:8] == ["&lt;i&gt;v&amp;w", "2", "6", "0", "0", "60", "30", "0"]  # calls, tokens by hand
+    assert "<i>v&w" not in html
+
+
+def test_rpm_must_be_finite():
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError):
+        Limits(rpm=float("inf"))
