@@ -85,6 +85,9 @@ def preflight(plan: Any) -> None:
         if defines(importlib.util.find_spec(mod_name), fn_name) is False:
             raise ConvsimError(f"analysis hook {analysis!r}: module {mod_name!r} defines no {fn_name!r}",
                                field="analysis")
+    if cfg.executor == "ray" and cfg.address is not None:  # before anything is written
+        from .ray_executor import check_address
+        check_address(cfg.address)
     emb = cfg.embedder
     if emb.startswith("st:") and emb != "st:minilm" and not Path(emb[3:]).is_dir():
         raise ConvsimError(f"no sentence-transformers model directory at {emb[3:]}", file=emb[3:], field="embedder")

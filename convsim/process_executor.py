@@ -32,6 +32,7 @@ from . import limits
 from .config import ExperimentConfig
 from .errors import ConvsimError
 from .plan import plan_run
+from .progress import turn_metrics_event
 from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking
 from .sqlitewal import connect
 
@@ -83,17 +84,35 @@ def _init_worker(config_json: str, parent_pid: int | None = None) -> None:
 _DRIVER_FIELDS = ("variant", "session_id", "trial", "status")
 
 
-def _run_in_worker(unit: Unit) -> Outcome:
+def _run_in_worker(unit: Unit | bytes) -> Outcome:
+    if isinstance(unit, bytes):  # pickled by the driver (see portable_unit)
+        unit = pickle.loads(unit)
     events: list = []
+
+    def observe(event: object) -> None:  # only what the driver's progress bar reads: plain data
+        if (plain := turn_metrics_event(event)) is not None:
+            events.append(plain)
     if _PLAN.variants[unit.variant].sync_nodes:
-        outcome = run_session_blocking(_PLAN, unit, events.append)
+        outcome = run_session_blocking(_PLAN, unit, observe)
     else:
-        outcome = asyncio.run(run_session_async(_PLAN, unit, events.append))
+        outcome = asyncio.run(run_session_async(_PLAN, unit, observe))
     outcome.events = events
     # the driver writes record_line and the rendered trace as they are: sending the record's
     # state (transcript, metrics...) as well would only cost pickling on both sides
     outcome.record = {k: outcome.record.get(k) for k in _DRIVER_FIELDS}
     return outcome
+
+
+def portable_unit(unit: Unit, graph: Any) -> bytes:
+    """``unit`` pickled for a worker process; a session whose initial state (from the graph's
+    ``sessions()``) does not pickle is bad input: one line naming the graph file and the session."""
+    try:
+        return pickle.dumps(unit, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 — pickle raises several types
+        raise ConvsimError(f"session {unit.session_id}: the initial state sessions() gave cannot be sent to a "
+                           f"worker process ({type(exc).__name__}: {exc}); yield plain data, or run with "
+                           "--executor async", file=getattr(graph, "__file__", None), record=unit.session_id,
+                           field="sessions") from None
 
 
 def sessions_per_worker(concurrency: int, workers: int) -> int:
@@ -126,7 +145,10 @@ def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
         except BaseException as exc:  # noqa: BLE001 — bad input or a bug: the driver stops the run
             got = _portable(exc)
         with send_lock:  # sent before the next unit starts: a worker killed later loses nothing sent
-            outbox.send(got)
+            try:
+                outbox.send(got)  # pickles first: nothing is written when that fails
+            except Exception as exc:  # noqa: BLE001 — a bug: the driver must hear of it, not wait forever
+                outbox.send(_portable(exc))
 
 
 def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox) -> None:
@@ -202,7 +224,7 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
         unit = None if stop() else (queued.pop() if queued else next(todo, None))  # a spent budget starts none
         if unit is None:
             return False
-        inbox.put(unit)
+        inbox.put(portable_unit(unit, plan.module))
         in_flight += 1
         return True
     try:

@@ -9,6 +9,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 MAX_SHOWN = 4
 
 
+def turn_metrics_event(event: object) -> dict | None:
+    """What :meth:`LiveProgress.observe` reads of a custom-stream event, as plain data (a turn
+    event's finite numeric metrics), or None: what a worker process sends its driver for the
+    progress bar. A graph's events may hold anything (they go to the trace as JSON); this crosses
+    a process boundary whatever they hold."""
+    if not isinstance(event, dict) or event.get("kind") != "turn" or not isinstance(event.get("metrics"), dict):
+        return None
+    return {"kind": "turn", "metrics": {str(k): float(v) for k, v in event["metrics"].items()
+                                        if isinstance(v, (int, float)) and not isinstance(v, bool)
+                                        and math.isfinite(v)}}
+
+
 class LiveProgress:
     def __init__(self, *, total: int, done: int = 0, enabled: bool = True, label: str = "run") -> None:
         self.enabled = enabled
@@ -36,12 +48,10 @@ class LiveProgress:
 
     def observe(self, event: object) -> None:
         """Fold a ``{"kind": "turn", "metrics": {...}}`` event into the running means."""
-        if not isinstance(event, dict) or event.get("kind") != "turn":
-            return
-        for key, value in (event.get("metrics") or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                self.sums[key] += value
-                self.counts[key] += 1
+        event = turn_metrics_event(event)
+        for key, value in (event or {}).get("metrics", {}).items():
+            self.sums[key] += value
+            self.counts[key] += 1
 
     def running_means(self) -> dict[str, float]:
         return {k: self.sums[k] / self.counts[k] for k in self.sums if self.counts[k]}

@@ -49,6 +49,27 @@ def _project_dir() -> Path:
     return project_root()
 
 
+CONNECT_CHECK_S = 5.0  # an address nothing answers at: Ray itself retries for minutes
+
+
+def check_address(address: str | None) -> None:
+    """An explicit cluster address (``host:port``, ``ray://host:port``) must accept a connection
+    within seconds; else one line (Ray's own client would retry for minutes, printing C++ warnings).
+    ``None`` (a private instance) and ``auto`` are left to Ray."""
+    if address is None or address == "auto":
+        return
+    import socket
+    target = address.split("://", 1)[1] if "://" in address else address
+    host, _, port = target.rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConvsimError(f"Ray address {address!r} is not host:port, ray://host:port or auto", field="address")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_CHECK_S).close()
+    except OSError as exc:
+        raise ConvsimError(f"cannot connect to the Ray cluster at {address!r}: nothing answers at "
+                           f"{host}:{port} ({exc})", field="address") from None
+
+
 def connect(address: str | None, workers: int | None) -> bool:
     """Connect to Ray (or start a private instance); True when this call started the connection."""
     ray = _import_ray()

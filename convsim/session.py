@@ -6,6 +6,9 @@ files; the caller lands the outcome through the run's single writer.
 """
 from __future__ import annotations
 
+import os
+import re
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -133,8 +136,7 @@ class _Session:
             # judge failed (counted, not scored); anything else is a bug in graph code (re-run on resume)
             status = (Status.AGENT_FAILURE if isinstance(exc, AgentError) else
                       Status.SIMULATOR_FAILURE if isinstance(exc, SimulatorError) else Status.CODE_ERROR)
-            error = f"{type(exc).__name__}: {exc}\n" + "".join(
-                traceback.format_exception(type(exc), exc, exc.__traceback__, limit=6))
+            error = error_text(exc)
         if status == Status.CODE_ERROR:
             return self._failed(status, error)
         flags = graph_checks(self.plan.module, "simulator_checks", self.final) if status == Status.OK else []
@@ -176,6 +178,23 @@ class _Session:
         # the run's single writer (on the event loop, or the driver of a pool) only writes text
         return Outcome(self.unit.key, record=record, error_entry=error_entry, record_line=dumps(record),
                        trace=self.recorder.close() if self.recorder else None, spent=spent_by(self.calls))
+
+
+_TASK_ID = re.compile(r" and id '[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}'")
+TRACEBACK_FRAMES = 8  # the innermost: the node that raised and what it called
+
+
+def error_text(exc: BaseException) -> str:
+    """A failed session's error as its record and errors.jsonl keep it: the exception line, then the
+    innermost frames of its traceback. The same text wherever the session ran (the executor never
+    changes results): file paths relative to the import root that holds them (a cluster worker's
+    unpacked working_dir, site-packages, the project), and LangGraph's note on the failed task
+    without the task's random id."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-TRACEBACK_FRAMES))
+    roots = sorted({os.path.abspath(p) for p in sys.path if p}, key=len, reverse=True)
+    for root in roots:
+        text = text.replace(f'File "{root}{os.sep}', 'File "')
+    return f"{type(exc).__name__}: {exc}\n" + _TASK_ID.sub("", text)
 
 
 def spent_by(calls: list[dict]) -> tuple[int, int]:

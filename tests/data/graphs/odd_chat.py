@@ -1,0 +1,57 @@
+"""Test graph: hello_chat with one oddity chosen by ``odd`` (for the executor tests).
+
+* ``raise``: the agent raises AgentError in s001 and a RuntimeError in s002 (final and re-run failures);
+* ``bad_event``: s001's agent emits an event holding a lock (it pickles to no worker's driver);
+* ``bad_init``: sessions() puts a lambda in s001's initial state (it pickles to no worker).
+"""
+from __future__ import annotations
+
+import threading
+
+from langgraph.graph import END, START, StateGraph
+
+import graphs.hello_chat as base
+from convsim import emit_metrics
+from convsim.errors import AgentError
+
+State, Context = base.State, base.Context
+dataset_metrics = base.dataset_metrics
+
+
+class Params(base.Params):
+    odd: str = "raise"
+
+
+def sessions(params: Params, ctx: Context):
+    for init in base.sessions(params, ctx):
+        if params.odd == "bad_init" and init["session_id"] == "s001":
+            init = {**init, "hook": lambda: None}
+        yield init
+
+
+def odd_agent(state, runtime):
+    sid, odd = state["session_id"], runtime.context.params.odd
+    if odd == "raise" and sid == "s001":
+        raise AgentError("the agent gave up")
+    if odd == "raise" and sid == "s002":
+        raise RuntimeError("a bug in the agent")
+    if odd == "bad_event" and sid == "s001":
+        emit_metrics(runtime, turn=state["turn"], metrics={"lock_held": 1.0, "lock": threading.Lock()})
+    return base.agent(state, runtime)
+
+
+def build(params: Params) -> StateGraph:
+    g = StateGraph(State, context_schema=Context)
+    g.add_node("user", base.user)
+    g.add_node("agent", odd_agent)
+    g.add_node("evaluate_turn", base.evaluate_turn)
+    g.add_node("evaluate_dialogue", base.evaluate_dialogue)
+    g.add_edge(START, "user")
+    g.add_edge("user", "agent")
+    g.add_edge("agent", "evaluate_turn")
+    g.add_conditional_edges("evaluate_turn", base.route, ["user", "evaluate_dialogue"])
+    g.add_edge("evaluate_dialogue", END)
+    return g
+
+
+graph = build(Params()).compile()
