@@ -109,10 +109,11 @@ def route(state: State, runtime: Runtime[Context]) -> str:
     return "evaluate_dialogue" if state["turn"] >= runtime.context.params.n_turns else "user"
 
 
-def build(params: Params) -> StateGraph:
+def build(params: Params, agent_node=None) -> StateGraph:
+    """The topology; ``agent_node`` swaps in another agent (a graph file wrapping this one)."""
     g = StateGraph(State, context_schema=Context)
     g.add_node("user", user)
-    g.add_node("agent", agent)
+    g.add_node("agent", agent_node or agent)
     g.add_node("evaluate_turn", evaluate_turn)
     g.add_node("evaluate_dialogue", evaluate_dialogue)
     g.add_edge(START, "user")

@@ -2,7 +2,7 @@
 that swallows a refused or failed model call and goes on, as a rule-based fallback would)."""
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 import graphs.hello_chat as base
 
@@ -19,17 +19,7 @@ def fallback_agent(state, runtime):
 
 
 def build(params: Params) -> StateGraph:
-    g = StateGraph(State, context_schema=Context)
-    g.add_node("user", base.user)
-    g.add_node("agent", fallback_agent)
-    g.add_node("evaluate_turn", base.evaluate_turn)
-    g.add_node("evaluate_dialogue", base.evaluate_dialogue)
-    g.add_edge(START, "user")
-    g.add_edge("user", "agent")
-    g.add_edge("agent", "evaluate_turn")
-    g.add_conditional_edges("evaluate_turn", base.route, ["user", "evaluate_dialogue"])
-    g.add_edge("evaluate_dialogue", END)
-    return g
+    return base.build(params, agent_node=fallback_agent)
 
 
 graph = build(Params()).compile()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 import graphs.hello_chat as base
 from convsim import emit_metrics
@@ -41,17 +41,7 @@ def odd_agent(state, runtime):
 
 
 def build(params: Params) -> StateGraph:
-    g = StateGraph(State, context_schema=Context)
-    g.add_node("user", base.user)
-    g.add_node("agent", odd_agent)
-    g.add_node("evaluate_turn", base.evaluate_turn)
-    g.add_node("evaluate_dialogue", base.evaluate_dialogue)
-    g.add_edge(START, "user")
-    g.add_edge("user", "agent")
-    g.add_edge("agent", "evaluate_turn")
-    g.add_conditional_edges("evaluate_turn", base.route, ["user", "evaluate_dialogue"])
-    g.add_edge("evaluate_dialogue", END)
-    return g
+    return base.build(params, agent_node=odd_agent)
 
 
 graph = build(Params()).compile()
