@@ -178,6 +178,15 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
     Params has ``n_sessions`` gets ``n_sessions = N`` (over any value in the params); a graph that
     yields fewer (a fixed test set) runs what it has and the run warns, naming the cap.
     """
+    if cfg.fork and source not in ("fork", "worker"):
+        f = cfg.fork
+        raise ConvsimError(f"this run is a fork of run {f.get('run_id')!r} (session {f.get('session_id')}, step "
+                           f"{f.get('step')}): resume it with convsim fork {f.get('run_dir')} {f.get('session_id')} "
+                           f"--step {f.get('step')} --run-id {cfg.run_id}"
+                           f"{' --variant ' + str(f.get('variant')) if f.get('variant') else ''}"
+                           f"{' --trial ' + str(f.get('trial')) if f.get('trial') else ''}"
+                           + "".join(f" --model {m}" for m in f.get("models") or [])
+                           + "".join(f" --set {x}" for x in f.get("set") or []), field="fork")
     module = load_graph_module(cfg.graph)
     if cfg.prefix and "prefix" not in getattr(module.State, "__annotations__", {}):
         # LangGraph would drop the key without a word: every session would run unscripted

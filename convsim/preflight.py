@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConvsimError
+from .session import all_sync
 
 
 def _as_input_error(exc: Exception, plan: Any, variant: str, step: str) -> ConvsimError:
@@ -103,6 +104,10 @@ def preflight(plan: Any) -> None:
                 raise _as_input_error(exc, plan, vp.name, "preflight") from None
         if plan.units is not None:  # an explicit list (a fork): its sessions were checked by its maker
             continue
+        if cfg.checkpoint and cfg.executor in ("process", "ray") and not all_sync(module.build(vp.params)):
+            raise ConvsimError(f"variant {vp.name}: a worker process keeps checkpoints with a sync SQLite "
+                               "checkpointer, which an async node cannot use: run this graph with "
+                               "--executor async, or without --checkpoint", file=cfg.graph, field="executor")
         try:
             inits = plan.session_inits(vp)
             first = next(inits, None)

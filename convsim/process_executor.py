@@ -66,7 +66,7 @@ def _init_worker(config_json: str, parent_pid: int | None = None) -> None:
         die_with_parent(parent_pid)
     cfg = ExperimentConfig.model_validate_json(config_json)
     limits.activate(cfg.limits)  # this worker's share (see limits.worker_share)
-    plan = plan_run(cfg)
+    plan = plan_run(cfg, source="worker")
     saver = None
     if cfg.checkpoint:
         from langgraph.checkpoint.sqlite import SqliteSaver

@@ -47,7 +47,9 @@ def land(outcome: Outcome, plan: Plan, store: RunStore, progress: LiveProgress) 
 def write_trace(outcome: Outcome, run_dir: Path) -> Outcome:
     """Write the outcome's trace file, once (the trace is dropped from the outcome once written)."""
     if outcome.trace is not None:
-        outcome.trace.write(trace_path(run_dir, *outcome.unit_key))
+        path = outcome.trace.write(trace_path(run_dir, *outcome.unit_key))
+        # an earlier attempt's trace the user compressed would hide this one (readers take both)
+        path.with_name(path.name + ".gz").unlink(missing_ok=True)
         outcome.trace = None
     return outcome
 

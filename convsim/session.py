@@ -245,6 +245,7 @@ async def run_session_async(plan: Any, unit: Unit, observe: Callable[[Any], None
     return s.outcome(None)
 
 
-def all_sync(compiled: Any) -> bool:
-    """Whether every node of a compiled graph can run synchronously (no ``async def`` node)."""
-    return all(getattr(spec.runnable, "func", None) is not None for spec in compiled.builder.nodes.values())
+def all_sync(graph: Any) -> bool:
+    """Whether every node of a graph (compiled or not) can run synchronously (no ``async def`` node)."""
+    nodes = getattr(graph, "builder", graph).nodes
+    return all(getattr(spec.runnable, "func", None) is not None for spec in nodes.values())

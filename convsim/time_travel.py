@@ -27,6 +27,7 @@ from .config import apply_overrides, config_from_dict, load_config
 from .errors import ConvsimError
 from .plan import usable_checkpoint_db
 from .store import RunStore, iter_jsonl, read_jsonl
+from .textio import load_yaml
 from .sqlitewal import switch_to_wal
 from .tracing import cut_trace, read_trace
 
@@ -44,8 +45,13 @@ def resolve_run_dir(run: str | Path, *, out_dir: str | Path = "runs") -> Path:
 def locate_trace(run_dir: Path, session_id: str, *, variant: str | None = None, trial: int = 0) -> Path:
     """The trace file of a session; with several variants, ``variant`` must say which."""
     name = f"{session_id}{f'__t{trial}' if trial else ''}"
-    found = {p.parent.name: p for ext in (".jsonl", ".jsonl.gz")
-             for p in sorted((Path(run_dir) / "traces").glob(f"*/{glob.escape(name)}{ext}"))}  # an id, not a pattern
+    found: dict[str, Path] = {}
+    for ext in (".jsonl", ".jsonl.gz"):
+        for p in sorted((Path(run_dir) / "traces").glob(f"*/{glob.escape(name)}{ext}")):  # an id, not a pattern
+            other = found.get(p.parent.name)
+            # both (a trace compressed, then the session run again): the newer is the session's
+            if other is None or p.stat().st_mtime > other.stat().st_mtime:
+                found[p.parent.name] = p
     if variant is not None:
         found = {k: v for k, v in found.items() if k == variant}
     if not found:
@@ -89,6 +95,21 @@ def _copy_checkpoint(src: Path, dst: Path, thread: str, superstep: int) -> str:
     return cp["id"]
 
 
+def _earlier_fork(run_dir: Path) -> dict | None:
+    """The ``fork`` entry of the config an earlier attempt of a fork wrote in ``run_dir``, or None."""
+    path = run_dir / "config.yaml"
+    if not path.exists():
+        return None
+    fork = (load_yaml(path) or {}).get("fork")
+    return fork if isinstance(fork, dict) and fork.get("checkpoint_id") else None
+
+
+def _fork_key(fork: dict) -> tuple:
+    """What makes two forks the same (the source run's path may be spelled differently)."""
+    return tuple(fork.get(k) for k in ("run_id", "variant", "session_id", "trial", "step", "superstep",
+                                       "models", "set"))
+
+
 def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None = None,
              trial: int = 0, models: list[str] | None = None, set_params: list[str] | None = None,
              run_id: str | None = None, out_dir: str | Path | None = None, analyze: bool = True,
@@ -129,12 +150,17 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
                                 "out_dir": str(out_dir) if out_dir else str(src.parent)})
     new_cfg = apply_overrides(new_cfg, models=models, set_params=set_params)
     plan = plan_run(new_cfg, source="fork")
-    if (plan.run_dir / "results.jsonl").exists():
-        raise ConvsimError("the fork's run directory exists already: choose another --run-id",
-                           file=plan.run_dir)
     thread = f"{variant}/{session_id}/t{trial}"
-    fork_info["checkpoint_id"] = _copy_checkpoint(src / "checkpoints.sqlite",
-                                                  plan.run_dir / "checkpoints.sqlite", thread, superstep)
+    earlier = _earlier_fork(plan.run_dir)
+    if earlier is not None or (plan.run_dir / "results.jsonl").exists():
+        # the same fork again (it failed, or was stopped): resume it from the checkpoint it copied
+        if earlier is None or _fork_key(earlier) != _fork_key(fork_info):
+            raise ConvsimError("the fork's run directory holds another run or fork: choose another --run-id",
+                               file=plan.run_dir)
+        fork_info["checkpoint_id"] = earlier["checkpoint_id"]
+    else:
+        fork_info["checkpoint_id"] = _copy_checkpoint(src / "checkpoints.sqlite",
+                                                      plan.run_dir / "checkpoints.sqlite", thread, superstep)
     plan.config = plan.config.model_copy(update={"fork": fork_info})
     plan.units = [Unit(variant, session_id, trial, int(original["seed"]), {}, resume={
         "checkpoint_id": fork_info["checkpoint_id"], "trace": cut_trace(trace, first), "fork": fork_info})]

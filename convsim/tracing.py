@@ -338,13 +338,46 @@ def read_trace(path: Path) -> dict:
         elif kind == "failure":  # the exception that ended the session (TraceRecorder.on_failure)
             out["failure"] = rec
         elif kind == "step":
-            if not isinstance(rec.get("changed"), dict) or not isinstance(rec.get("step"), int):
-                raise ConvsimError("trace step lacks step/changed", file=path,
-                                   record=f"line {lineno}", field="changed")
+            bad = _bad_step(rec)
+            if bad is not None:
+                raise ConvsimError(f"trace step is damaged: {bad[1]}", file=path, record=f"line {lineno}",
+                                   field=bad[0])
             out["steps"].append(rec)
         else:
+            if "step" in rec and not _is_int(rec["step"]):
+                raise ConvsimError("trace event's step is not an integer", file=path, record=f"line {lineno}",
+                                   field="step")
             out["events"].append(rec)
     return out
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _bad_step(rec: dict) -> tuple[str, str] | None:
+    """What is wrong with a step line read back, as (field, why), or None: what the trace viewer,
+    replay (:func:`state_at`) and forks rely on."""
+    for key in ("step", "superstep"):
+        if not _is_int(rec.get(key)):
+            return key, f"{key} is not an integer"
+    if not isinstance(rec.get("node"), str):
+        return "node", "node is not a string"
+    if not isinstance(rec.get("changed"), dict):
+        return "changed", "changed is not an object"
+    if not isinstance(rec.get("llm_calls", []), list):
+        return "llm_calls", "llm_calls is not a list"
+    for key, change in rec["changed"].items():
+        where = f"changed.{key}"
+        if not isinstance(change, dict):
+            return where, f"{where} is not an object"
+        if "appended" in change:
+            if not (isinstance(change["appended"], list) and _is_int(change.get("before_len"))
+                    and _is_int(change.get("after_len"))):
+                return where, f"{where} needs a list 'appended' and integer 'before_len', 'after_len'"
+        elif "after" not in change:
+            return where, f"{where} has neither 'after' nor 'appended'"
+    return None
 
 
 def state_at(initial: dict, steps: list[dict], step: int) -> dict:

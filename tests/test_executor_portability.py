@@ -77,3 +77,16 @@ def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path, add
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "address" in done.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("executor", ["process", "ray"])
+def test_async_nodes_with_checkpoints_on_workers_is_one_line(tmp_path, executor):
+    # a worker's checkpointer is sync: every session of such a graph failed (code_error), and since
+    # the earlier attempt's thread is cleared first, the run crashed with a traceback
+    done = _cli(ODD, "--set", "odd=async", "--checkpoint", "--sessions", "2", "--executor", executor,
+                "--workers", "1", "--out", str(tmp_path), "--run-id", "x")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "async node" in done.stderr and "--executor async" in done.stderr
+    assert not (tmp_path / "x").exists()
+    ok = _run(tmp_path, "a", "async", checkpoint=True)  # the asyncio executor runs it
+    assert [r["status"] for r in RunStore(ok).records()] == ["ok"] * 3

@@ -74,6 +74,26 @@ def test_fork_rejects_bad_input(original, tmp_path):
         fork_run(plain, "s000", step=1, analyze=False)
 
 
+def test_a_fork_that_did_not_finish_resumes_from_its_checkpoint(original):
+    # before, the same fork again was refused ("exists already"), and running its config re-ran every
+    # session of the variant from its start, deleting the fork's checkpoint
+    fork_dir = fork_run(original, "s001", step=4, run_id="again", analyze=False)
+    first = _records(fork_dir)["s001"]
+    (fork_dir / "results.jsonl").write_text("")  # killed before its session landed
+    (fork_dir / "traces" / "default" / "s001.jsonl").unlink()
+    assert fork_run(original, "s001", step=4, run_id="again", analyze=False) == fork_dir
+    resumed = _records(fork_dir)
+    assert list(resumed) == ["s001"]
+    assert {k: v for k, v in resumed["s001"].items() if k != "elapsed_s"} == \
+        {k: v for k, v in first.items() if k != "elapsed_s"}
+    trace = read_trace(fork_dir / "traces" / "default" / "s001.jsonl")
+    assert trace["fork"]["step"] == 4 and [s["step"] for s in trace["steps"]] == list(range(len(trace["steps"])))
+    with pytest.raises(ConvsimError, match="another run or fork"):
+        fork_run(original, "s001", step=3, run_id="again", analyze=False)
+    with pytest.raises(ConvsimError, match=r"a fork of run 'orig'.*convsim fork \S+ s001 --step 4 --run-id again"):
+        run(fork_dir / "config.yaml", analyze=False)
+
+
 def test_compare_sessions_by_hand():
     a = {"transcript": [{"turn": 1, "speaker": "user", "text": "x"}, {"turn": 1, "speaker": "agent", "text": "y"}],
          "turn_metrics": [{"turn": 1, "m": 1.0}], "dialogue_metrics": {"d": 1}}

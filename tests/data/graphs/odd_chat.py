@@ -2,7 +2,8 @@
 
 * ``raise``: the agent raises AgentError in s001 and a RuntimeError in s002 (final and re-run failures);
 * ``bad_event``: s001's agent emits an event holding a lock (it pickles to no worker's driver);
-* ``bad_init``: sessions() puts a lambda in s001's initial state (it pickles to no worker).
+* ``bad_init``: sessions() puts a lambda in s001's initial state (it pickles to no worker);
+* ``async``: the agent is an ``async def`` node.
 """
 from __future__ import annotations
 
@@ -40,8 +41,12 @@ def odd_agent(state, runtime):
     return base.agent(state, runtime)
 
 
+async def async_agent(state, runtime):
+    return base.agent(state, runtime)
+
+
 def build(params: Params) -> StateGraph:
-    return base.build(params, agent_node=odd_agent)
+    return base.build(params, agent_node=async_agent if params.odd == "async" else odd_agent)
 
 
 graph = build(Params()).compile()
