@@ -103,7 +103,7 @@ class ChatLlamaCpp(BaseChatModel):
         text = out["choices"][0]["message"].get("content") or ""
         usage = out.get("usage") or {}
         msg = AIMessage(text, usage_metadata={
-            "input_tokens": usage.get("prompt_tokens", 0),
-            "output_tokens": usage.get("completion_tokens", 0),
-            "total_tokens": usage.get("total_tokens", 0)})
+            "input_tokens": usage.get("prompt_tokens"),
+            "output_tokens": usage.get("completion_tokens"),
+            "total_tokens": usage.get("total_tokens")})
         return ChatResult(generations=[ChatGeneration(message=msg)])

@@ -122,9 +122,12 @@ def message_dicts(messages: list) -> list[dict]:
 def _usage(usage: Any) -> dict | None:
     if not isinstance(usage, dict):
         return None
-    prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    # a count the server left out stays unknown (None), never 0: a token budget must know
+    prompt, completion, total = (usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    if prompt is None and completion is None and total is None:
+        return None
     return {"input_tokens": prompt, "output_tokens": completion,
-            "total_tokens": usage.get("total_tokens") or prompt + completion}
+            "total_tokens": total if total is not None else (prompt or 0) + (completion or 0)}
 
 
 class OpenAIChat:

@@ -86,7 +86,7 @@ def preflight(plan: Any) -> None:
         if defines(importlib.util.find_spec(mod_name), fn_name) is False:
             raise ConvsimError(f"analysis hook {analysis!r}: module {mod_name!r} defines no {fn_name!r}",
                                field="analysis")
-    if cfg.executor == "ray" and cfg.address is not None:  # before anything is written
+    if cfg.executor == "ray" and cfg.address is not None and plan.units is None:  # a fork runs here
         from .ray_executor import check_address
         check_address(cfg.address)
     emb = cfg.embedder
@@ -105,9 +105,10 @@ def preflight(plan: Any) -> None:
         if plan.units is not None:  # an explicit list (a fork): its sessions were checked by its maker
             continue
         if cfg.checkpoint and cfg.executor in ("process", "ray") and not all_sync(module.build(vp.params)):
-            raise ConvsimError(f"variant {vp.name}: a worker process keeps checkpoints with a sync SQLite "
-                               "checkpointer, which an async node cannot use: run this graph with "
-                               "--executor async, or without --checkpoint", file=cfg.graph, field="executor")
+            raise ConvsimError(f"variant {vp.name}: the graph runs through LangGraph's async API (an async "
+                               "node, a subgraph or a runnable node), which cannot use the sync SQLite "
+                               "checkpointer of a worker process: run it with --executor async, or without "
+                               "--checkpoint", file=cfg.graph, field="executor")
         try:
             inits = plan.session_inits(vp)
             first = next(inits, None)

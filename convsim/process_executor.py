@@ -148,7 +148,10 @@ def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
             try:
                 outbox.send(got)  # pickles first: nothing is written when that fails
             except Exception as exc:  # noqa: BLE001 — a bug: the driver must hear of it, not wait forever
-                outbox.send(_portable(exc))
+                try:
+                    outbox.send(_portable(exc))
+                except Exception:  # noqa: BLE001 — the pipe is gone: end, so the driver sees the worker end
+                    os._exit(1)
 
 
 def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox) -> None:

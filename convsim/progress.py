@@ -16,9 +16,16 @@ def turn_metrics_event(event: object) -> dict | None:
     a process boundary whatever they hold."""
     if not isinstance(event, dict) or event.get("kind") != "turn" or not isinstance(event.get("metrics"), dict):
         return None
-    return {"kind": "turn", "metrics": {str(k): float(v) for k, v in event["metrics"].items()
-                                        if isinstance(v, (int, float)) and not isinstance(v, bool)
-                                        and math.isfinite(v)}}
+    metrics = {}
+    for k, v in event["metrics"].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            try:
+                v = float(v)  # an int too large for a float is left out
+            except OverflowError:
+                continue
+            if math.isfinite(v):
+                metrics[str(k)] = v
+    return {"kind": "turn", "metrics": metrics}
 
 
 class LiveProgress:

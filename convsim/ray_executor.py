@@ -55,8 +55,8 @@ CONNECT_CHECK_S = 5.0  # an address nothing answers at: Ray itself retries for m
 def check_address(address: str | None) -> None:
     """An explicit cluster address (``host:port``, ``ray://host:port``) must accept a connection
     within seconds; else one line (Ray's own client would retry for minutes, printing C++ warnings).
-    ``None`` (a private instance) and ``auto`` are left to Ray."""
-    if address is None or address == "auto":
+    ``None`` (a private instance), ``auto`` and ``local`` are left to Ray."""
+    if address is None or address in ("auto", "local"):
         return
     import socket
     target = address.split("://", 1)[1] if "://" in address else address

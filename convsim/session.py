@@ -191,7 +191,9 @@ def error_text(exc: BaseException) -> str:
     unpacked working_dir, site-packages, the project), and LangGraph's note on the failed task
     without the task's random id."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-TRACEBACK_FRAMES))
-    roots = sorted({os.path.abspath(p) for p in sys.path if p}, key=len, reverse=True)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # convsim's parent (an editable install)
+    roots = sorted({os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)} | {here},
+                   key=len, reverse=True)
     for root in roots:
         text = text.replace(f'File "{root}{os.sep}', 'File "')
     return f"{type(exc).__name__}: {exc}\n" + _TASK_ID.sub("", text)

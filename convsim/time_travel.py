@@ -152,12 +152,12 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
     plan = plan_run(new_cfg, source="fork")
     thread = f"{variant}/{session_id}/t{trial}"
     earlier = _earlier_fork(plan.run_dir)
-    if earlier is not None or (plan.run_dir / "results.jsonl").exists():
+    if earlier is not None or any((plan.run_dir / f).exists() for f in ("config.yaml", "results.jsonl")):
         # the same fork again (it failed, or was stopped): resume it from the checkpoint it copied
         if earlier is None or _fork_key(earlier) != _fork_key(fork_info):
             raise ConvsimError("the fork's run directory holds another run or fork: choose another --run-id",
                                file=plan.run_dir)
-        fork_info["checkpoint_id"] = earlier["checkpoint_id"]
+        fork_info = dict(earlier)  # as saved (the source run's path may be spelled otherwise this time)
     else:
         fork_info["checkpoint_id"] = _copy_checkpoint(src / "checkpoints.sqlite",
                                                       plan.run_dir / "checkpoints.sqlite", thread, superstep)

@@ -86,7 +86,37 @@ def test_async_nodes_with_checkpoints_on_workers_is_one_line(tmp_path, executor)
     done = _cli(ODD, "--set", "odd=async", "--checkpoint", "--sessions", "2", "--executor", executor,
                 "--workers", "1", "--out", str(tmp_path), "--run-id", "x")
     assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and "async node" in done.stderr and "--executor async" in done.stderr
+    assert done.stderr.count("\n") == 1 and "async API" in done.stderr and "--executor async" in done.stderr
     assert not (tmp_path / "x").exists()
     ok = _run(tmp_path, "a", "async", checkpoint=True)  # the asyncio executor runs it
     assert [r["status"] for r in RunStore(ok).records()] == ["ok"] * 3
+
+
+def test_error_paths_are_relative_whatever_the_import_path(tmp_path, monkeypatch):
+    # '' on sys.path is the working directory; convsim's own frames are relative even when the
+    # project root is not on sys.path (an editable install), as on a Ray worker where it always is
+    import importlib
+    import os
+    from convsim import textio
+    from convsim.errors import ConvsimError
+    from convsim.session import error_text
+    (tmp_path / "boom_mod.py").write_text("def boom():\n    raise ValueError('boom')\n")
+    monkeypatch.chdir(tmp_path)
+    root = str(ROOT)
+    monkeypatch.setattr(sys, "path", [""] + [p for p in sys.path if p and os.path.abspath(p) != root])
+    boom = importlib.import_module("boom_mod")
+    try:
+        boom.boom()
+    except ValueError as exc:
+        assert 'File "boom_mod.py", line 2, in boom' in error_text(exc)
+    try:
+        textio.parse_json("{", file="f.json")
+    except ConvsimError as exc:
+        assert 'File "convsim/textio.py"' in error_text(exc) and 'File "/' not in error_text(exc)
+
+
+def test_the_progress_bar_event_is_plain_numbers():
+    from convsim.progress import turn_metrics_event
+    event = {"kind": "turn", "metrics": {"huge": 10 ** 400, "flag": True, "nan": float("nan"), "x": 1, "s": "a"}}
+    assert turn_metrics_event(event) == {"kind": "turn", "metrics": {"x": 1.0}}
+    assert turn_metrics_event({"kind": "dialogue", "metrics": {"x": 1}}) is None

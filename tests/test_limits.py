@@ -202,3 +202,23 @@ def test_rpm_must_be_finite():
     from pydantic import ValidationError
     with pytest.raises(ValidationError):
         Limits(rpm=float("inf"))
+
+
+@pytest.mark.parametrize("usage, stop", [({"total_tokens": 500}, "max_tokens=100 reached; this attempt: 1 calls"),
+                                         ({}, "max_tokens=100 cannot be kept")])
+def test_a_partial_or_empty_usage_is_never_taken_for_zero_tokens(tmp_path, server, usage, stop):
+    # before, missing counts became 0: a server reporting only total_tokens, or an empty usage,
+    # spent nothing of the budget and the run never stopped
+    server.usage = usage
+    cfg = config(tmp_path, server, concurrency=1, limits={"max_tokens": 100})
+    with pytest.raises(BudgetReached, match=stop):
+        convsim.run(cfg, run_id="p", analyze=False)
+    assert server.requests == 1
+
+
+def test_unknown_counts_stay_unknown():
+    from convsim.openai_client import _usage
+    assert _usage({}) is None and _usage(None) is None
+    assert _usage({"total_tokens": 7}) == {"input_tokens": None, "output_tokens": None, "total_tokens": 7}
+    assert _usage({"prompt_tokens": 3, "completion_tokens": 0}) == \
+        {"input_tokens": 3, "output_tokens": 0, "total_tokens": 3}

@@ -189,7 +189,7 @@ def test_read_trace_names_file_and_line_of_a_bad_line(tmp_path):
     ("latin.jsonl", b'{"type": "initial", "state": {"x": "caf\xe9"}}\n', "not UTF-8"),
     ("init.jsonl", b'{"type": "initial", "state": "oops"}\n', "initial state is not a JSON object"),
     ("step.jsonl", b'{"type": "initial", "state": {}}\n{"type": "step", "step": "1", "changed": {}}\n',
-     "lacks step/changed"),
+     "step is not an integer"),
     ("deep.jsonl", b'{"type": "initial", "state": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
      "not a JSON object"),
     ("bad.jsonl.gz", b"not gzip at all", "not a readable gzip trace"),
