@@ -330,10 +330,10 @@ class ChatModel:
         policy = self.retry_policy
 
         def call():
-            started = time.perf_counter()
+            started, sent = time.perf_counter(), False
             try:
                 with (call_guard(self.spec) if call_guard is not None else nullcontext()) as charge:
-                    started = time.perf_counter()  # latency is the server's, not the wait for a slot
+                    started, sent = time.perf_counter(), True  # latency is the server's, not the wait for a slot
                     try:
                         msg = _backend(self.spec, policy.timeout).invoke(msgs, **kwargs)
                     except Exception as exc:  # noqa: BLE001 — re-raised below
@@ -350,6 +350,9 @@ class ChatModel:
                 elif cut_answer(exc) is not None:  # served (tokens spent) but cut: still a recorded call
                     self._record(purpose=purpose, started=started, message=_cut_usage(exc), ok=False,
                                  error="the answer reached max_tokens")
+                elif sent:  # any other failed attempt (an HTTP 400...): a call made, and counted by the budget
+                    self._record(purpose=purpose, started=started, message=None, ok=False,
+                                 error=f"{type(exc).__name__}: {exc}"[:2000])
                 raise
         try:
             msg, started = call_with_retry(call, policy)

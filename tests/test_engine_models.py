@@ -195,3 +195,14 @@ def test_stray_closing_brackets_do_not_hide_deep_nesting():
             extract_json("oops " + "]" * 5_000 + " " + "[" * 5_000 + "]" * 5_000)
     finally:
         sys.setrecursionlimit(before)
+
+
+def test_a_call_that_failed_otherwise_is_still_a_recorded_call(fake):
+    # a request the server refused (an HTTP 400: not a fault to retry) was made, and the run budget
+    # counted it, but it never reached llm_calls: the budget's stop line showed fewer calls than it counted
+    backend = fake([ValueError("400 Bad Request: the prompt is longer than the context")])
+    m = handle()
+    with pytest.raises(ValueError):
+        m.invoke([("user", "hello")])
+    assert backend.calls == 1 and len(m.calls) == 1
+    assert m.calls[0]["ok"] is False and "400 Bad Request" in m.calls[0]["error"]
