@@ -55,9 +55,22 @@ CONNECT_CHECK_S = 5.0  # an address nothing answers at: Ray itself retries for m
 def check_address(address: str | None) -> None:
     """An explicit cluster address (``host:port``, ``ray://host:port``) must accept a connection
     within seconds; else one line (Ray's own client would retry for minutes, printing C++ warnings).
-    ``None`` (a private instance), ``auto`` and ``local`` are left to Ray."""
-    if address is None or address in ("auto", "local"):
+    ``auto`` is resolved as Ray resolves it, then checked; ``None`` (a private instance) and ``local``
+    are left to Ray."""
+    if address is None or address == "local":
         return
+    if address == "auto":  # the cluster Ray would pick (RAY_ADDRESS, the last `ray start` here...)
+        try:
+            from ray._private.services import get_ray_address_from_environment
+        except ImportError:  # no ray (the executor says so later), or Ray moved it: left to ray.init
+            return
+        try:
+            found = get_ray_address_from_environment("auto", None)
+        except ConnectionError as exc:
+            raise ConvsimError(f"--address auto: {exc}".splitlines()[0], field="address") from None
+        if not found or found == "auto":
+            return
+        address = found
     import socket
     target = address.split("://", 1)[1] if "://" in address else address
     host, _, port = target.rstrip("/").rpartition(":")

@@ -1,5 +1,6 @@
 """What crosses a process boundary, and what a failure record says, do not depend on the executor."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -55,9 +56,10 @@ def test_an_event_that_does_not_pickle_does_not_stop_a_worker(tmp_path):
         sorted(RunStore(b).records(), key=lambda r: r["session_id"])[1]["transcript"]
 
 
-def _cli(*args, timeout=120):
+def _cli(*args, timeout=120, env=None):
     return subprocess.run([sys.executable, "-m", "convsim", "run", *args, "-q", "--no-analysis"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def test_a_session_init_that_does_not_pickle_is_one_line_for_the_process_executor(tmp_path):
@@ -76,6 +78,16 @@ def test_an_unreachable_ray_address_is_one_line_and_writes_nothing(tmp_path, add
                 timeout=60)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "address" in done.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_address_auto_is_checked_where_ray_would_look(tmp_path):
+    # auto resolves as Ray resolves it (RAY_ADDRESS here), then must answer: before, a stale address
+    # made Ray retry for minutes, after the run directory was written
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    done = _cli("hello_chat", "--executor", "ray", "--address", "auto", "--out", str(tmp_path), "--run-id", "x",
+                timeout=60, env={"RAY_ADDRESS": "127.0.0.1:1"})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "127.0.0.1:1" in done.stderr, done.stderr
     assert not (tmp_path / "x").exists()
 
 
