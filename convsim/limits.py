@@ -10,8 +10,8 @@
   exit code 3. Finished sessions are kept. ``max_calls`` is exact in one process. Tokens are known
   only when an answer arrives, so the calls already in flight when ``max_tokens`` is reached add
   theirs (the stop line gives what the attempt spent); an answer cut at the model's own
-  ``max_tokens`` counts its tokens too, and under ``max_tokens`` an answer without token usage
-  stops the run, since the budget can no longer be kept.
+  ``max_tokens`` counts its tokens too (a usage with only ``total_tokens`` counts that), and under
+  ``max_tokens`` an answer with no token count at all stops the run: the budget can no longer be kept.
 
 The limits are process-wide (threads and asyncio tasks alike take the same locks; async model
 calls reach the server through the same sync path in a worker thread). Process and Ray workers
@@ -138,8 +138,9 @@ class RunLimits:
             self.calls += 1
 
     def charge(self, message: Any, spec: Any = None) -> None:
-        """Count a served answer's tokens. Under a token budget, an answer without token usage
-        spends the budget: the budget cannot be kept, so no further call is made (one line says why)."""
+        """Count a served answer's tokens (prompt + completion, else the total). Under a token budget,
+        an answer with no count at all spends the budget: it cannot be kept, so no further call is
+        made (one line says why)."""
         usage = getattr(message, "usage_metadata", None) or {}
         prompt, completion, total = usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens")
         with self._lock:
