@@ -229,6 +229,11 @@ MAX_JSON_STARTS = 64  # opening brackets tried per candidate text: a bound on th
 MAX_ANSWER_DEPTH = 64  # containers nested deeper than this in a model's answer make it garbage
 
 
+def _valid_json(text: str, value: Any) -> Any:
+    # a \\u escape is the only way a lone surrogate gets into parsed JSON: walk only then
+    return valid_text(value) if "\\u" in text else value
+
+
 def extract_json(text: str) -> Any:
     """The first JSON object or array in a model answer (code fences and chatter tolerated).
 
@@ -249,7 +254,7 @@ def extract_json(text: str) -> Any:
             if at is not None:
                 cand = cand[:at]
         try:
-            return json.loads(cand)
+            return _valid_json(cand, json.loads(cand))
         except (ValueError, RecursionError):
             pass
         for opener in "{[":
@@ -258,7 +263,7 @@ def extract_json(text: str) -> Any:
                 if start == -1:
                     break
                 try:
-                    return _DECODER.raw_decode(cand, start)[0]
+                    return _valid_json(cand, _DECODER.raw_decode(cand, start)[0])
                 except (ValueError, RecursionError):
                     start = cand.find(opener, start + 1)
     raise ValueError("no JSON object found in the answer")
@@ -342,6 +347,8 @@ class ChatModel:
                         raise
                     if charge is not None:
                         charge(msg)
+                    if isinstance(getattr(msg, "content", None), str):
+                        msg.content = valid_text(msg.content)
                 return msg, started
             except Exception as exc:  # noqa: BLE001 — classify then re-raise
                 if infra_fault(exc) is not None:  # recorded per attempt, retried by call_with_retry
@@ -353,6 +360,10 @@ class ChatModel:
                 elif sent:  # any other failed attempt (an HTTP 400...): a call made, and counted by the budget
                     self._record(purpose=purpose, started=started, message=None, ok=False,
                                  error=f"{type(exc).__name__}: {exc}"[:2000])
+                    try:
+                        exc.convsim_refused_request = True  # see refused_request
+                    except AttributeError:  # an exception type without attributes
+                        pass
                 raise
         try:
             msg, started = call_with_retry(call, policy)
@@ -448,13 +459,35 @@ def schema_json(schema: type[BaseModel]) -> str:
     return text
 
 
+def refused_request(exc: BaseException) -> bool:
+    """Whether ``exc`` ended a model request without a fault to retry or an answer (an HTTP 400, a
+    request the backend rejected): no model's behaviour, so a graph that turns the errors of its
+    agents into agent failures must re-raise it (the session is then a ``code_error``, re-run on resume)."""
+    return getattr(exc, "convsim_refused_request", False) is True
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: Any) -> Any:
+    """``text`` with each lone surrogate (a server's or a model's ``"\\ud800"``: no character, and
+    no UTF-8 encoding) replaced by U+FFFD; anything else as it is. Answers enter convsim through it."""
+    if isinstance(text, str) and _SURROGATE.search(text):
+        return _SURROGATE.sub("\ufffd", text)
+    if isinstance(text, dict):
+        return {valid_text(k): valid_text(v) for k, v in text.items()}
+    if isinstance(text, list):
+        return [valid_text(v) for v in text]
+    return text
+
+
 def cut_answer(exc: BaseException) -> str | None:
     """The text of a JSON-mode answer that hit max_tokens (openai's LengthFinishReasonError, which
     langchain-openai raises instead of returning it), or None for any other error."""
     if type(exc).__name__ != "LengthFinishReasonError":
         return None
     try:
-        return exc.completion.choices[0].message.content or ""  # type: ignore[attr-defined]
+        return valid_text(exc.completion.choices[0].message.content or "")  # type: ignore[attr-defined]
     except (AttributeError, IndexError):
         return ""
 

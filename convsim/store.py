@@ -208,7 +208,9 @@ class RunStore:
         it runs in a background thread (one at a time).
         """
         assert self._fh is not None, "RunStore.open() first"
-        data = ((dumps(record) if line is None else line) + "\n").encode("utf-8")
+        # a lone surrogate (a model's "\\ud800" parsed into the state) can only sit inside a JSON
+        # string: written as its escape, the line stays valid JSON and reads back the same
+        data = ((dumps(record) if line is None else line) + "\n").encode("utf-8", "backslashreplace")
         self._fh.write(data)
         self._fh.flush()
         self._index.pop(key := _index_key(record), None)
@@ -243,11 +245,11 @@ class RunStore:
     def write_json(self, name: str, obj: Any) -> Path:
         path = self.dir / name
         path.write_text(json.dumps(obj, indent=2, default=json_default, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
+                        encoding="utf-8", errors="backslashreplace")  # see append
         return path
 
     def append_error(self, record: dict) -> None:
-        with open(self.dir / "errors.jsonl", "a", encoding="utf-8") as fh:
+        with open(self.dir / "errors.jsonl", "a", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(dumps(record) + "\n")
 
     def repair(self) -> None:

@@ -293,7 +293,7 @@ class TraceRecorder:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "wt", encoding="utf-8") as fh:
+        with opener(path, "wt", encoding="utf-8", errors="backslashreplace") as fh:  # see RunStore.append
             fh.write(self.render())
         return path
 

@@ -42,7 +42,7 @@ from catalog.service.db import load_service_db, load_service_schema
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics, rng_for, stable_seed
 from convsim.errors import SimulatorError
-from convsim.models import ModelUnavailable
+from convsim.models import ModelUnavailable, refused_request
 from convsim.prefix import scripted_pair
 from evaluation.service import metrics as metrics
 from evaluation.service.scoring import score_dataset, score_dialogue
@@ -124,8 +124,8 @@ def _schema(ctx: Context):
 
 
 def _fail(node: str, err: Exception, reason: TerminationReason) -> Command:
-    if isinstance(err, (ConvsimError, ModelUnavailable)):  # bad input / the server's fault: the engine's
-        raise err
+    if isinstance(err, (ConvsimError, ModelUnavailable)) or refused_request(err):
+        raise err  # bad input, the server's fault, or a request it refused (an HTTP 400): the engine's
     return Command(goto="finish", update={"termination": reason.value,
                                           "errors": [{"node": node, "error": repr(err)}]})
 
@@ -160,7 +160,7 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
     except (ConvsimError, SimulatorError, ModelUnavailable):
         raise
     except Exception as err:  # noqa: BLE001 - a simulator crash is a simulator error, not the agent's
-        return _fail("user", err, TerminationReason.USER_ERROR)
+        return _fail("user", err, TerminationReason.USER_ERROR)  # (a refused request re-raises there)
     entry = {"turn": turn + 1, "speaker": "user", "text": info["text"],
              "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent", "move", "template_text")}}
     if info.get("scripted"):
@@ -408,6 +408,13 @@ def sessions(params: Params, ctx: Context):
         yield {**base, "session_id": sid, "replay": None, "goal": goal, "user_state": new_user_state(goal)}
 
 
+def _failed_model_detail(turn: int, node: str, failure: dict) -> str:
+    head = f"turn {turn}: {node} answered invalid output (rule fallback used)"
+    if not failure:  # a record from before the raw answers were kept per turn
+        return head
+    return f"{head}: {failure.get('error')}; raw: {str(failure.get('raw'))[:200]!r}"[:400]
+
+
 def agent_checks(state: State) -> list[dict]:
     """An agent node that raised ends the dialogue gracefully (termination ``agent_error``, the
     error in ``errors``) so its metrics are still computed; an agent model (triage, policy, action,
@@ -417,9 +424,9 @@ def agent_checks(state: State) -> list[dict]:
              for e in state.get("errors") or [] if e.get("node") != "user"]
     # a model of the system under test answered garbage and its rule fallback took over: what was
     # scored is the fallback's, so the session is the agent's failure (scored, never a silent "ok")
-    flags += [{"check": "agent_model_failed", "detail": f"turn {i}: {', '.join(m['llm_failed_nodes'])} answered "
-                                                        "invalid output (rule fallback used)"}
-              for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("llm_failed_nodes")]
+    flags += [{"check": "agent_model_failed",
+               "detail": _failed_model_detail(i, node, (m.get("llm_failure_raw") or {}).get(node) or {})}
+              for i, m in enumerate(state.get("turn_metrics") or [], 1) for node in m.get("llm_failed_nodes") or []]
     flags += [{"check": "agent_model_failed", "detail": f"turn {e.get('turn')}: response: "
                                                         f"{e['meta']['failure'].get('error')} (template used)"[:300]}
               for e in state.get("transcript") or []

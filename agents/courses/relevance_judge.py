@@ -46,7 +46,9 @@ def load_prompts() -> tuple[str, str, str]:
 
 class CourseEvaluation(BaseModel):
     code: str
-    score: int = Field(ge=0, le=3, description="0 irrelevant, 1 marginal, 2 fair, 3 highly relevant")
+    # strict: pydantic's lax mode read true as 1, "3" as 3 and 2.0 as 2, which check_answer then
+    # took for valid integers (it saw the converted values)
+    score: int = Field(strict=True, ge=0, le=3, description="0 irrelevant, 1 marginal, 2 fair, 3 highly relevant")
     reason: str = ""
 
 

@@ -68,7 +68,12 @@ def evaluate_turn_state(state: dict, *, schema: ServiceSchema, db: ServiceDB, ac
         policy_ok = int(bool(pol.get("booking_requested")) and bool(pol.get("allowed")) == (not gold_missing))
     llm_failed = [n for n, out in (("triage", t), ("policy", pol), ("action", state["proposed"]))
                   if isinstance(out, dict) and out.get("llm_failure")]
+    # each failed agent model's error and raw answer, this turn's (the node's state keeps the last turn's only)
+    llm_failure_raw = {n: {"error": str(out["llm_failure"].get("error"))[:300], "raw": out["llm_failure"].get("raw")}
+                       for n, out in (("triage", t), ("policy", pol), ("action", state["proposed"]))
+                       if n in llm_failed}
     scores.update(policy_decision_accuracy=policy_ok, llm_failures=len(llm_failed), llm_failed_nodes=llm_failed,
+                  llm_failure_raw=llm_failure_raw or None,
                   action_selection_accuracy=None if expected is None else
                   int(action_class.get(state["proposed"]["kind"], state["proposed"]["kind"]) == expected))
     scores.update(db_grounding_proposed=None if not before["mentions"] else before["grounded"],
