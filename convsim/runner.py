@@ -107,6 +107,12 @@ def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
         if key not in _RESUME_FREE and old.get(key) != new.get(key):
             raise ConvsimError(f"the run exists with a different {key!r}: resume it with the same config "
                                "or choose another --run-id", file=cfg_path, field=key)
+    was, now = old.get("sessions"), new.get("sessions")
+    if isinstance(was, int) and isinstance(now, int) and now < was:
+        # its results, summary and report would keep the larger run while config.yaml said the smaller
+        raise ConvsimError(f"the run has {was} sessions per variant: a resume may add sessions, not drop them "
+                           f"(--sessions {now}); choose another --run-id for a smaller run",
+                           file=cfg_path, field="sessions")
 
 
 async def _run_bounded(plan: Plan, todo: Iterator[Unit], land_one: Callable, progress: LiveProgress,

@@ -172,3 +172,15 @@ def test_resuming_with_a_different_config_is_refused(tmp_path):
     with pytest.raises(ConvsimError) as err:
         convsim.run(cfg, run_id="same", seed=4)
     assert "seed" in str(err.value) and "config.yaml" in str(err.value)
+
+
+def test_a_resume_may_add_sessions_but_not_drop_them(tmp_path):
+    # before, --sessions 2 on a 3-session run was accepted: config.yaml said 2, results and the summary kept 3
+    import convsim
+    from convsim import ConvsimError
+    cfg = {"name": "g", "graph": "hello_chat", "out_dir": str(tmp_path), "analysis": [], "params": {"n_turns": 1}}
+    convsim.run(cfg, sessions=3, run_id="r", analyze=False)
+    with pytest.raises(ConvsimError, match="may add sessions, not drop them"):
+        convsim.run(cfg, sessions=2, run_id="r", analyze=False)
+    assert "sessions: 3" in (tmp_path / "r" / "config.yaml").read_text()
+    convsim.run(cfg, sessions=4, run_id="r", analyze=False)  # growing is a resume
