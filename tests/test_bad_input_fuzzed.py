@@ -54,7 +54,7 @@ def test_a_session_id_from_data_that_names_a_path(tmp_path):
 
 def test_a_damaged_run_directory_on_resume(tmp_path):
     out = tmp_path / "runs"
-    assert cli("run", "hello_chat", "--sessions", "2", "--quiet", "--no-analysis", "--out", out,
+    assert cli("run", "hello_chat", "--sessions", "1", "--quiet", "--no-analysis", "--out", out,
                "--run-id", "r", "--checkpoint")[0] == 0
     run_dir = out / "r"
     cfg_text = (run_dir / "config.yaml").read_text()
