@@ -143,11 +143,11 @@ class RunLimits:
         made (one line says why)."""
         usage = getattr(message, "usage_metadata", None) or {}
         prompt, completion, total = usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens")
+        counted = prompt is not None or completion is not None
+        used = (prompt or 0) + (completion or 0) if counted else (total or 0)
         with self._lock:
-            self.tokens += (prompt or 0) + (completion or 0) if prompt is not None or completion is not None \
-                else (total or 0)
-            if (prompt is None and completion is None and total is None and self.limits.max_tokens is not None
-                    and self.exhausted is None):
+            self.tokens += used
+            if not counted and total is None and self.limits.max_tokens is not None and self.exhausted is None:
                 server = server_key(spec) if spec is not None else "the server"
                 self.exhausted = (f"max_tokens={self.limits.max_tokens} cannot be kept: {server} answered "
                                   "without token usage (set max_calls instead)")

@@ -347,8 +347,9 @@ class ChatModel:
                         raise
                     if charge is not None:
                         charge(msg)
-                    if isinstance(getattr(msg, "content", None), str):
-                        msg.content = valid_text(msg.content)
+                    content = getattr(msg, "content", None)
+                    if isinstance(content, str) and (cleaned := valid_text(content)) is not content:  # a surrogate went
+                        msg.content = cleaned
                 return msg, started
             except Exception as exc:  # noqa: BLE001 — classify then re-raise
                 if infra_fault(exc) is not None:  # recorded per attempt, retried by call_with_retry

@@ -91,7 +91,7 @@ _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sess
                 "baseline", "cache", "retry", "address", "limits"}
 
 
-def _saved_config(cfg_path: Path) -> dict:
+def saved_config(cfg_path: Path) -> dict:
     """An existing run's config.yaml, checked: UTF-8 YAML holding a mapping."""
     saved = load_yaml(cfg_path, what="the run's config.yaml")
     if not isinstance(saved or {}, dict):
@@ -101,7 +101,7 @@ def _saved_config(cfg_path: Path) -> dict:
 
 def _check_resumable(cfg: ExperimentConfig, cfg_path: Path) -> None:
     """A restarted run must compute the same thing; mixing two configs in one results.jsonl is an error."""
-    old = _saved_config(cfg_path)
+    old = saved_config(cfg_path)
     new = cfg.model_dump(mode="json")
     for key in sorted(set(old) | set(new)):
         if key not in _RESUME_FREE and old.get(key) != new.get(key):
@@ -154,7 +154,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     if cfg_path.exists():
         _check_resumable(cfg, cfg_path)
     store.open()  # checks, compacts and indexes what earlier attempts wrote
-    if not cfg_path.exists() or cfg.sessions != _saved_config(cfg_path).get("sessions"):
+    if not cfg_path.exists() or cfg.sessions != saved_config(cfg_path).get("sessions"):
         cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
     done = store.done()
     todo = (u for u in plan.iter_units() if u.key not in done)

@@ -27,7 +27,6 @@ from .config import apply_overrides, config_from_dict, load_config
 from .errors import ConvsimError
 from .plan import usable_checkpoint_db
 from .store import RunStore, iter_jsonl, read_jsonl
-from .textio import load_yaml
 from .sqlitewal import switch_to_wal
 from .tracing import cut_trace, read_trace
 
@@ -97,10 +96,11 @@ def _copy_checkpoint(src: Path, dst: Path, thread: str, superstep: int) -> str:
 
 def _earlier_fork(run_dir: Path) -> dict | None:
     """The ``fork`` entry of the config an earlier attempt of a fork wrote in ``run_dir``, or None."""
+    from .runner import saved_config
     path = run_dir / "config.yaml"
     if not path.exists():
         return None
-    fork = (load_yaml(path) or {}).get("fork")
+    fork = saved_config(path).get("fork")
     return fork if isinstance(fork, dict) and fork.get("checkpoint_id") else None
 
 

@@ -76,6 +76,15 @@ COLUMNS = (("calls", "calls"), ("failed_calls", "failed"), ("cache_hits", "cache
            ("latency_s_mean", "mean s"), ("latency_s_p95", "p95 s"))
 
 
+# every field, for the report (the printed table keeps COLUMNS: 80 columns wide)
+REPORT_COLUMNS = (("sessions", "sessions"), ("calls", "calls"), ("failed_calls", "failed"),
+                  ("cache_hits", "cached"), ("prompt_tokens", "prompt tokens"),
+                  ("completion_tokens", "completion tokens"), ("calls_without_usage", "without usage"),
+                  ("tokens_per_session", "tokens / session"), ("calls_per_session", "calls / session"),
+                  ("latency_s_mean", "mean s"), ("latency_s_p50", "median s"), ("latency_s_p95", "p95 s"),
+                  ("latency_s_total", "total s"))
+
+
 def usage_rows(usage: dict[str, dict]) -> list[list[str]]:
     """Rows for a printed table (variants with at least one model call)."""
     rows = []

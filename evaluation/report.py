@@ -24,7 +24,7 @@ import yaml
 from convsim import read_jsonl
 from convsim.recordset import RecordSet, keys_of, statuses_of
 from convsim.textio import load_json
-from convsim.usage import UsageTally
+from convsim.usage import REPORT_COLUMNS, UsageTally
 from evaluation import fidelity, plots
 from evaluation.headline import choose_baseline, group_warnings, headline_metrics, headline_table, sig3
 from evaluation.records import RunData, flat_numeric, load_run, metric_names
@@ -150,20 +150,12 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         flags=fidelity.simulator_flags(run.records),
         decomposition=fidelity.variance_decomposition(clean, [r["metric"] for r in headline["rows"]]),
         metric_rows=metric_rows(run, statistics, metrics), stats=statistics, warning_groups=group_warnings(warnings),
-        dataset_rows=_dataset_rows(run), usage=_usage(run), usage_columns=USAGE_COLUMNS, figures=_figures(run.run_dir, statistics.get("figures", [])),
+        dataset_rows=_dataset_rows(run), usage=_usage(run), usage_columns=REPORT_COLUMNS, figures=_figures(run.run_dir, statistics.get("figures", [])),
         sessions=sessions, sessions_total=len(run.records), sessions_per_variant=SESSIONS_PER_VARIANT,
         viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"])
     out = run.run_dir / "report.html"
     out.write_text(html, encoding="utf-8")
     return out
-
-
-USAGE_COLUMNS = (("sessions", "sessions"), ("calls", "calls"), ("failed_calls", "failed"),
-                 ("cache_hits", "cached"), ("prompt_tokens", "prompt tokens"),
-                 ("completion_tokens", "completion tokens"), ("calls_without_usage", "without usage"),
-                 ("tokens_per_session", "tokens / session"), ("calls_per_session", "calls / session"),
-                 ("latency_s_mean", "mean s"), ("latency_s_p50", "median s"), ("latency_s_p95", "p95 s"),
-                 ("latency_s_total", "total s"))
 
 
 def _usage(run: RunData) -> dict[str, dict]:
