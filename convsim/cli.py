@@ -104,11 +104,12 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
     console.print(table)
     if len(names) > max_metrics:
         console.print(f"{len(names) - max_metrics} more metrics in {run_dir / 'metrics.csv'}")
-    from .usage import COLUMNS, usage_rows
-    rows = usage_rows(summary.get("usage") or {})
+    from .usage import printed_columns, usage_rows
+    columns = printed_columns(summary.get("usage") or {})
+    rows = usage_rows(summary.get("usage") or {}, columns)
     if rows:
         usage = Table(title="model usage (every session)")
-        for col in ("variant", *(title for _, title in COLUMNS)):
+        for col in ("variant", *(title for _, title in columns)):
             usage.add_column(col, justify="left" if col == "variant" else "right")
         for row in rows:
             usage.add_row(*row)

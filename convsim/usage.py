@@ -85,12 +85,19 @@ REPORT_COLUMNS = (("sessions", "sessions"), ("calls", "calls"), ("failed_calls",
                   ("latency_s_total", "total s"))
 
 
-def usage_rows(usage: dict[str, dict]) -> list[list[str]]:
+def printed_columns(usage: dict[str, dict]) -> tuple:
+    """COLUMNS, without "no usage" when every answer reported its tokens: the table fits 80 columns."""
+    if any((u or {}).get("calls_without_usage") for u in usage.values()):
+        return COLUMNS
+    return tuple(c for c in COLUMNS if c[0] != "calls_without_usage")
+
+
+def usage_rows(usage: dict[str, dict], columns: tuple = COLUMNS) -> list[list[str]]:
     """Rows for a printed table (variants with at least one model call)."""
     rows = []
     for name, u in usage.items():
         if not u["calls"]:
             continue
         rows.append([name] + ["—" if u[k] is None else (f"{u[k]:.3f}" if isinstance(u[k], float) else str(u[k]))
-                              for k, _ in COLUMNS])
+                              for k, _ in columns])
     return rows

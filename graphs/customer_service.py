@@ -412,7 +412,8 @@ def _failed_model_detail(turn: int, node: str, failure: dict) -> str:
     head = f"turn {turn}: {node} answered invalid output (rule fallback used)"
     if not failure:  # a record from before the raw answers were kept per turn
         return head
-    return f"{head}: {failure.get('error')}; raw: {str(failure.get('raw'))[:200]!r}"[:400]
+    # the raw answer first: a long validation error would push it past the cut
+    return f"{head}; raw: {str(failure.get('raw'))[:200]!r}; error: {failure.get('error')}"[:400]
 
 
 def agent_checks(state: State) -> list[dict]:
