@@ -20,6 +20,7 @@ from .models import ChatModel, ModelUnavailable
 from .status import Status
 from .store import dumps
 from .tracing import TraceRecorder, append_channels, ordered_calls
+from .usage import call_tokens
 
 
 @dataclass
@@ -202,7 +203,7 @@ def error_text(exc: BaseException) -> str:
 def spent_by(calls: list[dict]) -> tuple[int, int]:
     """Model calls sent to a server and the tokens they spent (cache hits cost nothing)."""
     sent = [c for c in calls if not c.get("cache_hit")]
-    return len(sent), sum((c.get("prompt_tokens") or 0) + (c.get("completion_tokens") or 0) for c in sent)
+    return len(sent), sum(call_tokens(c) for c in sent)
 
 
 def graph_checks(module: Any, hook: str, state: dict) -> list[dict]:

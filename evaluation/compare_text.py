@@ -39,28 +39,38 @@ def headline_first(result: Mapping) -> list[str]:
         return []
 
 
+def _cells(r: Mapping) -> tuple[str, ...]:
+    return (sig3(r.get("mean_a_shown")), sig3(r.get("mean_b_shown")), sig3(r.get("diff")), _ci(r), _p(r), _n(r))
+
+
 def format_comparison(result: Mapping, *, width: int = 80) -> str:
     """The comparison as lines no wider than ``width`` (a metric name too long for its column gets
-    a line of its own, the numbers on the next); the graph's headline metrics come first."""
+    a line of its own, the numbers on the next); the graph's headline metrics come first. The number
+    columns widen for wide cells (a p of 0.000123*, a CI of tiny values), and the metric column gives
+    up what they take."""
     first = {m: i for i, m in enumerate(headline_first(result))}
-    numbers = 3 * (NUM_W + 1) + (CI_W + 1) + (P_W + 1) + N_W  # A, B, B-A, CI, p, n and their spaces
-    metric_w = max(12, width - numbers - 1)
-    header = (f"{'metric':<{metric_w}} {'A':>{NUM_W}} {'B':>{NUM_W}} {'B−A':>{NUM_W}} "
-              f"{'95% CI':>{CI_W}} {'p':>{P_W}} {'n':>{N_W}}")
+    cells = [_cells(r) for r in result["rows"]]
+    widths = [max([w] + [len(c[i]) for c in cells])
+              for i, w in enumerate((NUM_W, NUM_W, NUM_W, CI_W, P_W, N_W))]
+    numbers = sum(widths) + len(widths) - 1  # A, B, B-A, CI, p, n and the spaces between them
+    metric_w = max(len("metric"), width - numbers - 1)  # a longer name takes a line of its own
+
+    def row(name: str, values) -> str:
+        return f"{name:<{metric_w}} " + " ".join(f"{v:>{w}}" for v, w in zip(values, widths))
+    header = row("metric", ("A", "B", "B−A", "95% CI", "p", "n"))
     lines = [f"A: {result['run_a']}", f"B: {result['run_b']}"]
     blocks: dict[tuple, list] = {}
-    for row in result["rows"]:
-        blocks.setdefault((row["variant_a"], row["variant_b"]), []).append(row)
+    for r, c in zip(result["rows"], cells):
+        blocks.setdefault((r["variant_a"], r["variant_b"]), []).append((r, c))
     for (va, vb), rows in blocks.items():
         lines += ["", f"variant {va}" if va == vb else f"variant A {va} vs B {vb}", header, "-" * len(header)]
-        for r in sorted(rows, key=lambda r: first.get(r["metric"], len(first))):
-            nums = (f"{sig3(r.get('mean_a_shown')):>{NUM_W}} {sig3(r.get('mean_b_shown')):>{NUM_W}} "
-                    f"{sig3(r.get('diff')):>{NUM_W}} {_ci(r):>{CI_W}} {_p(r):>{P_W}} {_n(r):>{N_W}}")
+        for r, c in sorted(rows, key=lambda rc: first.get(rc[0]["metric"], len(first))):
             name = r["metric"]
             if len(name) > metric_w:
-                lines += [name, f"{'':<{metric_w}} {nums}"]
+                lines += [name, row("", c)]
             else:
-                lines.append(f"{name:<{metric_w}} {nums}")
+                lines.append(row(name, c))
+        rows = [r for r, _ in rows]
         tests = sorted({r["test"] for r in rows if r.get("test")})
         unpaired = [r for r in rows if r.get("unpaired_a") or r.get("unpaired_b")]
         lines.append(f"test: {', '.join(tests) or 'none'}; p Holm-adjusted over {len(result['rows'])} rows, "

@@ -46,6 +46,23 @@ def test_fits_80_columns_with_metrics_as_rows(tmp_path):
     assert text.count("variant x") == 1 and text.count("variant y") == 1
 
 
+def test_wide_numbers_still_fit_80_columns(tmp_path):
+    # before, the number columns had fixed widths: a significant p of 0.000123 (with its *) or a CI of
+    # tiny values pushed the row past 80 columns, and a terminal wrapped it
+    a = make_run(tmp_path / "a", variants=("x",), sessions=6, seed=1)
+    b = make_run(tmp_path / "b", variants=("x",), sessions=6, seed=2)
+    res = compare_runs(a, b)
+    r = res["rows"][0]
+    r.update(p_holm=0.000123, significant=True, ci_low=-0.000123, ci_high=-0.0000456,
+             mean_a_shown=-0.000123, mean_b_shown=-0.000246, diff=-0.000123)
+    text = format_comparison(res)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    line = next(x for x in text.splitlines() if "0.000123*" in x)
+    assert line.split()[-3:-1] == ["-4.56e-05]", "0.000123*"] and "[-0.000123," in line
+    header = next(x for x in text.splitlines() if x.startswith("metric"))
+    assert len(header) == len(line)  # the columns line up
+
+
 @pytest.mark.slow
 def test_cli_compare_plain_and_json(tmp_path):
     a = make_run(tmp_path / "a", variants=("x",), sessions=5, seed=1)

@@ -122,7 +122,10 @@ def test_usage_table_hand_computed():
     assert u["prompt_tokens"] == 42 and u["completion_tokens"] == 10
     # served latencies sorted: 1, 2, 3, 5 -> mean 2.75, median 2.5, p95 = 3 + 0.85 * 2 = 4.7
     assert u["latency_s_mean"] == 2.75 and u["latency_s_p50"] == 2.5 and u["latency_s_p95"] == pytest.approx(4.7)
-    assert u["tokens_per_session"] == 26.0 and u["calls_per_session"] == 2.5
+    assert u["tokens_per_session"] == 26.0 and u["calls_per_session"] == 2.5 and u["tokens"] == 52
+    # a server that reports a total alone: counted in tokens (not in prompt/completion), not "without usage"
+    u = usage_table([{"llm_calls": [{**call(1.0, None, None), "total_tokens": 8}, call(1.0, None, None)]}])
+    assert u["tokens"] == 8 and u["prompt_tokens"] == 0 and u["calls_without_usage"] == 1
 
 
 def test_worker_share_splits_every_limit():
@@ -194,7 +197,7 @@ def test_the_report_has_the_usage_table(tmp_path, server):
     table = html[html.index('<table id="usage-table">'):]
     table = table[:table.index("</table>")]
     cells = [c.rsplit("<td", 1)[1].split(">", 1)[1] for c in table.split("</td>")[:-1]]
-    assert cells[:8] == ["&lt;i&gt;v&amp;w", "2", "6", "0", "0", "60", "30", "0"]  # calls, tokens by hand
+    assert cells[:9] == ["&lt;i&gt;v&amp;w", "2", "6", "0", "0", "60", "30", "90", "0"]  # calls, tokens by hand
     assert "<i>v&w" not in html
 
 
@@ -204,7 +207,7 @@ def test_rpm_must_be_finite():
         Limits(rpm=float("inf"))
 
 
-@pytest.mark.parametrize("usage, stop", [({"total_tokens": 500}, "max_tokens=100 reached; this attempt: 1 calls"),
+@pytest.mark.parametrize("usage, stop", [({"total_tokens": 500}, "max_tokens=100 reached; this attempt: 1 calls, 500 tokens"),
                                          ({}, "max_tokens=100 cannot be kept")])
 def test_a_partial_or_empty_usage_is_never_taken_for_zero_tokens(tmp_path, server, usage, stop):
     # before, missing counts became 0: a server reporting only total_tokens, or an empty usage,
@@ -214,6 +217,30 @@ def test_a_partial_or_empty_usage_is_never_taken_for_zero_tokens(tmp_path, serve
     with pytest.raises(BudgetReached, match=stop):
         convsim.run(cfg, run_id="p", analyze=False)
     assert server.requests == 1
+
+
+def test_a_total_only_usage_is_counted_in_the_record_and_the_usage_table(tmp_path, server):
+    # before, a call record kept prompt and completion tokens only: a server reporting a total alone
+    # showed 0 tokens in the stop line and the usage table (and counted as "without usage")
+    from convsim.usage import printed_columns, usage_rows
+    server.usage = {"total_tokens": 9}
+    run_dir = convsim.run(config(tmp_path, server, sessions=2), run_id="tot", analyze=False)
+    records = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    calls = [c for r in records for c in r["llm_calls"]]
+    assert calls and all(c["total_tokens"] == 9 and c["prompt_tokens"] is None for c in calls)
+    usage = json.loads((run_dir / "summary.json").read_text())["usage"]
+    u = usage["default"]
+    assert u["tokens"] == 9 * u["calls"] and u["prompt_tokens"] == 0 and u["calls_without_usage"] == 0
+    assert u["tokens_per_session"] == 9 * u["calls"] / 2
+    columns = printed_columns(usage)
+    assert [k for k, _ in columns].count("tokens") == 1 and "calls_without_usage" not in dict(columns)
+    row = usage_rows(usage, columns)[0]
+    assert row[1 + [k for k, _ in columns].index("tokens")] == str(9 * u["calls"])
+    server.usage = {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}  # the usual case
+    run_dir = convsim.run(config(tmp_path, server, sessions=2), run_id="both", analyze=False)
+    usage = json.loads((run_dir / "summary.json").read_text())["usage"]
+    assert usage["default"]["tokens"] == 9 * usage["default"]["calls"]
+    assert "tokens" not in dict(printed_columns(usage))  # prompt + completion already say it
 
 
 def test_unknown_counts_stay_unknown():
