@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -165,29 +168,64 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
     """Run an experiment config, or a graph with its default params."""
     from .limits import BudgetReached
     try:
-        run_dir = api.run(target, sessions=sessions, seed=seed, models=model, set_params=set_,
-                          run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
-                          checkpoint=checkpoint or None, trace=False if no_trace else None,
-                          executor=executor, workers=workers, address=address, show_progress=not quiet,
-                          analyze=not no_analysis,
-                          prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns},
-                          limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
-                                  "max_tokens": max_tokens})
+        with stopped_cleanly("the sessions that finished are kept; run the same command (same --run-id) "
+                             "again to resume"):
+            run_dir = api.run(target, sessions=sessions, seed=seed, models=model, set_params=set_,
+                              run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
+                              checkpoint=checkpoint or None, trace=False if no_trace else None,
+                              executor=executor, workers=workers, address=address, show_progress=not quiet,
+                              analyze=not no_analysis,
+                              prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns},
+                              limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
+                                      "max_tokens": max_tokens})
     except BudgetReached as exc:
         if not quiet and exc.run_dir is not None:
             print_summary(exc.run_dir)  # what the finished sessions scored and spent
         err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(3) from None
-    except KeyboardInterrupt:
-        err_console.print("[bold yellow]interrupted:[/bold yellow] the sessions that finished are kept; run the "
-                          "same command (same --run-id) again to resume", highlight=False, soft_wrap=True)
-        raise typer.Exit(130) from None
     if not quiet:
         print_summary(run_dir)
         console.print(f"results in {run_dir}")
     code = run_outcome(run_dir)
     if code:
         raise typer.Exit(code)
+
+
+class _Terminate:
+    """A SIGTERM handler: the run stops as on Ctrl-C (what SIGINT's handler does now: asyncio's
+    cancels the run's task, Python's default raises KeyboardInterrupt), and remembers it was SIGTERM."""
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def __call__(self, signum, frame) -> None:
+        self.received = True
+        on_sigint = signal.getsignal(signal.SIGINT)
+        if callable(on_sigint):
+            on_sigint(signal.SIGINT, frame)
+        else:  # SIGINT ignored (a shell's background job): stop all the same
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def stopped_cleanly(kept: str):
+    """Ctrl-C ends what runs inside with one line (``interrupted: <kept>``) and exit code 130; SIGTERM
+    (a batch scheduler's time limit, Kubernetes stopping a pod, ``kill``) the same way with exit code
+    143, instead of dying mid-write with no word (or, under Ray, a C++ stack dump from Ray's own
+    handler: see ``ray_executor.connect``). Only the CLI does this: a library caller's signals are
+    its own."""
+    term = _Terminate()
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, term) if main else None
+    try:
+        yield
+    except KeyboardInterrupt:
+        how, code = ("terminated (SIGTERM)", 143) if term.received else ("interrupted", 130)
+        err_console.print(f"[bold yellow]{how}:[/bold yellow] {kept}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code) from None
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 @app.command()
@@ -241,8 +279,10 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
          no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report")) -> None:
     """Run a session again from a checkpoint (time travel) and compare it with the original."""
     from .time_travel import COMPARISON
-    comp = api.fork(run, session, step=step, variant=variant, trial=trial, models=model,
-                    set_params=set_, run_id=run_id, analyze=not no_analysis)
+    with stopped_cleanly("the fork keeps its checkpoint: the same fork command with --run-id <the fork's "
+                         "directory name> resumes it"):
+        comp = api.fork(run, session, step=step, variant=variant, trial=trial, models=model,
+                        set_params=set_, run_id=run_id, analyze=not no_analysis)
     run_dir = comp["run_dir"]
     status = comp.get("status") or {}
     if status.get("forked", "ok") != "ok":

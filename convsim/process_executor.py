@@ -156,9 +156,11 @@ def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
 
 def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox) -> None:
     """A worker process: plan the run once, then ``threads`` threads each run one session at a time."""
-    # Ctrl-C reaches the whole process group: the driver stops the run and ends its workers, which
-    # would otherwise each print a KeyboardInterrupt traceback
+    # Ctrl-C reaches the whole process group, and so may SIGTERM (a batch scheduler ending the job): the
+    # driver stops the run and ends its workers, which would otherwise each print a KeyboardInterrupt
+    # traceback, or die first and make the stop look like a worker's crash
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         _init_worker(config_json, parent_pid)
     except BaseException as exc:  # noqa: BLE001 — a malformed catalog...: one clear line in the driver
@@ -247,8 +249,8 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
             for _ in range(n * per_worker):
                 inbox.put(None)
         for proc in procs:
-            if in_flight:  # stopped by an error or Ctrl-C: the sessions still running are dropped
-                proc.terminate()
+            if in_flight:  # stopped by an error, Ctrl-C or SIGTERM: the sessions still running are dropped
+                proc.kill()  # (workers ignore SIGTERM: see _worker_main)
             proc.join(timeout=10)
             if proc.is_alive():
                 proc.kill()

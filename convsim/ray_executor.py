@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -89,6 +91,9 @@ def connect(address: str | None, workers: int | None) -> bool:
     if ray.is_initialized():
         return False
     quiet = {"log_to_driver": False, "configure_logging": False}
+    # ray.init puts its core worker's handler on SIGTERM (a C++ stack dump, then exit 15): the handler
+    # Python had (the CLI's graceful stop, or the host application's) is put back after it
+    on_sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
         if address is None:
             ray.init(num_cpus=workers or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES,
@@ -99,6 +104,8 @@ def connect(address: str | None, workers: int | None) -> bool:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConvsimError(f"cannot connect to the Ray cluster at {address!r}: {exc}",
                            field="address") from None
+    if callable(on_sigterm):
+        signal.signal(signal.SIGTERM, on_sigterm)
     return True
 
 

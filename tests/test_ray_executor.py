@@ -167,3 +167,17 @@ def test_ray_two_node_cluster_matches_async(tmp_path, two_node_cluster):
     b = tmp_path / "runs" / "ray"
     assert_same_run(a, b)
     assert "ray: 2 workers on 2 node(s)" in done.stderr  # one actor per node (1 CPU each)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)")
+def test_sigterm_to_a_ray_driver_stops_it_with_one_line(tmp_path):
+    """Before, ray.init's core worker took SIGTERM: a C++ stack dump on stderr and exit 15. Now the
+    CLI's handler is put back after ray.init: the run stops as on Ctrl-C, exit 143."""
+    from test_engine_workers import stop_a_run
+    code, err, _ = stop_a_run(tmp_path, "ray", "sigterm")
+    assert code == 143
+    assert err[-1] == ("terminated (SIGTERM): the sessions that finished are kept; run the same command "
+                       "(same --run-id) again to resume")
+    assert not any("SIGTERM received" in line or "logging.cc" in line for line in err), err
+    assert RunStore(tmp_path / "int").records()
