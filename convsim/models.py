@@ -310,7 +310,8 @@ class ChatModel:
             "role": self.role, "model": self.spec.spec, "purpose": purpose, "node": node, "step": step,
             "task": task, **({"subgraph_node": inner} if inner is not None else {}),
             "prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens"),
-            "total_tokens": usage.get("total_tokens"), "latency_s": round(time.perf_counter() - started, 6), "cache_hit": cache_hit, "ok": ok,
+            "total_tokens": usage.get("total_tokens"),  # what the server gave: a total alone counts too
+            "latency_s": round(time.perf_counter() - started, 6), "cache_hit": cache_hit, "ok": ok,
             "error": error,
         })
 
