@@ -167,9 +167,10 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         quiet: bool = typer.Option(False, "--quiet", "-q")) -> None:
     """Run an experiment config, or a graph with its default params."""
     from .limits import BudgetReached
-    try:
-        with stopped_cleanly("the sessions that finished are kept; run the same command (same --run-id) "
-                             "again to resume"):
+    # the whole command: a Ctrl-C while the summary prints is the same stop, never an "aborted"
+    with stopped_cleanly("the sessions that finished are kept; run the same command (same --run-id) again "
+                         "to resume"):
+        try:
             run_dir = api.run(target, sessions=sessions, seed=seed, models=model, set_params=set_,
                               run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
                               checkpoint=checkpoint or None, trace=False if no_trace else None,
@@ -178,33 +179,44 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                               prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns},
                               limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
                                       "max_tokens": max_tokens})
-    except BudgetReached as exc:
-        if not quiet and exc.run_dir is not None:
-            print_summary(exc.run_dir)  # what the finished sessions scored and spent
-        err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(3) from None
-    if not quiet:
-        print_summary(run_dir)
-        console.print(f"results in {run_dir}")
-    code = run_outcome(run_dir)
+        except BudgetReached as exc:
+            if not quiet and exc.run_dir is not None:
+                print_summary(exc.run_dir)  # what the finished sessions scored and spent
+            err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False,
+                              soft_wrap=True)
+            raise typer.Exit(3) from None
+        if not quiet:
+            print_summary(run_dir)
+            console.print(f"results in {run_dir}")
+        code = run_outcome(run_dir)
     if code:
         raise typer.Exit(code)
 
 
-class _Terminate:
-    """A SIGTERM handler: the run stops as on Ctrl-C (what SIGINT's handler does now: asyncio's
-    cancels the run's task, Python's default raises KeyboardInterrupt), and remembers it was SIGTERM."""
+class _Stop:
+    """What stops a command: SIGTERM's handler (the command stops as on Ctrl-C: what SIGINT's handler
+    does now, asyncio's cancelling the run's task or Python's raising KeyboardInterrupt), and a hook
+    that notes a KeyboardInterrupt Python swallowed: raised in a weakref callback or a ``__del__``, it
+    is only printed as "Exception ignored" and the command goes on (before, to exit 0). It still ends
+    as interrupted, once what it was doing is done (a second Ctrl-C stops it sooner)."""
 
     def __init__(self) -> None:
-        self.received = False
+        self.sigterm = self.swallowed = False
+        self.previous_hook = sys.unraisablehook
 
-    def __call__(self, signum, frame) -> None:
-        self.received = True
+    def __call__(self, signum, frame) -> None:  # on SIGTERM
+        self.sigterm = True
         on_sigint = signal.getsignal(signal.SIGINT)
         if callable(on_sigint):
             on_sigint(signal.SIGINT, frame)
         else:  # SIGINT ignored (a shell's background job): stop all the same
             raise KeyboardInterrupt
+
+    def unraisable(self, unraisable) -> None:
+        if issubclass(unraisable.exc_type, KeyboardInterrupt):
+            self.swallowed = True  # (not raised again here: inside this hook it would be swallowed too)
+        else:
+            self.previous_hook(unraisable)
 
 
 @contextmanager
@@ -214,16 +226,20 @@ def stopped_cleanly(kept: str):
     143, instead of dying mid-write with no word (or, under Ray, a C++ stack dump from Ray's own
     handler: see ``ray_executor.connect``). Only the CLI does this: a library caller's signals are
     its own."""
-    term = _Terminate()
+    stop = _Stop()
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, term) if main else None
+    previous = signal.signal(signal.SIGTERM, stop) if main else None
+    sys.unraisablehook = stop.unraisable
     try:
         yield
+        if stop.swallowed:  # interrupted all the same: never reported as a finished command
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
-        how, code = ("terminated (SIGTERM)", 143) if term.received else ("interrupted", 130)
+        how, code = ("terminated (SIGTERM)", 143) if stop.sigterm else ("interrupted", 130)
         err_console.print(f"[bold yellow]{how}:[/bold yellow] {kept}", highlight=False, soft_wrap=True)
         raise typer.Exit(code) from None
     finally:
+        sys.unraisablehook = stop.previous_hook
         if main:
             signal.signal(signal.SIGTERM, previous)
 

@@ -155,6 +155,22 @@ def cluster_cpus() -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
+PLACE_TIMEOUT_S = 120.0  # for the workers to start (a cluster whose CPUs other jobs hold)
+
+
+def worker_count(asked: int | None, cpus: int) -> int:
+    """The actors to start: ``--workers``, at most one per CPU of the cluster (each takes one, and Ray
+    would wait forever for a CPU that is not there: after a node died, say); all its CPUs by default.
+    Fewer workers change throughput, never results."""
+    if asked is None:
+        return cpus
+    if asked > cpus:
+        print(f"ray: --workers {asked}, but the cluster has {cpus} CPU(s) (each worker takes one): "
+              f"running {cpus}", file=sys.stderr)
+        return cpus
+    return max(1, asked)
+
+
 async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callable, *,
                      workers: int | None, address: str | None, stop: Callable[[], bool] = lambda: False) -> None:
     """Run the units of ``todo`` (a lazy iterator: memory stays flat in the number of sessions) on
@@ -165,8 +181,9 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
     if first is None:
         return
     started = connect(address, workers)
+    actors: list = []
     try:
-        n = max(1, workers or cluster_cpus())
+        n = worker_count(workers, cluster_cpus())
         config = plan.config
         if config.checkpoint:
             # workers open the checkpoint file themselves: an absolute path on a shared file system
@@ -180,9 +197,13 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
         actors = [Worker.remote(config.model_dump_json()) for _ in range(n)]
         pending = [first]
         try:
-            nodes = await asyncio.gather(*(a.node.remote() for a in actors))
+            nodes = await asyncio.wait_for(asyncio.gather(*(a.node.remote() for a in actors)), PLACE_TIMEOUT_S)
         except ray.exceptions.RayActorError as exc:
             raise _worker_failed(exc) from None
+        except asyncio.TimeoutError:
+            raise ConvsimError(f"the Ray cluster did not start the {n} workers within {PLACE_TIMEOUT_S:.0f} s "
+                               "(its CPUs busy with other jobs?); nothing was run, try again with fewer "
+                               "--workers", field="workers") from None
         print(f"ray: {n} workers on {len(set(nodes))} node(s)", file=sys.stderr)
 
         async def feed(actor) -> None:
@@ -200,9 +221,8 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
             await asyncio.gather(*(feed(a) for _ in range(per_actor + QUEUED_PER_ACTOR) for a in actors))
         except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
             raise _worker_failed(exc) from None
-        finally:
-            for a in actors:
-                ray.kill(a)
     finally:
+        for a in actors:
+            ray.kill(a)
         if started:
             ray.shutdown()

@@ -27,7 +27,7 @@ from .config import ExperimentConfig, apply_overrides, load_config
 from .errors import ConvsimError
 from .progress import LiveProgress
 from .store import RunStore
-from .textio import load_yaml, make_dir
+from .textio import load_yaml, make_dir, write_atomic
 from .summary import summarise_run
 from .plan import Plan, plan_run, prepare_checkpoint_db
 from .preflight import preflight
@@ -155,7 +155,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         _check_resumable(cfg, cfg_path)
     store.open()  # checks, compacts and indexes what earlier attempts wrote
     if not cfg_path.exists() or cfg.sessions != saved_config(cfg_path).get("sessions"):
-        cfg_path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
+        write_atomic(cfg_path, yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     done = store.done()
     todo = (u for u in plan.iter_units() if u.key not in done)
     run_limits = limits.activate(cfg.limits)

@@ -243,10 +243,8 @@ class RunStore:
             self._fh = None
 
     def write_json(self, name: str, obj: Any) -> Path:
-        path = self.dir / name
-        path.write_text(json.dumps(obj, indent=2, default=json_default, ensure_ascii=False) + "\n",
-                        encoding="utf-8", errors="backslashreplace")  # see append
-        return path
+        text = json.dumps(obj, indent=2, default=json_default, ensure_ascii=False) + "\n"
+        return textio.write_atomic(self.dir / name, text)  # a killed run never leaves a cut summary
 
     def append_error(self, record: dict) -> None:
         with open(self.dir / "errors.jsonl", "a", encoding="utf-8", errors="backslashreplace") as fh:

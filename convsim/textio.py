@@ -17,6 +17,7 @@ these functions, so a malformed input always ends as one :class:`~convsim.errors
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,21 @@ def make_dir(path: str | Path, *, what: str = "directory", field: str | None = N
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConvsimError(f"cannot create the {what}: {exc.strerror or exc}", file=path, field=field) from None
+    return path
+
+
+def write_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same directory, then rename it over
+    ``path``: a run killed while writing leaves the old file or the new one, never a cut one (a cut
+    config.yaml would make the run refuse to resume). Strings are written losslessly (a lone surrogate
+    a model sent becomes its backslash escape, as in the run files)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -72,6 +72,24 @@ def test_ray_in_process_matches_async_and_resumes(tmp_path, local_ray):
 
 
 @pytest.mark.slow
+def test_more_workers_than_the_cluster_has_cpus_run_on_the_cpus_it_has(tmp_path, local_ray, capfd):
+    """Before, --workers 3 on a 2-CPU cluster (a node died, say) waited forever for a CPU, with no
+    word: every actor asks for one. Now it runs 2 workers and says so; the records are the same."""
+    cfg = write_config(tmp_path, graph="hello_chat", sessions=3, params={"n_turns": 2})
+    b = convsim.run(cfg, run_id="three", executor="ray", workers=3, analyze=False)
+    err = capfd.readouterr().err
+    assert "ray: --workers 3, but the cluster has 2 CPU(s) (each worker takes one): running 2" in err
+    assert "ray: 2 workers on 1 node(s)" in err
+    a = convsim.run(cfg, run_id="async3", analyze=False)
+    assert stable(a) == stable(b)
+
+
+def test_worker_count():
+    from convsim.ray_executor import worker_count
+    assert worker_count(None, 4) == 4 and worker_count(2, 4) == 2 and worker_count(6, 4) == 4
+
+
+@pytest.mark.slow
 def test_ray_actors_keep_the_concurrency_in_flight_at_the_server(tmp_path, local_ray):
     """--concurrency 8 on 2 actors: 4 sessions at once in each (a threaded actor), so the model
     server sees 8 calls at a time, as with the async executor; before, each actor ran one."""
