@@ -179,3 +179,24 @@ def test_other_unraisable_exceptions_still_reach_the_previous_hook():
     finally:
         sys.unraisablehook = previous
     assert seen == [ValueError]
+
+
+def test_a_file_written_atomically_is_never_left_cut(tmp_path, monkeypatch):
+    """config.yaml and summary.json: before, a kill while writing left a cut config.yaml (the resume
+    then refused the run). A write that fails midway leaves the old file whole, and no temporary."""
+    from convsim.textio import write_atomic
+    target = tmp_path / "config.yaml"
+    write_atomic(target, "name: a\nsessions: 4\n")
+    real = Path.write_text
+
+    def cut(self, text, *a, **k):
+        real(self, text[:5], *a, **k)
+        raise KeyboardInterrupt  # killed midway
+    monkeypatch.setattr(Path, "write_text", cut)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(target, "name: b\nsessions: 8\n")
+    monkeypatch.undo()
+    assert target.read_text() == "name: a\nsessions: 4\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]
+    write_atomic(target, "name: b\nsessions: 8\n")
+    assert target.read_text() == "name: b\nsessions: 8\n"
