@@ -461,6 +461,23 @@ def schema_json(schema: type[BaseModel]) -> str:
     return text
 
 
+def echoed_prompt(answer: str, prompt_texts, *, min_chars: int = 20) -> str | None:
+    """The first line of ``prompt_texts`` (the instructions, templates and inputs a graph sent, not
+    what the user said) that ``answer`` repeats verbatim, or None. A weak model often answers with
+    its prompt, or part of it (``Conversation so far: ...``, a candidate list, a JSON action): that
+    is a failed answer, to record with its raw text like any other, never a reply to score. Lines
+    shorter than ``min_chars`` (after stripping) are not looked for: a real answer may repeat a
+    short phrase."""
+    if not answer:
+        return None
+    for text in prompt_texts:
+        for line in str(text).splitlines():
+            line = line.strip()
+            if len(line) >= min_chars and line in answer:
+                return line
+    return None
+
+
 def refused_request(exc: BaseException) -> bool:
     """Whether ``exc`` ended a model request without a fault to retry or an answer (an HTTP 400, a
     request the backend rejected): no model's behaviour, so a graph that turns the errors of its

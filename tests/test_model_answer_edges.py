@@ -94,3 +94,13 @@ def test_a_refused_request_in_customer_service_is_not_the_agents_or_the_simulato
     (rec,) = RunStore(run_dir).records()
     assert rec["status"] == "code_error" and "HTTP 400" in rec["error"]
     assert rec["llm_calls"][0]["ok"] is False and "HTTP 400" in rec["llm_calls"][0]["error"]
+
+
+def test_echoed_prompt_finds_a_repeated_prompt_line():
+    from convsim.models import echoed_prompt
+    scaffold = "Conversation so far:\n{history}\n\nAction to express (JSON): {action}"
+    echo = "Conversation so far:\nuser: I need a hotel.\n\nAction to express (JSON): {'kind': 'search'}"
+    assert echoed_prompt(echo, [scaffold.split("{")[0], "Action to express (JSON):"]) == "Conversation so far:"
+    assert echoed_prompt("I found the Acorn Guest House, 3 stars. Shall I book it?", [scaffold]) is None
+    assert echoed_prompt("so far:", ["so far:"]) is None  # short lines are not looked for
+    assert echoed_prompt("", [scaffold]) is None
