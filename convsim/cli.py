@@ -95,8 +95,9 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
     table = Table(title=escape(f"{run_dir.name}: dialogue metrics, mean [95% bootstrap CI]"))
     table.add_column("metric")
     for vname, v in variants.items():
+        # the sessions the metrics below average over (ok and agent failures), as each metric's n
         errors = f", {v['errors']} errors" if v["errors"] else ""
-        table.add_column(escape(f"{vname}\n(n={v['n']}{errors})"), justify="right")
+        table.add_column(escape(f"{vname}\n({v.get('scored', v['n'])} scored{errors})"), justify="right")
     counts = [v.get("status_counts") for v in variants.values()]
     if all(counts):  # how every session ended, before any metric
         for label, keys in STATUS_ROWS:

@@ -145,9 +145,12 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
         counts = status_counts(recs)
         metrics, usage[variant] = _metrics_and_usage(recs, seed=seed)
         dataset = module.dataset_metrics(scored) if scored else {}
-        summary["variants"][variant] = {"n": counts["ok"], "errors": counts["errors"],
+        # n: sessions ok; scored: what the metrics average over (ok and agent failures: the system
+        # under test failing is its score), each metric's own n lower where it is None
+        n_scored = counts["ok"] + counts["agent_failure"]
+        summary["variants"][variant] = {"n": counts["ok"], "scored": n_scored, "errors": counts["errors"],
                                         "status_counts": counts, "metrics": metrics, "dataset": dataset}
-        row: dict[str, Any] = {"variant": variant, "n": counts["ok"],
+        row: dict[str, Any] = {"variant": variant, "n": counts["ok"], "scored": n_scored,
                                "agent_failures": counts["agent_failure"],
                                "simulator_failures": counts["simulator_failure"],
                                "errors": counts["errors"]}

@@ -184,3 +184,19 @@ def test_a_resume_may_add_sessions_but_not_drop_them(tmp_path):
         convsim.run(cfg, sessions=2, run_id="r", analyze=False)
     assert "sessions: 3" in (tmp_path / "r" / "config.yaml").read_text()
     convsim.run(cfg, sessions=4, run_id="r", analyze=False)  # growing is a resume
+
+
+def test_the_summary_counts_the_sessions_its_metrics_average_over(tmp_path):
+    """Before, the printed table's header said n=<sessions ok> above metrics that average ok and
+    agent-failure sessions (an all-agent-failure variant read "n=0" over metrics with n=2)."""
+    odd = str(ROOT / "tests" / "data" / "graphs" / "odd_chat.py")  # s001's agent raises AgentError
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
+    done = subprocess.run([sys.executable, "-m", "convsim", "run", odd, "--sessions", "2", "--out", str(tmp_path),
+                           "--run-id", "s", "--no-analysis"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    variant = json.loads((tmp_path / "s" / "summary.json").read_text())["variants"]["default"]
+    assert (variant["n"], variant["scored"]) == (1, 2)
+    assert "(2 scored)" in done.stdout and "n=1" not in done.stdout
+    import csv
+    row = next(csv.DictReader((tmp_path / "s" / "metrics.csv").open()))
+    assert (row["n"], row["scored"], row["agent_failures"]) == ("1", "2", "1")
