@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from convsim.models import ModelUnavailable
+from convsim.models import ModelUnavailable, refused_request
 
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_response.txt"
 SLOT_WORDS = {"area": "area", "pricerange": "price range", "food": "type of food",
@@ -74,6 +74,8 @@ def llm_response(model, action: dict, history: list[str]) -> dict:
     except ModelUnavailable:  # the server's fault, not the model's answer: the session is an infra_error
         raise
     except Exception as err:  # noqa: BLE001 - a failed call is recorded, the template answers
+        if refused_request(err):  # an HTTP 400: no answer and no model's behaviour (a code_error)
+            raise
         return {"text": template_response(action), "source": "template",
                 "failure": {"error": repr(err), "raw": None}}
     if not text:

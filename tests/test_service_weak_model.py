@@ -1,0 +1,92 @@
+"""What a weak response model (gemma3-270m) did to customer_service, each defect injected with a
+model double: the reply that echoes its prompt (D4a), the heuristic judge that scored that echo
+5/5 (D4b), the heuristic judge's score reported as a plain ``response_quality`` and correlated
+(D4c), the judge failures of later turns dropped from the flags (D7), and a refused request
+(HTTP 400) turned into a template answer (D3b)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import convsim
+from agents.service.judge import heuristic_judge, judge_turn
+from agents.service.response import llm_response, template_response
+from convsim import StructuredResult, stable_seed
+from convsim.config import ExperimentConfig
+from convsim.models import none_model
+
+ACTION = {"kind": "search", "domain": "hotel", "entity": None, "count": 12, "requested": ["area"],
+          "informed": {}, "acts": ["request"]}
+HISTORY = ["user: I need a place to stay with 3 stars."]
+# what the audit saw: the model's whole user message, repeated as the system turn
+ECHO = f"Conversation so far:\n{HISTORY[0]}\n\nAction to express (JSON): {ACTION}"
+
+
+class Invoke:
+    """A response-model double: ``answer(messages)`` gives the text, or raises."""
+    is_none = False
+    spec = "double"
+
+    def __init__(self, answer):
+        self.answer, self.calls = answer, 0
+
+    def invoke(self, messages, purpose=""):
+        self.calls += 1
+        return self.answer(messages)
+
+
+def echo_user_message(messages):  # the weak model: answers with the user message it was sent
+    return messages[-1][1]
+
+
+class Judge:
+    """A judge-model double: every answer is ``raw`` (valid when it is a verdict dict)."""
+    is_none = False
+    spec = "judge-double"
+
+    def __init__(self, raw):
+        self.raw = raw
+
+    def structured(self, messages, schema, purpose="", retries=2):
+        if isinstance(self.raw, dict):
+            return StructuredResult(ok=True, value=schema.model_validate(self.raw), raw=json.dumps(self.raw),
+                                    attempts=1)
+        return StructuredResult(ok=False, raw=self.raw, error="ValueError: no JSON", attempts=retries + 1)
+
+
+def _sessions(models, n=2, judge=True, max_turns=20):
+    import graphs.customer_service as cs
+    p = cs.Params(n_sessions=n, judge=judge, max_turns=max_turns)
+    out = []
+    for init in cs.sessions(p, cs.Context(params=p, seed=7)):
+        c = cs.Context(params=p, seed=stable_seed(7, init["session_id"]), session_id=init["session_id"],
+                       models=dict(models))
+        out.append(cs.graph.invoke({**init, "transcript": [], "turn_metrics": [], "dialogue_metrics": {}},
+                                   context=c, config={"recursion_limit": 10_000}))
+    return cs, out
+
+
+# ---------------------------------------------------------------- D3b: a refused request is re-raised
+
+class Refused(Exception):
+    pass
+
+
+def _refuse(messages):
+    err = Refused("HTTP 400: the prompt is longer than the context")
+    err.convsim_refused_request = True  # what convsim.models marks on a request the server refused
+    raise err
+
+
+def test_a_refused_response_request_is_re_raised_not_a_template_answer():
+    with pytest.raises(Refused):
+        llm_response(Invoke(_refuse), ACTION, HISTORY)
+    # control: any other exception of the call is the model's failure, the template answers
+    other = llm_response(Invoke(lambda m: (_ for _ in ()).throw(RuntimeError("bad"))), ACTION, HISTORY)
+    assert other["source"] == "template" and "RuntimeError" in other["failure"]["error"]
+
+
+def test_a_refused_response_request_ends_the_session_as_an_error_not_an_agent_failure():
+    with pytest.raises(Refused):
+        _sessions({"response": Invoke(_refuse)}, n=1, judge=False, max_turns=2)
