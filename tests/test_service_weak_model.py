@@ -67,6 +67,34 @@ def _sessions(models, n=2, judge=True, max_turns=20):
     return cs, out
 
 
+# ---------------------------------------------------------------- D4a: an echoed prompt is a failed answer
+
+def test_a_reply_that_echoes_its_prompt_is_a_failed_answer_with_its_raw_text():
+    out = llm_response(Invoke(echo_user_message), ACTION, HISTORY)
+    assert out["source"] == "template" and out["text"] == template_response(ACTION)
+    assert out["failure"]["raw"] == ECHO and "echoed the prompt" in out["failure"]["error"]
+    # a line of the system prompt, repeated, is an echo too
+    system_line = Invoke(lambda m: m[0][1].splitlines()[1])
+    assert llm_response(system_line, ACTION, HISTORY)["failure"]["error"].startswith("echoed the prompt")
+    # the action's dict alone, without the scaffolding, is an input repeated verbatim
+    assert llm_response(Invoke(lambda m: str(ACTION)), ACTION, HISTORY)["source"] == "template"
+
+
+def test_a_reply_may_quote_the_user_and_is_kept():
+    quote = "You need a place to stay with 3 stars: which area would you like?"
+    out = llm_response(Invoke(lambda m: quote), ACTION, HISTORY)
+    assert out == {"text": quote, "source": "llm", "failure": None}
+
+
+def test_an_echoing_response_model_flags_the_session_and_the_template_answers():
+    cs, records = _sessions({"response": Invoke(echo_user_message)}, judge=False)
+    system = [e for r in records for e in r["transcript"] if e["speaker"] == "system"]
+    assert system and all(e["meta"]["failure"]["raw"].startswith("Conversation so far:") for e in system)
+    assert not any("Conversation so far:" in e["text"] for e in system)  # the customer saw the template
+    flags = [f for r in records for f in cs.agent_checks(r) if f["check"] == "agent_model_failed"]
+    assert len(flags) == len(system) and all("echoed the prompt" in f["detail"] for f in flags)
+
+
 # ---------------------------------------------------------------- D3b: a refused request is re-raised
 
 class Refused(Exception):
