@@ -95,6 +95,29 @@ def test_an_echoing_response_model_flags_the_session_and_the_template_answers():
     assert len(flags) == len(system) and all("echoed the prompt" in f["detail"] for f in flags)
 
 
+# ---------------------------------------------------------------- D4b: the heuristic deducts for them
+
+CLEAN = dict(requested=[], informed={}, grounded=True, compliant=True, action_ok=True)
+
+
+@pytest.mark.parametrize("response,score", [
+    ("I found 12 hotels with 3 stars. Which area would you like?", 5),        # clean: 5
+    ("Here you go: {'kind': 'search', 'domain': 'hotel'}", 3),                # dict dump: 5 - 2
+    ('{"reply": "Which area would you like?"}', 3),                           # JSON dump: 5 - 2
+    ("Conversation so far:\nuser: I need a place to stay with 3 stars.", 3),  # echo: 5 - 2
+    (ECHO, 1),                                                                # echo + dict: 5 - 2 - 2
+])
+def test_heuristic_judge_deducts_for_a_data_dump_and_an_echoed_prompt(response, score):
+    assert heuristic_judge(response=response, **CLEAN)["score"] == score
+
+
+def test_heuristic_judge_scores_the_audit_echo_at_the_floor_not_five():
+    verdict = judge_turn(none_model("judge"), user=HISTORY[0], response=ECHO, checks=dict(CLEAN, refusal=False))
+    assert verdict["judge"] == "heuristic" and verdict["score"] == 1
+    # deductions add up with the others: an ungrounded dict dump is 5 - 2 - 2
+    assert heuristic_judge(response="{'kind': 'search'}", **dict(CLEAN, grounded=False))["score"] == 1
+
+
 # ---------------------------------------------------------------- D3b: a refused request is re-raised
 
 class Refused(Exception):
