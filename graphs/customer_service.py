@@ -475,7 +475,8 @@ graph = compile_with_default_context(build(Params()))
 SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
                    "domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "memory_transfer",
                    "policy_violations", "text_hallucination", "db_grounding_proposed", "db_grounding",
-                   "supervisor_corrections", "slot_accuracy", "act_type_accuracy", "response_quality"]
+                   "supervisor_corrections", "slot_accuracy", "act_type_accuracy", "response_quality",
+                   "heuristic_response_quality"]  # the latter when the judge is the heuristic (model none)
 
 # Which state keys feed each turn metric, and when a value counts as low: `convsim trace` and the
 # report link a low turn metric to the node steps of its turn that wrote these keys.
@@ -484,9 +485,9 @@ METRIC_INPUTS = {
     "slot_accuracy": ["triage", "belief"], "joint_goal_accuracy": ["belief", "transfers"],
     "slot_precision": ["triage", "belief"], "db_grounding": ["action", "supervision", "offered"],
     "policy_compliance": ["policy", "supervision"], "system_correct": ["policy", "action", "supervision"],
-    "response_quality": ["response"],
+    "response_quality": ["response"], "heuristic_response_quality": ["response"],
     "db_grounding_proposed": ["proposed"],
 }
 METRIC_THRESHOLDS = {"domain_routing": 1, "intent_accuracy": 1, "slot_accuracy": 1.0, "joint_goal_accuracy": 1,
                      "slot_precision": 1.0, "db_grounding": 1.0, "policy_compliance": 1, "system_correct": 1,
-                     "response_quality": 3, "db_grounding_proposed": 1.0}
+                     "response_quality": 3, "heuristic_response_quality": 3, "db_grounding_proposed": 1.0}

@@ -118,6 +118,36 @@ def test_heuristic_judge_scores_the_audit_echo_at_the_floor_not_five():
     assert heuristic_judge(response="{'kind': 'search'}", **dict(CLEAN, grounded=False))["score"] == 1
 
 
+# ---------------------------------------------------------------- D4c: the heuristic judge is labelled
+
+def test_heuristic_judge_score_is_named_as_such_and_an_llm_judges_is_not():
+    cs, heuristic = _sessions({}, max_turns=6)
+    turns = [t for r in heuristic for t in r["turn_metrics"]]
+    assert all("heuristic_response_quality" in t and "response_quality" not in t for t in turns)
+    dm = heuristic[0]["dialogue_metrics"]
+    assert dm["heuristic_response_quality"] is not None and "response_quality" not in dm
+    assert not [k for k in dm if k.startswith("judge_") and k not in ("judge_failures", "judge_calls")]
+    _, llm = _sessions({"judge": Judge({"score": 4, "rationale": "fine"})}, max_turns=6)
+    assert llm[0]["dialogue_metrics"]["response_quality"] == 4
+    assert "heuristic_response_quality" not in llm[0]["dialogue_metrics"]
+    assert "heuristic_response_quality" in cs.SUMMARY_METRICS and "heuristic_response_quality" in cs.METRIC_INPUTS
+
+
+def test_a_run_with_the_heuristic_judge_labels_it_and_correlates_nothing_with_it(tmp_path):
+    cfg = ExperimentConfig(name="h", graph="customer_service", sessions=3, seed=7, trace=False,
+                           analysis=["evaluation.analysis:analyze_run"], params={"max_turns": 6},
+                           out_dir=str(tmp_path), run_id="h")
+    run_dir = convsim.run(cfg)
+    header = (run_dir / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert "heuristic_response_quality_mean" in header and "response_quality_mean" not in header
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert "heuristic_response_quality" in json.dumps(summary)
+    stats = json.loads((run_dir / "stats.json").read_text())
+    # before: "response_quality ~ judge_refusals_unscored" (a count read as a judge's score)
+    assert stats["correlations"] == []
+    assert "heuristic_response_quality" in (run_dir / "report.html").read_text()
+
+
 # ---------------------------------------------------------------- D3b: a refused request is re-raised
 
 class Refused(Exception):
