@@ -443,15 +443,17 @@ def simulator_checks(state: State) -> list[dict]:
     metrics, ``judge_raw``). A flagged session is a simulator failure, not a customer-service score."""
     from agents.service.fidelity import service_simulator_checks
     flags = list(evaluator_simulator_checks(state)) + list(service_simulator_checks(state))
-    flags += [{"check": "judge_invalid", "detail": f"turn {i}: the response judge's answer was invalid; "
-                                                   f"raw: {str(m.get('judge_raw'))[:200]}"}
-              for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("judge_failed") == 1]
     seen, out = set(), []
     for flag in flags:  # both sets may flag the same thing (goal_leak, _check_goal_leak): report it once
         key = str(flag.get("check", "")).removeprefix("_check_")
         if key not in seen:
             seen.add(key)
             out.append(flag)
+    # one flag per turn whose judge failed, each with its raw answer (not de-duplicated by name: the
+    # second failed turn's answer was otherwise only in turn_metrics), as agent_model_failed is per turn
+    out += [{"check": "judge_invalid", "detail": f"turn {m.get('turn', i)}: the response judge's answer was "
+                                                 f"invalid; raw: {str(m.get('judge_raw'))[:200]}"}
+            for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("judge_failed") == 1]
     return out
 
 

@@ -148,6 +148,18 @@ def test_a_run_with_the_heuristic_judge_labels_it_and_correlates_nothing_with_it
     assert "heuristic_response_quality" in (run_dir / "report.html").read_text()
 
 
+# ---------------------------------------------------------------- D7: one judge_invalid flag per failed turn
+
+def test_every_turn_whose_judge_failed_is_flagged_with_its_raw_answer():
+    cs, records = _sessions({"judge": Judge("not a verdict, turn after turn")}, n=1, max_turns=6)
+    (r,) = records
+    failed = [t["turn"] for t in r["turn_metrics"] if t["judge_failed"] == 1]
+    assert len(failed) >= 2
+    flags = [f for f in cs.simulator_checks(r) if f["check"] == "judge_invalid"]
+    assert [f["detail"].split(":")[0] for f in flags] == [f"turn {t}" for t in failed]
+    assert all("not a verdict, turn after turn" in f["detail"] for f in flags)
+
+
 # ---------------------------------------------------------------- D3b: a refused request is re-raised
 
 class Refused(Exception):
