@@ -443,15 +443,17 @@ def simulator_checks(state: State) -> list[dict]:
     metrics, ``judge_raw``). A flagged session is a simulator failure, not a customer-service score."""
     from agents.service.fidelity import service_simulator_checks
     flags = list(evaluator_simulator_checks(state)) + list(service_simulator_checks(state))
-    flags += [{"check": "judge_invalid", "detail": f"turn {i}: the response judge's answer was invalid; "
-                                                   f"raw: {str(m.get('judge_raw'))[:200]}"}
-              for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("judge_failed") == 1]
     seen, out = set(), []
     for flag in flags:  # both sets may flag the same thing (goal_leak, _check_goal_leak): report it once
         key = str(flag.get("check", "")).removeprefix("_check_")
         if key not in seen:
             seen.add(key)
             out.append(flag)
+    # one flag per turn whose judge failed, each with its raw answer (not de-duplicated by name: the
+    # second failed turn's answer was otherwise only in turn_metrics), as agent_model_failed is per turn
+    out += [{"check": "judge_invalid", "detail": f"turn {m.get('turn', i)}: the response judge's answer was "
+                                                 f"invalid; raw: {str(m.get('judge_raw'))[:200]}"}
+            for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("judge_failed") == 1]
     return out
 
 
@@ -475,7 +477,8 @@ graph = compile_with_default_context(build(Params()))
 SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
                    "domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "memory_transfer",
                    "policy_violations", "text_hallucination", "db_grounding_proposed", "db_grounding",
-                   "supervisor_corrections", "slot_accuracy", "act_type_accuracy", "response_quality"]
+                   "supervisor_corrections", "slot_accuracy", "act_type_accuracy", "response_quality",
+                   "heuristic_response_quality"]  # the latter when the judge is the heuristic (model none)
 
 # Which state keys feed each turn metric, and when a value counts as low: `convsim trace` and the
 # report link a low turn metric to the node steps of its turn that wrote these keys.
@@ -484,9 +487,9 @@ METRIC_INPUTS = {
     "slot_accuracy": ["triage", "belief"], "joint_goal_accuracy": ["belief", "transfers"],
     "slot_precision": ["triage", "belief"], "db_grounding": ["action", "supervision", "offered"],
     "policy_compliance": ["policy", "supervision"], "system_correct": ["policy", "action", "supervision"],
-    "response_quality": ["response"],
+    "response_quality": ["response"], "heuristic_response_quality": ["response"],
     "db_grounding_proposed": ["proposed"],
 }
 METRIC_THRESHOLDS = {"domain_routing": 1, "intent_accuracy": 1, "slot_accuracy": 1.0, "joint_goal_accuracy": 1,
                      "slot_precision": 1.0, "db_grounding": 1.0, "policy_compliance": 1, "system_correct": 1,
-                     "response_quality": 3, "db_grounding_proposed": 1.0}
+                     "response_quality": 3, "heuristic_response_quality": 3, "db_grounding_proposed": 1.0}

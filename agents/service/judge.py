@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from agents.service.response import prompt_texts as response_prompt_texts
+from convsim.models import echoed_prompt
+
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_judge.txt"
+# a raw dict / JSON object in a reply: an opening brace or bracket, then a quoted key and a colon
+# ("{'kind': 'search'", '{"score": 4'); no reply meant for a customer is written like that
+DATA_DUMP = re.compile(r"""[{\[]\s*['"][^'"\n]{1,40}['"]\s*:""")
 
 
 class JudgeVerdict(BaseModel):
@@ -29,9 +36,14 @@ def prompt_version() -> str:
 
 
 def heuristic_judge(*, response: str, requested: list[str], informed: dict, grounded: bool,
-                    compliant: bool, action_ok: bool, refusal: bool = False) -> dict:
+                    compliant: bool, action_ok: bool, refusal: bool = False,
+                    prompt_texts: list[str] | None = None) -> dict:
     """Rubric as checks: start at 5; -2 ungrounded (action or response text), -1 policy breach,
-    -1 wrong action, -1 a requested fact left unanswered, -1 empty or over 60 words; floor 1.
+    -1 wrong action, -1 a requested fact left unanswered, -1 empty or over 60 words, -2 a raw
+    dict / JSON dump in the reply (``{'kind': ...``), -2 a line of the response agent's prompt
+    repeated verbatim (``prompt_texts``, default the response prompt and its scaffolding:
+    ``convsim.models.echoed_prompt``); floor 1. A reply that is its own prompt (the echo *and* the
+    action's dict) scores 1, where the checks above alone gave it 5.
 
     A refusal (the user asked for a domain the system does not serve) is *not scored*: the checks
     say nothing about whether a refusal helped the user, so the heuristic gives no score and
@@ -50,6 +62,10 @@ def heuristic_judge(*, response: str, requested: list[str], informed: dict, grou
     words = len(response.split())
     if words == 0 or words > 60:
         score -= 1
+    if DATA_DUMP.search(response):
+        score -= 2
+    if echoed_prompt(response, response_prompt_texts() if prompt_texts is None else prompt_texts):
+        score -= 2
     return {"score": max(score, 1), "ok": True, "raw": None, "error": None, "label": "heuristic_scored"}
 
 

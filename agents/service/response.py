@@ -1,15 +1,22 @@
 """Response agent: the system's utterance from the approved action (template or LLM).
 
 With model ``none`` a template renders the action; with a model, the model phrases the same
-facts (prompt ``prompts/service_response.txt``) and the template is used when the call fails.
+facts (prompt ``prompts/service_response.txt``) and the template is used when the call fails,
+the answer is empty, or the answer repeats its prompt (a weak model's echo of the instructions,
+the ``Conversation so far:`` scaffolding or the action's JSON: ``convsim.models.echoed_prompt``).
+A request the server refused (an HTTP 400: ``convsim.models.refused_request``) is re-raised, as
+an unreachable server is: neither is the model's answer.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
-from convsim.models import ModelUnavailable
+from convsim.models import ModelUnavailable, echoed_prompt, refused_request
 
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_response.txt"
+HISTORY_HEAD = "Conversation so far:"        # the scaffolding of the model's user message
+ACTION_HEAD = "Action to express (JSON):"
 SLOT_WORDS = {"area": "area", "pricerange": "price range", "food": "type of food",
               "bookday": "day", "bookpeople": "number of people", "bookstay": "number of nights",
               "booktime": "time", "departure": "departure station", "destination": "destination",
@@ -63,20 +70,39 @@ def template_response(action: dict) -> str:
     return "How can I help you?"
 
 
+@functools.lru_cache(maxsize=1)
+def system_prompt() -> str:
+    return PROMPT_FILE.read_text(encoding="utf-8")
+
+
+def prompt_texts(action: dict | None = None) -> list[str]:
+    """What the response model is sent that a reply must not repeat: the system prompt, the
+    scaffolding lines and the action (its JSON). Not the conversation: a reply may quote the user."""
+    texts = [system_prompt(), HISTORY_HEAD, ACTION_HEAD]
+    if action is not None:
+        texts.append(str(action))
+    return texts
+
+
 def llm_response(model, action: dict, history: list[str]) -> dict:
-    """``{"text", "source", "failure"}``: the model's wording, or the template when it fails."""
-    prompt = PROMPT_FILE.read_text(encoding="utf-8")
-    messages = [("system", prompt),
-                ("user", "Conversation so far:\n{}\n\nAction to express (JSON): {}".format(
-                    "\n".join(history[-6:]), action))]
+    """``{"text", "source", "failure"}``: the model's wording, or the template when it fails
+    (the call raised, the answer is empty, or it echoes its prompt); a failure keeps the raw text."""
+    messages = [("system", system_prompt()),
+                ("user", "{}\n{}\n\n{} {}".format(HISTORY_HEAD, "\n".join(history[-6:]), ACTION_HEAD, action))]
     try:
         text = model.invoke(messages, purpose="respond").strip()
     except ModelUnavailable:  # the server's fault, not the model's answer: the session is an infra_error
         raise
     except Exception as err:  # noqa: BLE001 - a failed call is recorded, the template answers
+        if refused_request(err):  # an HTTP 400: no answer and no model's behaviour (a code_error)
+            raise
         return {"text": template_response(action), "source": "template",
                 "failure": {"error": repr(err), "raw": None}}
     if not text:
         return {"text": template_response(action), "source": "template",
                 "failure": {"error": "empty answer", "raw": text}}
+    echoed = echoed_prompt(text, prompt_texts(action))
+    if echoed:  # the model answered with its prompt: a failed answer, never a reply to the customer
+        return {"text": template_response(action), "source": "template",
+                "failure": {"error": f"echoed the prompt: {echoed[:80]!r}", "raw": text}}
     return {"text": text, "source": "llm", "failure": None}

@@ -41,6 +41,8 @@ AGGREGATION = {
     "task_completion_gated": "task_completion AND zero policy violations (MAS4CS's gate, reported apart)",
     "response_quality": "turn = judge score 1-5 (failures excluded and counted); dialogue = mean; dataset = macro; "
                         "judge model, prompt version and failure rate reported",
+    "heuristic_response_quality": "response_quality when the judge is the heuristic (model none), named so; "
+                                  "kept out of correlations with judge metrics",
     "task_success": "simulation: dialogue 0/1 against goal + db; dataset = rate; pass^k over trials",
 }
 

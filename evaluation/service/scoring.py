@@ -12,6 +12,9 @@ from collections import Counter, defaultdict
 from evaluation.service import metrics as m
 from evaluation.service.text_check import text_hallucination_turn
 
+# response_quality when the heuristic judge (model none) gave it: labelled, as README promises
+HEURISTIC_QUALITY = "heuristic_response_quality"
+
 
 def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: dict,
                mentions: list[dict], missing_required: list[str], expected: str | None,
@@ -33,6 +36,8 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
     said = text_mentions or []
     # Gold intents of the unified format are derived by rule from the acts: named so.
     intent_key = "intent_accuracy_rule_gold" if user.get("gold_intent_source") == "rule" else "intent_accuracy"
+    # The heuristic judge's score is named as such (README: heuristic_<metric>), never as an LLM judge's.
+    quality_key = HEURISTIC_QUALITY if judge and judge.get("judge") == "heuristic" else "response_quality"
     return {
         "domain_routing": m.domain_routing_turn(triage.get("domain"), gold_domain),
         intent_key: m.intent_accuracy_turn(triage.get("intent"), user.get("gold_intent")),
@@ -49,13 +54,13 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
         "db_grounded_mentions": sum(bool(x["grounded"]) for x in mentions),
         "policy_compliance": compliant, "expected_action": expected, "actual_action": actual,
         "system_correct": correct, "system_correct_unscored": int(correct is None),
-        "response_quality": judge["score"] if judge else None,
+        quality_key: judge["score"] if judge else None,
         "judge_failed": None if judge is None else int(not judge["ok"]),
     }
 
 
 TURN_MEANS = ("domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "act_type_accuracy", "slot_accuracy",
-              "joint_goal_accuracy", "slot_precision", "system_correct", "response_quality",
+              "joint_goal_accuracy", "slot_precision", "system_correct", "response_quality", HEURISTIC_QUALITY,
               "policy_decision_accuracy", "action_selection_accuracy")
 
 
@@ -89,7 +94,8 @@ def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion
     out["judge_failures"] = sum(t["judge_failed"] for t in judged)
     out["judge_calls"] = len(judged)
     out["llm_failures"] = sum(t.get("llm_failures", 0) for t in turns)
-    out["judge_refusals_unscored"] = sum(t.get("judge_label") == "refusal_unscored" for t in turns)
+    # not named judge_*: a count, not a judge's score (the statistics correlate every judge_* metric)
+    out["refusals_unscored_by_judge"] = sum(t.get("judge_label") == "refusal_unscored" for t in turns)
     out.update(extra)
     return out
 
