@@ -133,6 +133,13 @@ def is_judge_metric(name: str) -> bool:
     return name.startswith(JUDGE_PREFIX) and name not in JUDGE_FLAGS
 
 
+def is_heuristic_metric(name: str) -> bool:
+    """A heuristic judge's score (model ``none``): ``heuristic_<metric>`` or ``judge_heuristic_*``.
+    Labelled as such everywhere, and kept out of correlations: it is no judge's verdict to
+    validate an automatic metric against (nor an automatic metric to validate)."""
+    return name.startswith("heuristic_") or name.startswith(f"{JUDGE_PREFIX}heuristic_")
+
+
 def pair_key(record: Mapping) -> str:
     """Sessions pair across variants by session id and trial (the engine derives the seed from them)."""
     return f"{record.get('session_id')}#{record.get('trial', 0)}"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from convsim import ConvsimError, load_graph_module
 from evaluation import plots, stats
-from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_judge_metric, is_paired,
-                                MetricTable, metric_table, sort_records)
+from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_heuristic_metric, is_judge_metric,
+                                is_paired, MetricTable, metric_table, sort_records)
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +40,12 @@ def judge_failures(records: Sequence[Mapping]) -> dict[str, dict]:
 def correlations(records: Sequence[Mapping] | MetricTable, metrics: Sequence[str], *, seed: int = 0,
                  variant: str | None = None) -> list[dict]:
     """Spearman (bootstrap CI) of every automatic metric against every judge metric: all sessions
-    pooled, or one variant's sessions when ``variant`` is given (then each row names it)."""
+    pooled, or one variant's sessions when ``variant`` is given (then each row names it). Heuristic
+    judges' scores are on neither side (``is_heuristic_metric``)."""
     table = records if isinstance(records, MetricTable) else metric_table(records)
-    judge = [m for m in metrics if is_judge_metric(m) and m in table.columns]
-    auto = [m for m in metrics if not m.startswith("judge_") and m not in JUDGE_FLAGS and m in table.columns]
+    judge = [m for m in metrics if is_judge_metric(m) and not is_heuristic_metric(m) and m in table.columns]
+    auto = [m for m in metrics if not m.startswith("judge_") and m not in JUDGE_FLAGS
+            and not is_heuristic_metric(m) and m in table.columns]
     out = []
     for a in auto:
         xs = table.values(a, variant)
@@ -132,7 +134,7 @@ def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
     stems += plots.distributions({m: {v: list(vals.values()) for v, vals in table.by_variant(m).items()}
                                   for m in per_metric}, out_dir)
     tas = [m for m in metrics if m.startswith("tas")][:3]
-    stems += plots.scatter_against(table, tas, judge, out_dir)
+    stems += plots.scatter_against(table, tas, [m for m in judge if not is_heuristic_metric(m)], out_dir)
     stems += plots.tas_timelines(records, out_dir)
     hook = getattr(module, "figures", None)
     stems += list(hook(records, out_dir) or []) if callable(hook) else []

@@ -128,3 +128,14 @@ def test_nearly_constant_judge_reports_the_interval_undefined():
     assert row["rho"] is not None
     assert row["ci_low"] is None and row["ci_high"] is None
     assert "resamples have a constant variable" in row["ci_undefined"]
+
+
+def test_heuristic_judge_scores_are_kept_out_of_correlations():
+    # README: heuristic judges are "kept out of correlations"; before, judge_heuristic_* scores were
+    # correlated as judge scores and heuristic_<metric> ones as automatic metrics
+    recs = [{"variant": "A", "session_id": f"s{i:03d}", "trial": 0, "seed": i, "status": "ok",
+             "dialogue_metrics": {"tas": i / 10, "judge_quality": 5 - i / 10, "judge_heuristic_fluency": i % 3,
+                                  "heuristic_response_quality": i % 5}} for i in range(20)]
+    names = ["tas", "judge_quality", "judge_heuristic_fluency", "heuristic_response_quality"]
+    rows = correlations(recs, names)
+    assert [(r["automatic"], r["judge"]) for r in rows] == [("tas", "judge_quality")]
