@@ -121,3 +121,72 @@ def test_the_audits_empty_plan_makes_an_agent_failure_in_a_run(tmp_path, monkeyp
     assert [f["check"] for f in rec["agent_flags"]] == ["agent_model_failed"]
     assert PLACEHOLDER_SUMMARY in rec["agent_flags"][0]["detail"]            # with the raw answer
     assert rec["plan"]["validation"]["source"] == "rules (fallback)"
+
+
+# ------------------------------------------------------------------------------- D2: member verdicts
+
+def _member_answer(verdict_utterance, accept=True):
+    def answer(purpose, messages):
+        if purpose == "member_verdict":
+            return {"accept": accept, "utterance": verdict_utterance}
+        option = messages[-1][1].split("what you want most: ")[1].split("\n")[0].split(" (")[0]
+        return {"utterance": f"Honestly, {option} is what I'd pick."}
+    return answer
+
+
+VERDICT_UTTERANCES = {   # the member model's verdict utterance, failed?
+    "Utterance": True,                 # the schema field's title (the audit's answer)
+    "utterance": True,                 # its name
+    '"Utterance."': True,
+    "accept": True,                    # the other field's name
+    "": True,
+    "   ": True,
+    "<one or two sentences you say to the group>": True,       # the prompt's placeholder
+    "one or two sentences you say to the group": True,
+    "Does this plan work for you? Decide as you would.": False,  # words of the prompt, not a whole line
+    'Answer as JSON: {"accept": true or false, "utterance": "<one or two sentences you say to the group>"}':
+        True,                                                   # a whole line of the prompt
+    "That works for me, the museum day looks great.": False,   # control: a verdict
+}
+
+
+@pytest.mark.parametrize("utterance", list(VERDICT_UTTERANCES))
+def test_a_member_verdict_that_is_a_field_name_or_the_prompt_is_a_failed_answer(utterance):
+    failed = VERDICT_UTTERANCES[utterance]
+    # the garbage answers say accept=false while the rule accepts (s_i above the threshold in this
+    # session): M6 shows whose verdict was read
+    state = _run("C2", "member", FakeModel(_member_answer(utterance, accept=not failed), spec="fake:member"))
+    verdicts = [t for t in state["transcript"] if t["meta"].get("intent") in ("user_accept_plan", "user_reject_plan")]
+    flags = [f for f in simulator_checks(state) if f["check"] == "member_model_failed"]
+    if not failed:
+        assert all(t["meta"]["verdict_source"] == "fake:member" and t["text"] == utterance.strip() for t in verdicts)
+        assert not flags and state["dialogue_metrics"]["M6"] == 1.0
+        return
+    # before: verdict_source the model, the text "Utterance", intent user_accept_plan, no flag
+    verdict_failures = [f for f in state["llm_failures"] if f.get("slot") == "verdict"]
+    assert len(verdict_failures) == len(verdicts) == len(state["members"])
+    assert all(f["role"] == "member" and f["raw"] == json.dumps({"accept": False, "utterance": utterance})
+               for f in verdict_failures)
+    assert len(flags) == len(verdicts) and all("member verdict" in f["detail"] for f in flags)   # -> simulator_failure
+    assert all(t["meta"]["verdict_source"] == "rule" for t in verdicts)      # the rule decided
+    assert not any(t["text"] == utterance.strip() for t in verdicts)
+    # M6 is the rule's (the same verdicts as a run without a member model), not the answer's accept
+    rules = _run("C2")
+    assert [t["meta"]["intent"] for t in verdicts] == [
+        t["meta"]["intent"] for t in rules["transcript"] if t["meta"].get("intent") in ("user_accept_plan", "user_reject_plan")]
+    assert state["dialogue_metrics"]["M6"] == rules["dialogue_metrics"]["M6"] == 1.0   # before: 0.0
+
+
+def test_a_member_wish_that_echoes_the_prompt_is_a_failed_answer():
+    # the speak prompt's line "- what you want most: <option>" names the option, so an echo of it
+    # passed the "names the member's wish" check
+    def answer(purpose, messages):
+        if purpose == "member_verdict":
+            return {"accept": True, "utterance": "Fine by me, thanks."}
+        return {"utterance": re.search(r"- what you want most: [^\n]*", messages[-1][1]).group(0)}
+    state = _run("C2", "member", FakeModel(answer, spec="fake:member"))
+    speak = [f for f in state["llm_failures"] if f.get("slot") != "verdict"]
+    assert speak and all("repeats the prompt" in f["error"] for f in speak)
+    provide = [t for t in state["transcript"] if t["meta"].get("intent", "").startswith("user_provide_")]
+    assert not any("what you want most" in t["text"] for t in provide)
+    assert any(f["check"] == "member_model_failed" for f in simulator_checks(state))
