@@ -190,3 +190,40 @@ def test_a_member_wish_that_echoes_the_prompt_is_a_failed_answer():
     provide = [t for t in state["transcript"] if t["meta"].get("intent", "").startswith("user_provide_")]
     assert not any("what you want most" in t["text"] for t in provide)
     assert any(f["check"] == "member_model_failed" for f in simulator_checks(state))
+
+
+# ------------------------------------------------------------------------------- D3: refused requests
+
+def _refused():
+    exc = ValueError("HTTP 400: the request exceeds the context length")
+    exc.convsim_refused_request = True   # what ChatModel marks on a request the server refused
+    return exc
+
+
+def test_a_refused_request_in_the_guided_synthesis_is_raised_not_an_agent_failure():
+    # before: caught, recorded as the synthesis model's failed answer (agent_model_failed)
+    with pytest.raises(ValueError, match="HTTP 400"):
+        _run("C4", "synthesis", FakeModel(text=_refused()))
+
+
+def test_a_guided_synthesis_answer_that_fails_is_still_the_agents_failure():
+    # control: an exception that is the model's own (not refused) stays a recorded agent failure
+    state = _run("C4", "synthesis", FakeModel(text=RuntimeError("the model returned nothing usable")))
+    assert state["llm_failures"] and {f["role"] for f in state["llm_failures"]} == {"synthesis"}
+    assert agent_checks(state)
+
+
+@pytest.mark.parametrize("condition,role", [("C4", "synthesis"), ("C5", "synthesis"), ("C3", "synthesis"),
+                                            ("C4", "planner"), ("C2", "member")])
+def test_a_refused_request_anywhere_in_group_planning_is_a_code_error(tmp_path, monkeypatch, condition, role):
+    # every model call of the graph: the C4/C5 wording caught it (agent_failure, exit 0); the
+    # structured calls (C3 merge, planner, members) already let it through
+    monkeypatch.setattr(models, "_backend", lambda spec, *timeout: Backend(
+        ValueError("HTTP 400: the prompt is longer than the context")))
+    run_dir = convsim.run({"name": "g", "graph": "group_planning", "sessions": 1, "out_dir": str(tmp_path),
+                           "analysis": [], "trace": False, "params": {"condition": condition},
+                           "models": {role: "ollama:fake"}}, run_id="r", analyze=False)
+    (rec,) = RunStore(run_dir).records()
+    assert rec["status"] == "code_error" and "HTTP 400" in rec["error"]   # re-run on resume; exit 3
+    assert not rec.get("agent_flags") and not rec.get("simulator_flags")
+    assert rec["llm_calls"][0]["ok"] is False
