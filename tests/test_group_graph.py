@@ -86,15 +86,17 @@ def test_flags_override_the_preset():
 
 
 class FakePlanner:
-    """A chat-model handle whose plan names one place that is not in the database."""
+    """A chat-model handle whose plan (every day of the draft: fewer is a failed answer, see
+    tests/test_group_model_answers.py) names one place that is not in the database."""
 
     spec, is_none, calls = "fake:planner", False, []
 
     def structured(self, messages, schema, *, purpose="", retries=2):
-        day = {"days": 1, "breakfast": "Ghost Grill, Nowhere", "lunch": "-", "dinner": "-",
-               "attraction": "-", "event": "-", "accommodation": "-", "point_of_interest_list": ""}
+        days = [{"days": n, "breakfast": "Ghost Grill, Nowhere" if n == 1 else "-", "lunch": "-", "dinner": "-",
+                 "attraction": "-", "event": "-", "accommodation": "-", "point_of_interest_list": ""}
+                for n in (1, 2, 3)]
         raw = '{"days": [...], "summary": "A lovely trip."}'
-        return StructuredResult(ok=True, value=schema.model_validate({"days": [day], "summary": "A lovely trip."}),
+        return StructuredResult(ok=True, value=schema.model_validate({"days": days, "summary": "A lovely trip."}),
                                 raw=raw, error=None, attempts=1)
 
 

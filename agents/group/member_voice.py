@@ -7,7 +7,10 @@ are missing. With a ``member`` model each member speaks in persona from their pr
 (``prompts/group_member_speak.txt``) and decides on the plan (``prompts/group_member_verdict.txt``)
 through the project's ChatModel; answers are validated (``MemberUtterance`` must name the member's
 first option; ``MemberVerdict``), and a failed answer falls back to the rule, with the raw answer
-kept in ``llm_failures``.
+kept in ``llm_failures``. An utterance that is empty, only a schema field's name or title
+(``"Utterance"``) or the prompt echoed back (``agents.group.answers``) is a failed answer too: JSON
+that validates is not yet a member's words, and before, a verdict of ``{"accept": true,
+"utterance": "Utterance"}`` was taken as the member accepting the plan (M6).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agents.group.answers import empty_or_echo
 from agents.group.members import ACTIONABLE_SLOTS
 from agents.group.vote import option_label
 
@@ -41,7 +45,8 @@ def speak_with_model(model, member: dict, slot: str, turn: dict, *, group_type: 
     pref = member["preferences"][slot]
     option = _first_option(member, slot)
     extra = option_label(pref["house_rule"]).replace("_", " ") if slot == "lodging" else None
-    prompt = (PROMPTS / "group_member_speak.txt").read_text(encoding="utf-8").format(
+    template = (PROMPTS / "group_member_speak.txt").read_text(encoding="utf-8")
+    prompt = template.format(
         name=member["name"], persona=member["persona"], group=group_type, slot=slot.replace("_", " "),
         option=option + (f" ({extra})" if extra else ""), also_ok=pref.get("also_ok") or "nothing else",
         reject=pref.get("reject") or "nothing in particular")
@@ -50,6 +55,9 @@ def speak_with_model(model, member: dict, slot: str, turn: dict, *, group_type: 
     if not res.ok:
         return turn, {"slot": slot, "member": member["name"], "error": res.error, "raw": res.raw}
     text = res.value.utterance.strip()
+    echo = empty_or_echo(text, prompt, template, MemberUtterance)
+    if echo:
+        return turn, {"slot": slot, "member": member["name"], "raw": res.raw, "error": echo}
     if option.lower() not in text.lower():
         return turn, {"slot": slot, "member": member["name"], "raw": res.raw,
                       "error": f"utterance does not name the member's wish {option!r}"}
@@ -68,10 +76,15 @@ def rule_verdict(member: dict, rate: float | None, threshold: float, missing: li
 def verdict_with_model(model, member: dict, plan_text: str) -> tuple[bool | None, str, dict | None]:
     """``(accept, utterance, failure)``; ``accept`` is None when the answer failed."""
     wishes = "\n".join(f"- {s}: {member['preferences'][s]['text']}" for s in ACTIONABLE_SLOTS)
-    prompt = (PROMPTS / "group_member_verdict.txt").read_text(encoding="utf-8").format(
+    template = (PROMPTS / "group_member_verdict.txt").read_text(encoding="utf-8")
+    prompt = template.format(
         name=member["name"], persona=member["persona"], wishes=wishes, plan=plan_text)
     res = model.structured([("system", f"You are {member['name']}, a member of a travel group."),
                             ("user", prompt)], MemberVerdict, purpose="member_verdict", retries=1)
     if not res.ok:
         return None, "", {"slot": "verdict", "member": member["name"], "error": res.error, "raw": res.raw}
-    return res.value.accept, res.value.utterance.strip(), None
+    text = res.value.utterance.strip()
+    echo = empty_or_echo(text, prompt, template, MemberVerdict)
+    if echo:   # no verdict: its ``accept`` is not read (the rule decides)
+        return None, "", {"slot": "verdict", "member": member["name"], "error": echo, "raw": res.raw}
+    return res.value.accept, text, None

@@ -31,7 +31,8 @@ from pydantic import BaseModel
 
 from agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
 from agents.group.vote import option_label
-from convsim.models import ModelUnavailable
+from convsim.errors import ConvsimError
+from convsim.models import ModelUnavailable, refused_request
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 _SLOT_WORDS = {"traveler_type": "travel style", "travel_purpose": "trip purpose",
@@ -214,9 +215,12 @@ def llm_guided_text(model, slot: str, stated: dict[str, list[dict]], template_te
     try:
         text = model.invoke([("system", "You mediate a group travel planning chat."), ("user", prompt)],
                             purpose=f"synthesize_{slot}").strip()
-    except ModelUnavailable:  # the server's fault, not the model's answer: the session is an infra_error
-        raise
     except Exception as exc:   # noqa: BLE001 - a failed answer: record it and go on
+        if isinstance(exc, (ModelUnavailable, ConvsimError)) or refused_request(exc):
+            # the server's fault (an infra_error), bad input, or a request the server refused (an
+            # HTTP 400, e.g. the context length exceeded: a code_error, re-run on resume): no answer
+            # of the model, so never the agent's failure (docs/ENGINE_API.md)
+            raise
         return None, {"slot": slot, "error": repr(exc), "raw": None}
     if len(text.split()) < 6:
         return None, {"slot": slot, "error": "answer shorter than 6 words", "raw": text}
