@@ -371,8 +371,9 @@ def preflight(params: Params, ctx: Context) -> None:
 
 
 def agent_checks(state: State) -> list[dict]:
-    """A CRS turn whose model answer was invalid (its generation failed; the raw answer is in the
-    turn's ``meta.generation``): the recommender failed, the session is an agent failure (scored)."""
+    """A CRS turn whose model answer was invalid (empty, or a repeat of its prompt; its generation
+    failed and the raw answer is in the turn's ``meta.generation``): the recommender failed, the
+    session is an agent failure (scored)."""
     return [{"check": "crs_model_failed", "detail": f"turn {e.get('turn')}: "
                                                     f"{e['meta']['generation'].get('reason')}; raw: "
                                                     f"{str(e['meta']['generation'].get('raw'))[:200]}"}
