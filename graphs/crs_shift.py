@@ -294,7 +294,9 @@ DIALOGUE_STAGE_NODES: list[tuple[str, object]] = [("evaluate_tas_cas", evaluate_
 
 def check_simulator(state: State, runtime: Runtime[Context]) -> dict:
     """The LLM path of the simulator checks: with a "simulator_judge" model, a model reads the
-    dialogue and flags a user that broke persona, ended early or contradicted itself."""
+    dialogue and flags a user that broke persona, ended early or contradicted itself. An unreadable
+    answer is kept with ``failed`` and ``flags`` None (not checked); evaluate_dialogue counts it
+    (``simulator_judge_failed``, evaluation/crs/nodes.py)."""
     model = runtime.context.model("simulator_judge")
     if model.is_none:
         # an explicit "not judged" (rather than no update) keeps one state version per node step,
@@ -386,7 +388,8 @@ def simulator_checks(state: State) -> list[dict]:
     (agents/crs/fidelity.py), whose LLM paraphrase was invalid (the template was said instead), and
     of a topics model or PEPPER judge whose answer was invalid after its retries; a flagged session
     is a simulator failure, not a recommender score. An unreadable simulator-judge answer is recorded
-    (``simulator_judge.failed``, raw kept) and flags nothing: the audit failed, not the user."""
+    (``simulator_judge.failed``, raw kept, ``flags`` None) and flags nothing: the audit failed, not
+    the user; it is counted by the dialogue metric ``simulator_judge_failed``."""
     from agents.crs.fidelity import crs_simulator_checks
     flags = list(crs_simulator_checks(state))
     flags += [{"check": "user_model_failed", "detail": f"turn {e.get('turn')}: the user's paraphrase was invalid "
