@@ -294,7 +294,9 @@ DIALOGUE_STAGE_NODES: list[tuple[str, object]] = [("evaluate_tas_cas", evaluate_
 
 def check_simulator(state: State, runtime: Runtime[Context]) -> dict:
     """The LLM path of the simulator checks: with a "simulator_judge" model, a model reads the
-    dialogue and flags a user that broke persona, ended early or contradicted itself."""
+    dialogue and flags a user that broke persona, ended early or contradicted itself. An unreadable
+    answer is kept with ``failed`` and ``flags`` None (not checked); evaluate_dialogue counts it
+    (``simulator_judge_failed``, evaluation/crs/nodes.py)."""
     model = runtime.context.model("simulator_judge")
     if model.is_none:
         # an explicit "not judged" (rather than no update) keeps one state version per node step,
@@ -371,8 +373,9 @@ def preflight(params: Params, ctx: Context) -> None:
 
 
 def agent_checks(state: State) -> list[dict]:
-    """A CRS turn whose model answer was invalid (its generation failed; the raw answer is in the
-    turn's ``meta.generation``): the recommender failed, the session is an agent failure (scored)."""
+    """A CRS turn whose model answer was invalid (empty, or a repeat of its prompt; its generation
+    failed and the raw answer is in the turn's ``meta.generation``): the recommender failed, the
+    session is an agent failure (scored)."""
     return [{"check": "crs_model_failed", "detail": f"turn {e.get('turn')}: "
                                                     f"{e['meta']['generation'].get('reason')}; raw: "
                                                     f"{str(e['meta']['generation'].get('raw'))[:200]}"}
@@ -385,7 +388,8 @@ def simulator_checks(state: State) -> list[dict]:
     (agents/crs/fidelity.py), whose LLM paraphrase was invalid (the template was said instead), and
     of a topics model or PEPPER judge whose answer was invalid after its retries; a flagged session
     is a simulator failure, not a recommender score. An unreadable simulator-judge answer is recorded
-    (``simulator_judge.failed``, raw kept) and flags nothing: the audit failed, not the user."""
+    (``simulator_judge.failed``, raw kept, ``flags`` None) and flags nothing: the audit failed, not
+    the user; it is counted by the dialogue metric ``simulator_judge_failed``."""
     from agents.crs.fidelity import crs_simulator_checks
     flags = list(crs_simulator_checks(state))
     flags += [{"check": "user_model_failed", "detail": f"turn {e.get('turn')}: the user's paraphrase was invalid "

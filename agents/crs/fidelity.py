@@ -16,7 +16,9 @@ checks that the stated values survive).
 
 The LLM path (``llm_simulator_flags``, run by the graph's ``check_simulator`` node when the
 "simulator_judge" model role is set) asks a model the same three questions about the whole
-dialogue; its flags are named ``_llm_check_*`` and join the rule-based ones.
+dialogue; its flags are named ``_llm_check_*`` and join the rule-based ones. An unreadable judge
+answer flags nothing but is never read as a clean check: ``flags`` is ``None`` and the dialogue
+metric ``simulator_judge_failed`` is 1.
 """
 from __future__ import annotations
 
@@ -90,7 +92,8 @@ CHECKS = (_check_persona, _check_ending, _check_profile)
 
 
 def crs_simulator_checks(state: Mapping) -> list[dict]:
-    """Every flag of every rule-based check, then the simulator judge's (empty: the user behaved)."""
+    """Every flag of every rule-based check, then the simulator judge's (empty: the user behaved;
+    ``None``: the judge failed or did not run, nothing to add)."""
     judged = (state.get("simulator_judge") or {}).get("flags") or []
     return [flag for check in CHECKS for flag in check(state)] + list(judged)
 
@@ -115,14 +118,16 @@ SIMULATOR_JUDGE_PROMPT = (
 
 def llm_simulator_flags(model, transcript: list[dict]) -> dict:
     """``{"flags": [...], "failed": bool, "raw": text}`` from the simulator judge. A judge answer
-    that cannot be read is recorded (``failed``) and flags nothing: a broken checker must not drop
-    sessions."""
+    that cannot be read is recorded (``failed``, with the parse ``error``) and flags nothing: a
+    broken checker must not drop sessions. Its ``flags`` are then ``None`` (not checked), never
+    ``[]``, which means "checked: no problem"; the dialogue metrics ``simulator_judge_failed`` (1)
+    and ``simulator_judge_flags`` (None) say so too (evaluation/crs/nodes.py)."""
     lines = "\n".join(f"[turn {t.get('turn')}] {str(t.get('speaker', '')).upper()}: {t.get('text', '')}"
                       for t in transcript if not (t.get("meta") or {}).get("scripted"))
     res = model.structured([("user", SIMULATOR_JUDGE_PROMPT.format(dialogue=lines))], SimulatorVerdict,
                            purpose="simulator_judge")
     if not res.ok:
-        return {"flags": [], "failed": True, "raw": res.raw}
+        return {"flags": None, "failed": True, "raw": res.raw, "error": res.error}
     v = res.value
     where = f"turn {v.turn}: " if v.turn is not None else ""
     flags = [{"check": name, "detail": f"{where}{v.reason} (simulator judge)"}

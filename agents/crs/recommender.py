@@ -26,6 +26,7 @@ from agents.crs.references import (
 )
 from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
+from convsim.models import echoed_prompt
 
 RESET_PHRASES = ("anything works", "whatever", "surprise me", "anything really", "start over")
 # A mention is negated when its clause starts with one of these before the value ...
@@ -290,26 +291,47 @@ def template_answer(films: list[Movie], constraints: dict[str, list[str]], relax
 
 # --- LLM answers ---------------------------------------------------------------------------
 
+def _candidate_facts(m: Movie) -> str:
+    return "; ".join([f"genres: {', '.join(m.genres) or 'n/a'}",
+                      f"director: {', '.join(m.directors[:2]) or 'n/a'}",
+                      f"starring: {', '.join(m.actors[:3]) or 'n/a'}"])
+
+
 def candidates_block(films: list[Movie]) -> str:
     lines = []
     for i, m in enumerate(films, 1):
-        facts = [f"genres: {', '.join(m.genres) or 'n/a'}",
-                 f"director: {', '.join(m.directors[:2]) or 'n/a'}",
-                 f"starring: {', '.join(m.actors[:3]) or 'n/a'}"]
         year = f" ({m.year})" if m.year else ""
-        lines.append(f"{i}. {m.title}{year}. {'; '.join(facts)}. Plot: {m.plot}")
+        lines.append(f"{i}. {m.title}{year}. {_candidate_facts(m)}. Plot: {m.plot}")
     return "\n".join(lines)
+
+
+def prompt_lines(prompt_template: str, films: list[Movie]) -> list[str]:
+    """What the CRS prompt says that no reply should repeat verbatim: the instruction lines of the
+    template, each candidate line, and each candidate's fact list ("genres: ...; director: ...;
+    starring: ..."), which is prompt syntax. Never the history: the user's words (and earlier
+    replies) may well be quoted by a good answer."""
+    return [prompt_template, candidates_block(films), *(_candidate_facts(m) for m in films)]
 
 
 def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tuple[str, str]],
                n_history: int) -> tuple[str, dict]:
     """Generate with the CRS model. An empty answer is kept as the system's turn (it is what the
-    system said) and flagged as a generation failure with the raw answer."""
+    system said) and flagged as a generation failure with the raw answer. An answer that repeats
+    its prompt (an instruction line, a candidate line or a candidate's fact list, >= 20 chars,
+    ``convsim.models.echoed_prompt``) is a failed answer too: flagged with the raw answer and
+    ``reason`` naming the echoed line; the caller says the template answer instead (``fallback``),
+    so the echo, which restates the candidates' concepts, is never scored as a recommendation."""
     recent = "\n".join(f"{s.upper()}: {t}" for s, t in history[-n_history:])
     prompt = prompt_template.format(history=recent, candidates=candidates_block(films))
     raw = model.invoke([("user", prompt)], purpose="respond")
     text = (raw or "").strip()
-    return text, {"ok": bool(text), "raw": raw, "reason": None if text else "empty answer"}
+    if not text:
+        return text, {"ok": False, "raw": raw, "reason": "empty answer"}
+    echoed = echoed_prompt(text, prompt_lines(prompt_template, films))
+    if echoed is not None:
+        return text, {"ok": False, "raw": raw, "reason": f"the answer repeats its prompt: {echoed[:80]!r}",
+                      "fallback": "template"}
+    return text, {"ok": True, "raw": raw, "reason": None}
 
 
 # --- one turn ------------------------------------------------------------------------------
@@ -358,6 +380,10 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
         films = ranked[:params.n_prompt_candidates]
         text, generation = llm_answer(model, prompt_template, films, history or [],
                                       params.history_turns)
+        if generation.get("fallback") == "template":  # a failed answer (an echo of the prompt):
+            # the template says the turn, exactly what model none would say
+            text = focused_answer(ranked[:params.n_mention],
+                                  latest_constraint(active, state["stated_at"]), rng)
     if named is None:
         ids, candidates = extractor.titles_and_candidates(text)  # one scan of the answer
         mentioned = [i for i in ids if i in catalog.by_id]

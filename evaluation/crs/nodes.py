@@ -175,9 +175,25 @@ def simulator_health(state: dict, settings: TASSettings, idf) -> tuple[dict, dic
     return health_metrics(state.get("transcript") or []), {}
 
 
+def simulator_judge_outcome(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
+    """Whether the LLM simulator check ran (graphs/crs_shift.py ``check_simulator``, the
+    "simulator_judge" role): ``simulator_judge_failed`` 1 when its answer was unreadable (the check
+    did not happen; it flags nothing, so the session stays ``ok``), else 0; ``simulator_judge_flags``
+    the number of problems it found, ``None`` when it failed (unknown, not 0). Nothing without a
+    simulator judge (``state["simulator_judge"]`` is None)."""
+    verdict = state.get("simulator_judge")
+    if not isinstance(verdict, dict):
+        return {}, {}
+    failed = bool(verdict.get("failed"))
+    flags = verdict.get("flags")
+    return ({"simulator_judge_failed": int(failed),
+             "simulator_judge_flags": None if failed or flags is None else len(flags)}, {})
+
+
 Contributor = Callable[[dict, TASSettings, object], tuple[dict, dict]]
 DIALOGUE_CONTRIBUTORS: list[Contributor] = [grounded_tas, segment_alignment, shift_recovery,
-                                            concept_accounting, simulator_health]
+                                            concept_accounting, simulator_health,
+                                            simulator_judge_outcome]
 
 
 def dialogue_evaluation(state: dict, settings: TASSettings, idf,
@@ -212,12 +228,23 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
             "off_catalog_rate_pooled": off / (off + rec) if off + rec else None,
             "crs_generation_failures_total": sum(d.get("crs_generation_failures", 0) for d in dm),
             "user_paraphrase_fallbacks_total": sum(d.get("user_paraphrase_fallbacks", 0) for d in dm),
-            **health.result(), **gameable_note(dm)}
+            **simulator_judge_totals(dm), **health.result(), **gameable_note(dm)}
 
 
 # the dialogue metrics the pooled figures read (kept per session; the rest of the record is not)
 POOLED_INPUTS = ("off_catalog_titles_total", "recommended_titles_total", "crs_generation_failures",
-                 "user_paraphrase_fallbacks", "tas_echo_ceiling", "echo_turn_share", "tas_grounded")
+                 "user_paraphrase_fallbacks", "tas_echo_ceiling", "echo_turn_share", "tas_grounded",
+                 "simulator_judge_failed")
+
+
+def simulator_judge_totals(dm: list[dict]) -> dict:
+    """Of the scored sessions a simulator judge read, how many it could not check (its answer was
+    unreadable): ``simulator_judge_failed_total`` of ``simulator_judge_sessions``; None without a
+    simulator judge. A failed check flags nothing, so these sessions are scored as clean unless
+    this count is read."""
+    judged = [d["simulator_judge_failed"] for d in dm if d.get("simulator_judge_failed") is not None]
+    return {"simulator_judge_sessions": len(judged),
+            "simulator_judge_failed_total": sum(judged) if judged else None}
 
 
 def gameable_note(dm: list[dict]) -> dict:
