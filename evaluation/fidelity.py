@@ -55,6 +55,18 @@ def simulator_flags(records: Sequence[Mapping]) -> dict[str, dict]:
     return out
 
 
+def simulator_unchecked(records: Sequence[Mapping]) -> dict[str, int]:
+    """Per variant: the sessions a simulator judge could not check (its answer was unreadable: the
+    graph records a ``simulator_judge_failed`` of 1). Such a session flags nothing, so without this
+    count an empty flags table would read as "the simulator behaved"."""
+    out: dict[str, int] = {}
+    for r in records:
+        if ((r.get("dialogue_metrics") or {}).get("simulator_judge_failed") or 0) >= 1:
+            v = str(r.get("variant"))
+            out[v] = out.get(v, 0) + 1
+    return out
+
+
 def random_effects_shares(groups: Sequence[Sequence[float]]) -> dict | None:
     """One-way random-effects decomposition of values grouped by session (a group = one session's
     trials): ``within`` = MSW (re-simulating the same user), ``between`` = max(0, (MSB - MSW) / n0)

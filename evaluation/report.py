@@ -148,6 +148,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         headline=headline, headline_figures=headline_figures,
         status=fidelity.status_counts(run.records, run.variants, infra),
         flags=fidelity.simulator_flags(run.records),
+        unchecked=fidelity.simulator_unchecked(run.records),
         decomposition=fidelity.variance_decomposition(clean, [r["metric"] for r in headline["rows"]]),
         metric_rows=metric_rows(run, statistics, metrics), stats=statistics, warning_groups=group_warnings(warnings),
         dataset_rows=_dataset_rows(run), usage=_usage(run), usage_columns=REPORT_COLUMNS, figures=_figures(run.run_dir, statistics.get("figures", [])),

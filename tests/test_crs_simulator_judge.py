@@ -88,6 +88,12 @@ def test_a_simulator_judge_answering_garbage_is_counted_and_its_figures_are_miss
     assert summary["metrics"]["simulator_judge_flags"]["n"] == len(recs) - len(garbage)
     assert summary["dataset"]["simulator_judge_failed_total"] == len(garbage)
     assert summary["dataset"]["simulator_judge_sessions"] == len(recs)
+    # the report's Simulator fidelity section says so (before: "No session was flagged", read as clean)
+    from evaluation.report import build_report
+    html = build_report(run_dir).read_text()
+    section = html[html.index('id="fidelity"'):]
+    assert f"v: the simulator judge could not check {len(garbage)} session(s)" in section
+    assert "No session was flagged" not in section
 
 
 def test_without_a_simulator_judge_nothing_is_reported(tmp_path):
