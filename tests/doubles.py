@@ -13,6 +13,20 @@ class ScriptedModel:
         return self.answer
 
 
+class Backend:
+    """The provider behind a real ChatModel (patched in for ``models._backend``): a fixed answer, or
+    an exception to raise (an HTTP 400: no answer)."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def invoke(self, messages, **kwargs):
+        from langchain_core.messages import AIMessage
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return AIMessage(self.answer, usage_metadata={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2})
+
+
 def fan_graph(state_cls, user, left, right, join, *, last_turn: int):
     """user -> (left, right in parallel) -> join -> user ... until ``turn >= last_turn``, compiled with
     an in-memory checkpointer: the shape the trace tests replay (parallel writes to one key)."""

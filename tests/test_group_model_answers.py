@@ -12,11 +12,11 @@ import json
 import re
 
 import pytest
-from langchain_core.messages import AIMessage
 
 import convsim
 from convsim import StructuredResult, models, stable_seed
 from convsim.store import RunStore
+from doubles import Backend
 from graphs.group_planning import Context, Params, agent_checks, graph, sessions, simulator_checks
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -53,16 +53,6 @@ def _run(condition, role=None, model=None, **params):
                                            models={role: model} if role else {}))
 
 
-class Backend:
-    """The provider behind a real ChatModel: an HTTP 400 (no answer), or a fixed answer."""
-
-    def __init__(self, answer):
-        self.answer = answer
-
-    def invoke(self, messages, **kwargs):
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return AIMessage(self.answer, usage_metadata={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2})
 
 
 def _day(n, **places):

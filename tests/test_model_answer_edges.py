@@ -2,25 +2,17 @@
 import json
 
 import pytest
-from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
 import convsim
 from convsim import models
 from convsim.models import ChatModel, extract_json, parse_model_spec
 from convsim.store import RunStore
+from doubles import Backend
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
-class Backend:
-    def __init__(self, answer):
-        self.answer = answer
-
-    def invoke(self, messages, **kwargs):
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return AIMessage(self.answer, usage_metadata={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2})
 
 
 def test_a_lone_surrogate_in_an_answer_becomes_a_replacement_character(monkeypatch):
