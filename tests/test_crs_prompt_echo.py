@@ -11,9 +11,8 @@ from langchain_core.messages import AIMessage
 
 import convsim.models as models
 from agents.crs.recommender import CRSParams, crs_turn, new_crs_state
-from catalog.movies.catalog import load_movie_catalog
-from catalog.movies.concepts import ConceptExtractor
 from conftest import ROOT
+from test_crs_recommender import catalog, extractor  # noqa: F401 - the same module fixtures
 from convsim import run
 from convsim.config import config_from_dict
 
@@ -31,14 +30,6 @@ class EchoModel:
         return self.part(messages[0][1])
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    return load_movie_catalog()
-
-
-@pytest.fixture(scope="module")
-def extractor(catalog):
-    return ConceptExtractor(catalog)
 
 
 @pytest.fixture(scope="module")
