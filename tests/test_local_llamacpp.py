@@ -25,8 +25,12 @@ def test_gemma_runs_crs_sessions_for_real(tmp_path):
                    "judge": {"spec": "llamacpp:gemma3-270m", "max_tokens": 200}},
     })
     recs = RunStore(convsim.run(cfg)).records()
-    assert len(recs) == 2 and all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+    # the 270M model often answers with its own prompt (the candidate list): a failed answer, flagged
+    # (crs_model_failed, an agent failure) with the template speaking; anything else would be a bug
+    assert len(recs) == 2 and all(r["status"] in ("ok", "agent_failure") for r in recs), [r["error"] for r in recs]
     for r in recs:
+        assert all(f["check"] == "crs_model_failed" for f in r["agent_flags"]), r["agent_flags"]
+        assert (r["status"] == "agent_failure") == bool(r["agent_flags"])
         calls = [c for c in r["llm_calls"] if c["role"] == "crs"]
         assert len(calls) == 3 and all(c["completion_tokens"] for c in calls)
         assert r["models"]["crs"]["spec"] == "llamacpp:gemma3-270m" and r["models"]["crs"]["max_tokens"] == 96
