@@ -305,12 +305,13 @@ def candidates_block(films: list[Movie]) -> str:
     return "\n".join(lines)
 
 
-def prompt_lines(prompt_template: str, films: list[Movie]) -> list[str]:
+def prompt_lines(prompt_template: str, films: list[Movie], block: str | None = None) -> list[str]:
     """What the CRS prompt says that no reply should repeat verbatim: the instruction lines of the
     template, each candidate line, and each candidate's fact list ("genres: ...; director: ...;
     starring: ..."), which is prompt syntax. Never the history: the user's words (and earlier
     replies) may well be quoted by a good answer."""
-    return [prompt_template, candidates_block(films), *(_candidate_facts(m) for m in films)]
+    return [prompt_template, candidates_block(films) if block is None else block,
+            *(_candidate_facts(m) for m in films)]
 
 
 def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tuple[str, str]],
@@ -322,12 +323,13 @@ def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tu
     ``reason`` naming the echoed line; the caller says the template answer instead (``fallback``),
     so the echo, which restates the candidates' concepts, is never scored as a recommendation."""
     recent = "\n".join(f"{s.upper()}: {t}" for s, t in history[-n_history:])
-    prompt = prompt_template.format(history=recent, candidates=candidates_block(films))
+    block = candidates_block(films)
+    prompt = prompt_template.format(history=recent, candidates=block)
     raw = model.invoke([("user", prompt)], purpose="respond")
     text = (raw or "").strip()
     if not text:
         return text, {"ok": False, "raw": raw, "reason": "empty answer"}
-    echoed = echoed_prompt(text, prompt_lines(prompt_template, films))
+    echoed = echoed_prompt(text, prompt_lines(prompt_template, films, block))  # the block built once
     if echoed is not None:
         return text, {"ok": False, "raw": raw, "reason": f"the answer repeats its prompt: {echoed[:80]!r}",
                       "fallback": "template"}
