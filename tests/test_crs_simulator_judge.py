@@ -58,6 +58,9 @@ def test_a_failed_judge_answer_is_not_an_empty_flag_list():
     assert simulator_judge_outcome({"simulator_judge": clean}, settings, None)[0] == \
         {"simulator_judge_failed": 0, "simulator_judge_flags": 0}
     assert simulator_judge_outcome({"simulator_judge": None}, settings, None) == ({}, {})  # no judge: nothing
+    found = {"flags": [{"check": "_llm_check_persona"}, {"check": "_llm_check_ending"}], "failed": False}
+    assert simulator_judge_outcome({"simulator_judge": found}, settings, None)[0] == \
+        {"simulator_judge_failed": 0, "simulator_judge_flags": 2}  # the problems the judge found
     # still no flag: the session is not dropped for the checker's failure
     assert crs_simulator_checks({"transcript": transcript, "simulator_judge": failed}) == []
 
