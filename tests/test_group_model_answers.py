@@ -7,6 +7,8 @@ nothing is a failed answer, and a request the server refused is nobody's behavio
   the member accepting the plan (M6), status ``ok``.
 - D3: an HTTP 400 (context length exceeded) in the C4/C5 synthesis wording became an agent
   failure and the run exited 0; it is a ``code_error`` (re-run on resume, exit 3).
+- The synthesis model (C3 merge, C4/C5 wording) got no such check: its placeholder, field title or
+  instructions echoed back were the agent's turn.
 """
 import json
 import re
@@ -217,3 +219,63 @@ def test_a_refused_request_anywhere_in_group_planning_is_a_code_error(tmp_path, 
     assert rec["status"] == "code_error" and "HTTP 400" in rec["error"]   # re-run on resume; exit 3
     assert not rec.get("agent_flags") and not rec.get("simulator_flags")
     assert rec["llm_calls"][0]["ok"] is False
+
+
+# ------------------------------------------------------------------------------- the synthesis model (C3, C4/C5)
+
+def _c3_answer(**fields):
+    def answer(purpose, messages):
+        options = messages[-1][1].split("only from: ")[1].split(".\n")[0].split(", ")
+        return {"chosen_options": [options[0]], "has_conflict": True,
+                "explanation": "The first option suits most of you.", "message": "Let's go with the first one.",
+                **fields}
+    return answer
+
+
+@pytest.mark.parametrize("fields,failed", [
+    ({"message": "<your message to the group>"}, "message"),             # the template's placeholder
+    ({"message": "your message to the group"}, "message"),
+    ({"explanation": "Explanation"}, "explanation"),                      # the schema field's title
+    ({"explanation": " "}, "explanation"),
+    ({"message": "Merge these wishes into a decision for the group. Use your best judgment. Do not mention named"
+                 " social-choice theories."}, "message"),
+    ({}, None),                                                           # control: a real answer
+])
+def test_a_c3_synthesis_that_echoes_its_prompt_is_a_failed_answer(fields, failed):
+    state = _run("C3", "synthesis", FakeModel(_c3_answer(**fields), spec="fake:synthesis"))
+    synth = [t for t in state["transcript"] if t["meta"].get("intent", "").startswith("sys_synthesize_")]
+    if failed is None:
+        assert not state["llm_failures"] and all(t["text"] == "Let's go with the first one." for t in synth)
+        return
+    assert state["llm_failures"] and all(f["error"].startswith(f"{failed}: ") for f in state["llm_failures"])
+    assert all(json.loads(f["raw"])[failed] == fields[failed] for f in state["llm_failures"])
+    bad = fields[failed].strip()
+    assert not any(bad and bad in (t["text"] + t["meta"]["resolution_explanation"]) for t in synth)
+    assert agent_checks(state)                       # the agent's model failed: flagged, scored as such
+
+
+def test_a_guided_synthesis_that_echoes_its_instructions_is_a_failed_answer():
+    echo = ("A group is planning a trip together. These are the members' wishes for the destination:\n"
+            "Rewrite it as one short message to the group with the lines")
+    state = _run("C4", "synthesis", FakeModel(text=echo, spec="fake:synthesis"))
+    assert state["llm_failures"] and all("repeats the prompt" in f["error"] and f["raw"] == echo
+                                         for f in state["llm_failures"])
+    synth = [t for t in state["transcript"] if t["meta"].get("intent", "").startswith("sys_synthesize_")]
+    assert not any("Rewrite it" in t["text"] for t in synth)
+    assert agent_checks(state)
+
+
+def test_a_guided_synthesis_may_keep_the_decision_word_for_word():
+    # the prompt asks to keep the strategy wording and every option exactly: the decision's own text
+    # (and a member's wish) in the answer is no echo
+    def keep_decision(messages, purpose=""):
+        prompt = messages[-1][1]
+        decision = prompt.split("(do not change it):\n")[1].split("\n\nRewrite it")[0]
+        wish = prompt.split("wishes for ")[1].split("\n")[1]
+        return f"Here is what we settled. {decision} As one of you said: {wish}"
+    model = FakeModel(spec="fake:synthesis")
+    model.invoke = keep_decision
+    state = _run("C4", "synthesis", model)
+    assert not state["llm_failures"]
+    synth = [t for t in state["transcript"] if t["meta"].get("intent", "").startswith("sys_synthesize_")]
+    assert synth and all(t["text"].startswith("Here is what we settled.") for t in synth)

@@ -29,10 +29,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agents.group.answers import empty_or_echo, prompt_pieces
 from agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
 from agents.group.vote import option_label
 from convsim.errors import ConvsimError
-from convsim.models import ModelUnavailable, refused_request
+from convsim.models import ModelUnavailable, echoed_prompt, refused_request
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 _SLOT_WORDS = {"traveler_type": "travel style", "travel_purpose": "trip purpose",
@@ -189,7 +190,8 @@ def llm_raw_synthesis(model, slot: str, stated: dict[str, list[dict]], budget: i
     sub = next(iter(stated))
     rows = stated[sub]
     allowed = {option_label(o).lower(): o for o in approvals(rows)}
-    prompt = (PROMPTS / "group_synthesis_raw.txt").read_text(encoding="utf-8").format(
+    template = (PROMPTS / "group_synthesis_raw.txt").read_text(encoding="utf-8")
+    prompt = template.format(
         slot=_SLOT_WORDS.get(slot, slot), budget=budget,
         preferences="\n".join(f"- {r['member']}: {r['text']}" for r in rows),
         options=", ".join(sorted(option_label(o) for o in allowed.values())))
@@ -202,16 +204,21 @@ def llm_raw_synthesis(model, slot: str, stated: dict[str, list[dict]], budget: i
     if not a.chosen_options or None in chosen or len(set(chosen)) > budget:
         return None, {"slot": slot, "raw": res.raw, "error": f"chosen options {a.chosen_options} are not 1..{budget} "
                                                               f"of the stated options {sorted(allowed)}"}
+    for name in ("message", "explanation"):   # JSON that validates but says nothing (answers.py)
+        why = empty_or_echo(getattr(a, name), prompt, template, SynthesisAnswer)
+        if why is not None:
+            return None, {"slot": slot, "raw": res.raw, "error": f"{name}: {why}"}
     return {"selected": list(dict.fromkeys(chosen)), "has_conflict": a.has_conflict,
             "explanation": a.explanation.strip(), "message": a.message.strip()}, None
 
 
 def llm_guided_text(model, slot: str, stated: dict[str, list[dict]], template_text: str) -> tuple[str | None, dict | None]:
-    """C4/C5 with a model: the model words the fixed decision; ``(text, failure)``."""
-    prompt = (PROMPTS / "group_synthesis_guided.txt").read_text(encoding="utf-8").format(
-        slot=_SLOT_WORDS.get(slot, slot),
-        preferences="\n".join(f"- {r['member']}: {r['text']}" for rows in stated.values() for r in rows),
-        decision=template_text)
+    """C4/C5 with a model: the model words the fixed decision; ``(text, failure)``. An answer that
+    repeats a line of the instructions (not the decision, which a good answer keeps word for word,
+    nor a member's wish) is a failed one, like an answer under 6 words."""
+    template = (PROMPTS / "group_synthesis_guided.txt").read_text(encoding="utf-8")
+    preferences = "\n".join(f"- {r['member']}: {r['text']}" for rows in stated.values() for r in rows)
+    prompt = template.format(slot=_SLOT_WORDS.get(slot, slot), preferences=preferences, decision=template_text)
     try:
         text = model.invoke([("system", "You mediate a group travel planning chat."), ("user", prompt)],
                             purpose=f"synthesize_{slot}").strip()
@@ -224,6 +231,11 @@ def llm_guided_text(model, slot: str, stated: dict[str, list[dict]], template_te
         return None, {"slot": slot, "error": repr(exc), "raw": None}
     if len(text.split()) < 6:
         return None, {"slot": slot, "error": "answer shorter than 6 words", "raw": text}
+    inputs = set(preferences.splitlines()) | set(template_text.splitlines())
+    instructions = "\n".join(line for line in prompt.splitlines() if line not in inputs)
+    echoed = echoed_prompt(text, prompt_pieces(instructions, template))
+    if echoed is not None:
+        return None, {"slot": slot, "error": f"the answer repeats the prompt: {echoed!r}", "raw": text}
     return text, None
 
 
