@@ -442,13 +442,12 @@ def simulator_checks(state: State) -> list[dict]:
     a response judge whose answer was invalid after its retries (its raw answer is in the turn's
     metrics, ``judge_raw``). A flagged session is a simulator failure, not a customer-service score."""
     from agents.service.fidelity import service_simulator_checks
-    flags = list(evaluator_simulator_checks(state)) + list(service_simulator_checks(state))
-    seen, out = set(), []
-    for flag in flags:  # both sets may flag the same thing (goal_leak, _check_goal_leak): report it once
-        key = str(flag.get("check", "")).removeprefix("_check_")
-        if key not in seen:
-            seen.add(key)
-            out.append(flag)
+    out = [dict(f) for f in evaluator_simulator_checks(state)]  # one flag per turn that tripped a check
+    # both sets may flag the same thing (goal_leak, _check_goal_leak): the evaluator's flags, one per
+    # turn, are kept; a fidelity check (first turn only) is added where the evaluator has no such flag
+    named = {f.get("check") for f in out}
+    out += [f for f in service_simulator_checks(state)
+            if str(f.get("check", "")).removeprefix("_check_") not in named]
     # one flag per turn whose judge failed, each with its raw answer (not de-duplicated by name: the
     # second failed turn's answer was otherwise only in turn_metrics), as agent_model_failed is per turn
     out += [{"check": "judge_invalid", "detail": f"turn {m.get('turn', i)}: the response judge's answer was "

@@ -177,6 +177,11 @@ def test_simulator_checks_flag_broken_users_and_pass_good_ones():
     assert checks(_sim_state(['{"constraints": {"area": "east"}}'], ["opening"],
                              disclosed=("restaurant", "hotel"))) == ["goal_leak"]
     assert checks(_sim_state(["Cheap food please, bye!"], ["opening"])) == ["early_goodbye", "goal_unstated"]
+    # every turn that tripped a check keeps its own flag (before: the first per check name only);
+    # the fidelity check that flags the same thing (_check_goal_leak) does not add a second one
+    twice = cs.simulator_checks(_sim_state(['{"area": "east"}', "I need a cheap place.", 'my goal: {"food": "thai"}'],
+                                           ["opening", "inform", "inform"], disclosed=("restaurant", "hotel")))
+    assert [(f["check"], f["detail"].split(":")[0]) for f in twice] == [("goal_leak", "turn 1"), ("goal_leak", "turn 3")]
     replay = {"mode": "replay", "termination": "agent_error", "replay": {"turns": [{}, {}, {}]},
               "turn_metrics": [{}]}
     assert [f["check"] for f in cs.simulator_checks(replay)] == ["replay_ran_out"]
