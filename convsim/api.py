@@ -95,8 +95,10 @@ def _run_dir(path: str | Path) -> Path:
     return run_dir
 
 
-def report(run_dir: str | Path, *, warn: Callable[[str], Any] | None = None) -> Path:
-    """Rebuild a run's summary, stats, figures and report (``convsim report``); returns report.html.
+def report(run_dir: str | Path, *, warn: Callable[[str], Any] | None = None) -> Path | None:
+    """Rebuild a run's summary, stats, figures and report (``convsim report``); returns report.html's
+    path, or None when the run has none (its ``analysis:`` hooks do not include
+    ``evaluation.analysis:analyze_run``, which writes it).
 
     The run's own ``analysis:`` hooks do the work; an unavailable hook is passed to ``warn``
     (default: :func:`warnings.warn`).
@@ -107,7 +109,8 @@ def report(run_dir: str | Path, *, warn: Callable[[str], Any] | None = None) -> 
     cfg = load_config(run_dir / "config.yaml")
     summarise_run(run_dir, load_graph_module(cfg.graph), seed=cfg.seed)
     run_hooks(run_dir, cfg.analysis, warn=warn or (lambda m: warnings.warn(m, stacklevel=2)))
-    return run_dir / "report.html"
+    html = run_dir / "report.html"
+    return html if html.exists() else None
 
 
 def compare(run_a: str | Path, run_b: str | Path, *, alpha: float = 0.05) -> dict:

@@ -262,7 +262,13 @@ def draw(graph: str, ascii_: bool = typer.Option(False, "--ascii", help="ASCII a
 def report(run_dir: Path) -> None:
     """Rebuild stats, figures and report.html of a run."""
     html = api.report(run_dir, warn=lambda m: err_console.print(f"warning: {m}"))
-    console.print(f"report: {html}")
+    if html is None:  # the run's hooks write no report: say so, never print a path that is not there
+        hooks = ", ".join(api.load_config(Path(run_dir) / "config.yaml").analysis) or "none"
+        console.print(f"report: none: this run's analysis hooks ({hooks}) write no report.html; summary.json and "
+                      "metrics.csv were rebuilt (add evaluation.analysis:analyze_run to analysis: for a report)",
+                      highlight=False)
+    else:
+        console.print(f"report: {html}")
 
 
 @app.command()

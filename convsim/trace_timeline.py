@@ -138,6 +138,21 @@ def state_at_step(trace: dict, step: int) -> dict:
     return state_at(trace["initial"], trace["steps"], step)
 
 
+def _path_ever_present(trace: dict, key: str) -> bool:
+    """Whether a dotted path exists in the initial state or the state after some step (one replay
+    of the trace, stopping at the first state that has it)."""
+    top = key.partition(".")[0]
+    value = json.loads(json.dumps(trace["initial"].get(top)))
+    if get_path({top: value}, key) is not _MISSING:
+        return True
+    for s in trace["steps"]:
+        if top in s["changed"]:
+            value = apply_change(value, s["changed"][top])
+            if get_path({top: value}, key) is not _MISSING:
+                return True
+    return False
+
+
 def select_trace(trace: dict, *, node: str | None = None, key: str | None = None, turn: int | None = None,
                  at: int | None = None) -> dict:
     """What ``convsim trace`` shows, as data: ``{"fork", "steps", "n_steps"}`` (the steps that pass
@@ -159,6 +174,9 @@ def select_trace(trace: dict, *, node: str | None = None, key: str | None = None
         if top not in trace["initial"] and not any(top in s["changed"] for s in trace["steps"]):
             known = ", ".join(sorted(set(trace["initial"]) | {k for s in trace["steps"] for k in s["changed"]}))
             raise ConvsimError(f"no state key {top!r} in this trace (keys: {known})", field="key")
+        if "." in key and not _path_ever_present(trace, key):
+            raise ConvsimError(f"no path {key!r} in any state of this trace (state key {top!r} exists; "
+                               f"see its values with --at STEP --key {top})", field="key")
     return {"fork": trace.get("fork"), "steps": select_steps(trace, node=node, key=key, turn=turn),
             "n_steps": len(trace["steps"]), "failure": trace.get("failure")}
 

@@ -245,6 +245,12 @@ def test_trace_with_an_unknown_key_is_bad_input(tmp_path):
     assert cli("run", "hello_chat", "--sessions", "1", "--quiet", "--no-analysis", "--out", out, "--run-id", "r")[0] == 0
     one_line(["trace", out / "r", "s000", "--key", "nope.x"], "field key", "no state key 'nope'")
     assert cli("trace", out / "r", "s000", "--key", "transcript")[0] == 0
+    # a path under a known key that no state of the trace has (before: "0 of N steps", exit 0)
+    one_line(["trace", out / "r", "s000", "--key", "transcript.0.nosuch"], "field key",
+             "no path 'transcript.0.nosuch' in any state")
+    one_line(["trace", out / "r", "s000", "--key", "transcript.99.text"], "field key", "no path")
+    # a path that only later states have is fine (the transcript starts empty)
+    assert cli("trace", out / "r", "s000", "--key", "transcript.2.text")[0] == 0
 
 
 def test_a_hook_function_is_found_in_the_module_source_without_importing_it(tmp_path):

@@ -77,11 +77,35 @@ def test_report_rebuilds_and_reports_missing_hooks(runs, tmp_path):
     (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg))
     warned = []
     html = convsim.report(run_dir, warn=warned.append)
-    assert html == run_dir / "report.html"
+    assert html is None  # the only hook is missing: nothing wrote a report
     assert json.loads((run_dir / "summary.json").read_text())["variants"]["default"]["n"] == 3
     assert len(warned) == 1 and "no_such_module:analyze" in warned[0]
     with pytest.raises(ConvsimError, match="not a run directory"):
         convsim.report(tmp_path)
+
+
+def test_report_of_a_run_whose_hooks_write_no_report_says_so(runs, tmp_path):
+    # before: convsim report printed "report: <run>/report.html" for a file no hook wrote
+    # (configs/crs_reference.yaml and service_faults.yaml replaced the report hook with their own)
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from convsim.cli import app
+    run_dir = Path(shutil.copytree(runs[1], tmp_path / "own_hook"))
+    (run_dir / "report.html").unlink(missing_ok=True)
+    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+    cfg["analysis"] = []
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert convsim.report(run_dir) is None and not (run_dir / "report.html").exists()
+    res = CliRunner().invoke(app, ["report", str(run_dir)])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "report: none" in text and "analyze_run" in text, res.output
+    assert "report.html" not in text.replace("write no report.html", "")
+    # the shipped configs that add a hook of their own keep the report hook first
+    for name in ("crs_reference", "service_faults"):
+        hooks = yaml.safe_load((ROOT / "configs" / f"{name}.yaml").read_text())["analysis"]
+        assert hooks[0] == "evaluation.analysis:analyze_run" and len(hooks) == 2
 
 
 def test_compare_returns_rows_with_the_paired_difference(runs):
