@@ -155,7 +155,7 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         executor: Optional[str] = typer.Option(None, help="async (default), process (CPU-bound runs) or ray"),
         workers: Optional[int] = typer.Option(None, help="processes (--executor process) or Ray actors"),
         address: Optional[str] = typer.Option(None, help="Ray cluster: auto, ray://host:10001 or host:port"),
-        trials: Optional[int] = typer.Option(None),
+        trials: Optional[int] = typer.Option(None, help="runs of every session (pass^k, judge stability); overrides the config's trials"),
         max_in_flight: Optional[int] = typer.Option(None, help="model calls in flight per server (limits)"),
         rpm: Optional[float] = typer.Option(None, help="model calls per minute per server (limits)"),
         max_calls: Optional[int] = typer.Option(None, help="run budget: model calls (exit 3 when spent)"),
@@ -347,7 +347,7 @@ def eval_cmd(path: Path,
              set_: list[str] = typer.Option([], "--set", help="param=value over the source run's params"),
              out: Optional[Path] = typer.Option(None, help="run directory to write"),
              model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
-             no_analysis: bool = typer.Option(False, "--no-analysis"),
+             no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
              embedder: str = typer.Option("tfidf", help="dialogue CSV: tfidf or st:minilm")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
     group-planning dialogue CSV) without simulating."""
