@@ -163,10 +163,14 @@ def parse_assignment(text: str, *, what: str) -> tuple[str, Any]:
     return key.strip(), parsed
 
 
-def _assignments(items: list[str] | dict | None, *, what: str) -> list[tuple[str, Any]]:
-    """``KEY=VALUE`` strings (values read as YAML) or a dict (values as given), as pairs."""
+def _assignments(items: list[str] | dict | None, *, what: str, raw: bool = False) -> list[tuple[str, Any]]:
+    """``KEY=VALUE`` strings (values read as YAML, or with ``raw`` the text after ``=`` as it is) or a
+    dict (values as given), as pairs."""
     if isinstance(items, dict):
         return [(str(k), v) for k, v in items.items()]
+    if raw:  # a model spec is text: YAML would read "openai:" as a mapping and "none:" as {none: null}
+        pairs = [parse_assignment(item, what=what) for item in items or []]
+        return [(key, str(item).partition("=")[2].strip()) for (key, _), item in zip(pairs, items or [])]
     return [parse_assignment(item, what=what) for item in items or []]
 
 
@@ -203,7 +207,7 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
     for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.limits)
         if val is not None:
             data["limits"][key] = val
-    for role, spec in _assignments(models, what="--model"):
+    for role, spec in _assignments(models, what="--model", raw=True):
         data["models"][role] = spec if isinstance(spec, dict) else str(spec)
         for var in data["variants"]:
             var["models"].pop(role, None)

@@ -3,7 +3,8 @@
 A model is named by a spec string:
 
 * ``none`` — no model; agents use their rule-based/template behaviour.
-* ``ollama:<model>`` — ChatOllama (``OLLAMA_HOST`` or ``http://localhost:11434``).
+* ``ollama:<model>`` — ChatOllama (``OLLAMA_HOST`` or ``http://localhost:11434``);
+  ``ollama:<model>@<http(s)://host:port>`` names the server in the spec.
 * ``openai:<model>@<base_url>`` — any OpenAI-compatible server (vLLM, llama.cpp server,
   LM Studio, Ollama's ``/v1``). The API key comes from ``OPENAI_API_KEY`` (default ``none``).
   Sent by :mod:`convsim.openai_client` (the request ChatOpenAI sends, without its per-call CPU).
@@ -89,7 +90,12 @@ def parse_model_spec(value: object, *, where: str = "model") -> ModelSpec:
             "llamacpp:gemma3-270m or llamacpp:<file.gguf>", field=where)
     base_url = None
     model = rest
-    if provider == "ollama" and (not rest.strip() or rest.startswith("@")):
+    if provider == "ollama" and "@" in rest:  # a server of its own: ollama:<model>@<http(s)://host:port>
+        model, _, base_url = rest.rpartition("@")
+        if not model.strip() or not base_url.startswith(("http://", "https://")):
+            raise ConvsimError(f"bad model spec {spec!r}: expected ollama:<model> (the server is OLLAMA_HOST) or "
+                               "ollama:<model>@<http(s)://host:port>", field=where)
+    if provider == "ollama" and (not model.strip() or any(c.isspace() for c in model)):
         raise ConvsimError(f"bad model spec {spec!r}: expected ollama:<model>", field=where)
     if provider == "openai":
         model, at, base_url = rest.rpartition("@")
@@ -137,8 +143,8 @@ def _make_backend(spec: ModelSpec, timeout: float = 120.0):
             kwargs["num_ctx"] = spec.num_ctx
         if spec.max_tokens is not None:
             kwargs["num_predict"] = spec.max_tokens
-        if os.environ.get("OLLAMA_HOST"):
-            kwargs["base_url"] = os.environ["OLLAMA_HOST"]
+        if spec.base_url or os.environ.get("OLLAMA_HOST"):  # the spec's own server first
+            kwargs["base_url"] = spec.base_url or os.environ["OLLAMA_HOST"]
         return ChatOllama(**kwargs)
     if spec.provider == "openai":
         # not ChatOpenAI: the same request for a fraction of the CPU (see convsim/openai_client.py)

@@ -16,16 +16,47 @@ from convsim.models import ChatModel, ModelUnavailable
     ("openai:qwen2.5@http://localhost:8000/v1", "openai", "qwen2.5", "http://localhost:8000/v1"),
     ("llamacpp:gemma3-270m", "llamacpp", "gemma3-270m", None),
     ("llamacpp:/models/x.gguf", "llamacpp", "/models/x.gguf", None),
+    # an Ollama server of its own (before: "qwen:7b@http://gpu2:11434" was taken as the model name,
+    # and the run sent it to OLLAMA_HOST, an infra_error naming no URL)
+    ("ollama:qwen:7b@http://gpu2:11434", "ollama", "qwen:7b", "http://gpu2:11434"),
 ])
 def test_parse_specs(spec, provider, model, url):
     s = parse_model_spec(spec)
     assert (s.provider, s.model, s.base_url) == (provider, model, url)
 
 
-@pytest.mark.parametrize("bad", ["", "gpt4", "ollama:", "openai:gpt@notaurl", "llamacpp:foo", "hf:x"])
+@pytest.mark.parametrize("bad", ["", "gpt4", "ollama:", "openai:gpt@notaurl", "llamacpp:foo", "hf:x",
+                                 "ollama:x@notaurl", "ollama:@http://h:1", "ollama: x", "ollama:a b"])
 def test_bad_specs(bad):
     with pytest.raises(ConvsimError):
         parse_model_spec(bad)
+
+
+def test_an_ollama_spec_with_a_server_reaches_that_server(monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://elsewhere:11434")
+    models._BACKENDS.clear()
+    try:
+        own = models._make_backend(parse_model_spec("ollama:qwen:7b@http://gpu2:11434"))
+        default = models._make_backend(parse_model_spec("ollama:qwen:7b"))
+    finally:
+        models._BACKENDS.clear()
+    assert (own.model, own.base_url) == ("qwen:7b", "http://gpu2:11434")
+    assert default.base_url == "http://elsewhere:11434"
+    from convsim.limits import server_key  # provider limits are per server
+    assert server_key(parse_model_spec("ollama:qwen:7b@http://gpu2:11434")) == "http://gpu2:11434"
+
+
+@pytest.mark.parametrize("given,shown", [("openai:", "'openai:'"), ("ollama:", "'ollama:'"), ("none:", "'none:'"),
+                                         ("ollama:x@notaurl", "'ollama:x@notaurl'")])
+def test_a_bad_model_on_the_command_line_is_named_as_given(given, shown):
+    # before: --model values were read as YAML, so "openai:" became {openai: null} and the error said
+    # "model spec must be a non-empty string, got None"
+    from convsim.config import apply_overrides, config_from_dict
+    cfg = config_from_dict({"name": "x", "graph": "hello_chat"})
+    with pytest.raises(ConvsimError, match=f"bad model spec {shown}"):
+        apply_overrides(cfg, models=[f"agent={given}"])
+    ok = apply_overrides(cfg, models=["agent=openai:m@http://127.0.0.1:1/v1", "judge=none"])
+    assert ok.models["agent"] == "openai:m@http://127.0.0.1:1/v1" and ok.models["judge"] == "none"
 
 
 def test_settings_are_recorded():
