@@ -85,7 +85,13 @@ def run(target: str | Path | dict | ExperimentConfig, *, sessions: int | None = 
     from_file = isinstance(target, (str, Path)) and str(target).endswith((".yaml", ".yml"))
     # a param or model role the graph lacks is named with the config file it came from (or --set)
     source = f"{target} (or the command line)" if from_file else "command line"
-    return run_experiment(cfg, show_progress=show_progress, analyze=analyze, source=source)
+    try:
+        return run_experiment(cfg, show_progress=show_progress, analyze=analyze, source=source)
+    except ConvsimError as exc:
+        # the graph and the analysis hooks come from the config file alone: name it
+        if from_file and exc.file is None and str(exc.field or "").split(".")[0].split("[")[0] in ("graph", "analysis"):
+            raise ConvsimError(exc.message, file=target, record=exc.record, field=exc.field) from None
+        raise
 
 
 def _run_dir(path: str | Path) -> Path:

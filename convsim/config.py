@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
 from .errors import ConvsimError
 from .limits import Limits
@@ -49,22 +49,23 @@ class ExperimentConfig(BaseModel):
     description: str | None = None  # one plain sentence for `convsim list`
     graph: str
     params: dict[str, Any] = Field(default_factory=dict)
-    sessions: int | None = Field(default=None, ge=1)
-    trials: int = Field(default=1, ge=1)
-    seed: int = 0
-    concurrency: int = Field(default=4, ge=1)  # sessions in flight; process/Ray workers run ceil(concurrency / workers) each
+    # strict: pydantic would read "sessions: true" as 1 and "concurrency: '2'" as 2
+    sessions: StrictInt | None = Field(default=None, ge=1)
+    trials: StrictInt = Field(default=1, ge=1)
+    seed: StrictInt = 0
+    concurrency: StrictInt = Field(default=4, ge=1)  # sessions in flight; process/Ray workers run ceil(concurrency / workers) each
     embedder: str = "tfidf"
     models: dict[str, ModelValue] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=list)
     baseline: str | None = None  # the variant the report's differences are taken against (default: the first)
     prefix: dict[str, Any] | None = None  # {file, turns}: scripted opening turns of every session (convsim.prefix)
-    trace: bool = True
-    checkpoint: bool = False
+    trace: StrictBool = True
+    checkpoint: StrictBool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)  # model-call retries (convsim.retry)
     executor: Literal["async", "process", "ray"] = "async"  # process: a pool for CPU-bound runs; ray: a cluster
     address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
-    workers: int | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
+    workers: StrictInt | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
     limits: Limits = Field(default_factory=Limits)  # per-server caps and the run budget (convsim.limits)
     analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])
     out_dir: str = "runs"
@@ -116,6 +117,8 @@ def _pydantic_error(exc: ValidationError, file: object) -> ConvsimError:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err.get("loc", ())) or None
     msg = err.get("msg", "invalid value").removeprefix("Value error, ")
+    if err.get("type") in ("int_type", "bool_type", "string_type") and isinstance(err.get("input"), (bool, int, float, str)):
+        msg += f", got {err['input']!r}"  # "Input should be a valid integer, got True"
     ctx = err.get("ctx", {}).get("error")
     if isinstance(ctx, ConvsimError):
         return ConvsimError(ctx.message, file=file, field=ctx.field or loc)
@@ -168,9 +171,10 @@ def _assignments(items: list[str] | dict | None, *, what: str, raw: bool = False
     dict (values as given), as pairs."""
     if isinstance(items, dict):
         return [(str(k), v) for k, v in items.items()]
-    if raw:  # a model spec is text: YAML would read "openai:" as a mapping and "none:" as {none: null}
+    if raw:  # a model spec is text (YAML would read "openai:" as {openai: null}); "{spec: ..., ...}" is YAML
         pairs = [parse_assignment(item, what=what) for item in items or []]
-        return [(key, str(item).partition("=")[2].strip()) for (key, _), item in zip(pairs, items or [])]
+        return [(key, value if str(item).partition("=")[2].strip().startswith("{")
+                 else str(item).partition("=")[2].strip()) for (key, value), item in zip(pairs, items or [])]
     return [parse_assignment(item, what=what) for item in items or []]
 
 

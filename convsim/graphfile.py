@@ -75,6 +75,9 @@ def load_graph_module(name_or_path: str, *, check: bool = True) -> ModuleType:
     except Exception as exc:
         sys.modules.pop(mod_name, None)
         raise ConvsimError(f"graph file failed to import: {type(exc).__name__}: {exc}", file=path) from exc
+    except SystemExit as exc:  # sys.exit() at import: the run would end with that code, silently
+        sys.modules.pop(mod_name, None)
+        raise ConvsimError(f"graph file called sys.exit({exc.code!r}) while it was imported", file=path) from None
     if check:
         check_contract(module, path)
     _CACHE[path] = module

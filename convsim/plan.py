@@ -117,6 +117,13 @@ def _fields(module) -> dict:
     return getattr(module.Params, "model_fields", {})
 
 
+def _numeric_only(annotation) -> bool:
+    """Whether a field takes numbers (int, float, optionally None) and no booleans."""
+    import typing
+    args = [a for a in (typing.get_args(annotation) or (annotation,)) if a is not type(None)]
+    return bool(args) and bool not in args and all(a in (int, float) for a in args)
+
+
 def graph_params(module, overrides: dict, where: str):
     """The graph's ``Params`` from ``overrides``; an unknown key or a bad value is one ConvsimError
     naming ``where`` (a file, "command line"...) and the param."""
@@ -126,6 +133,10 @@ def graph_params(module, overrides: dict, where: str):
         # Params forbid unknown keys: a typo must not silently run the defaults
         raise ConvsimError(f"unknown param {unknown[0]!r}; valid params: {', '.join(sorted(fields))}",
                            file=where, field=f"params.{unknown[0]}")
+    for key, value in overrides.items():
+        if isinstance(value, bool) and _numeric_only(fields[key].annotation if key in fields else None):
+            # pydantic reads true as 1: "n_turns: true" would run one turn and record "true"
+            raise ConvsimError(f"param {key} is a number, got {str(value).lower()}", file=where, field=f"params.{key}")
     try:
         return module.Params(**overrides)
     except ValidationError as exc:

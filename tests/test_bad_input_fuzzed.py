@@ -270,3 +270,15 @@ def test_a_hook_function_is_found_in_the_module_source_without_importing_it(tmp_
     src.write_text("from os.path import *\n")
     assert defines(spec, "join") is None
     assert defines(SimpleNamespace(origin="built-in"), "x") is None
+
+
+@pytest.mark.parametrize("code", ["0", "1", "'bye'"])
+def test_a_graph_file_that_exits_while_imported_is_one_line(tmp_path, code):
+    # before: sys.exit(0) at import ended `run` and `draw` with exit 0, no output, nothing written
+    graph = tmp_path / "graphs" / f"exits_{code.strip(chr(39))}.py"
+    graph.parent.mkdir()
+    graph.write_text(f"import sys\nsys.exit({code})\n")
+    out = tmp_path / "runs"
+    one_line(["run", graph, "--out", out, "--quiet"], "called sys.exit", str(graph))
+    one_line(["draw", graph], "called sys.exit")
+    assert not out.exists()

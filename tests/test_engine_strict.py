@@ -39,6 +39,39 @@ def test_unknown_param_in_a_variant_is_refused():
         plan_run(cfg)
 
 
+@pytest.mark.parametrize("key,value,shown", [
+    ("sessions", True, "valid integer, got True"), ("seed", True, "valid integer, got True"),
+    ("concurrency", "2", "valid integer, got '2'"), ("trials", 1.0, "valid integer"),
+    ("trace", "yes", "valid boolean, got 'yes'"), ("checkpoint", 1, "valid boolean, got 1"),
+])
+def test_config_values_of_the_wrong_type_are_refused_not_coerced(key, value, shown):
+    # before: pydantic's lax mode read "sessions: true" as 1 session, "trace: yes" as on, exit 0
+    with pytest.raises(ConvsimError, match=shown) as err:
+        config_from_dict({"graph": "hello_chat", key: value}, file="c.yaml")
+    assert err.value.field == key
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_a_boolean_for_a_numeric_param_is_refused(value):
+    # before: "n_turns: true" ran one turn and config.yaml recorded "n_turns: true"
+    cfg = config_from_dict({"graph": "hello_chat", "params": {"n_turns": value}})
+    with pytest.raises(ConvsimError, match="param n_turns is a number") as err:
+        plan_run(cfg)
+    assert err.value.field == "params.n_turns"
+    assert plan_run(config_from_dict({"graph": "hello_chat", "params": {"n_turns": 2}})) is not None
+
+
+@pytest.mark.parametrize("line,words", [("graph: nosuch", ["field graph", "unknown graph 'nosuch'"]),
+                                        ("graph: hello_chat\nanalysis: ['nosuch:hook']", ["field analysis", "nosuch:hook"])])
+def test_an_unknown_graph_or_hook_in_a_config_names_the_config_file(tmp_path, line, words):
+    # before: "error: field graph: unknown graph ..." without the file it came from
+    cfg = tmp_path / "exp.yaml"
+    cfg.write_text(f"name: t\n{line}\n")
+    got = one_line(cli("run", str(cfg), "--out", str(tmp_path / "runs"), "--quiet"))
+    assert str(cfg) in got and all(w in got for w in words), got
+    assert not (tmp_path / "runs").exists()
+
+
 def test_unknown_model_role_names_it_and_lists_the_roles(tmp_path):
     line = one_line(cli("run", "configs/crs_shift.yaml", "--model", "crsx=none", "--out", str(tmp_path)))
     assert "crsx" in line and "crs, user, topics, judge" in line
