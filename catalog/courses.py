@@ -14,11 +14,13 @@ Bad files raise :class:`convsim.ConvsimError` naming the file, the case id and t
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from convsim import ConvsimError
+from convsim.config import path_component
 from convsim.textio import load_json
 
 COURSES_DIR = Path(__file__).resolve().parent / "data" / "courses"
@@ -78,9 +80,14 @@ def validate_course(raw: object, *, file, record, field_prefix: str = "") -> dic
     if not isinstance(outcomes, list) or not all(isinstance(o, str) for o in outcomes):
         raise ConvsimError("cleanedLearningOutcomes must be a list of strings", file=file, record=record,
                            field=field_prefix + "cleanedLearningOutcomes")
-    if "description" in raw and not isinstance(raw["description"], str):
-        raise ConvsimError("description must be a string", file=file, record=record,
-                           field=field_prefix + "description")
+    for key in ("description", "faculty", "level"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ConvsimError(f"{key} must be a string, got {raw[key]!r}", file=file, record=record,
+                               field=field_prefix + key)
+    credits = raw.get("credits")
+    if "credits" in raw and (not _is_number(credits) or not math.isfinite(credits) or credits <= 0):
+        raise ConvsimError(f"credits must be a positive number, got {credits!r}", file=file, record=record,
+                           field=field_prefix + "credits")
     return raw
 
 
@@ -141,6 +148,9 @@ def _parse_gold(raw: object, *, file, record) -> dict[str, int]:
     if not isinstance(raw, dict):
         raise ConvsimError("goldRelevance must map subject codes to labels 0-3", file=file, record=record,
                            field="goldRelevance")
+    if not raw:
+        raise ConvsimError("goldRelevance is empty: list at least one subject code, or leave the key out",
+                           file=file, record=record, field="goldRelevance")
     gold = {}
     for code, label in raw.items():
         if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label <= 3:
@@ -196,6 +206,11 @@ def parse_test_set(data: object, *, file: str | Path | None = None) -> TestSet:
         case_id = raw.get("id")
         record = case_id if isinstance(case_id, str) and case_id.strip() else f"#{i}"
         _require_str(case_id, file=file, record=record, field_name="id")
+        try:  # the id is the session id, which names the session's trace file
+            path_component(case_id, "case id")
+        except ValueError as exc:
+            raise ConvsimError(f"{exc}; it becomes the session id", file=file, record=f"{case_id!r} (#{i})",
+                               field="id") from None
         if case_id in seen:
             raise ConvsimError("duplicate case id", file=file, record=case_id, field="id")
         seen.add(case_id)
@@ -220,6 +235,23 @@ def parse_test_set(data: object, *, file: str | Path | None = None) -> TestSet:
             expected = _parse_expected(expected, file=file, record=case_id)
         cases.append(TestCase(case_id, question, skill, retrieved, gold, expected))
     return TestSet(version, name, description, cases, None if file is None else str(file))
+
+
+def check_gold_codes(test_set: TestSet, courses: list[dict], *, catalog: str | Path | None = None) -> None:
+    """Every ``goldRelevance`` code names a course of the catalog or of the case's own
+    ``retrievedCourses``; a label for a course no retriever can return would be scored as a missed
+    relevant course (recall and ndcgGold lowered with no warning), so it is bad input."""
+    known = {c["subjectCode"] for c in courses}
+    for case in test_set.cases:
+        own = {c["subjectCode"] for c in case.retrieved_courses or []}
+        for code in case.gold_relevance or {}:
+            if code not in known and code not in own:
+                cat = catalog or DEFAULT_CATALOG
+                msg = (f"subject code {code!r} is in neither the case's retrievedCourses nor the catalog ({cat})"
+                       if case.retrieved_courses else
+                       f"subject code {code!r} is not in the catalog ({cat}): no retriever can return it")
+                raise ConvsimError(msg, file=test_set.path or "test set", record=case.id,
+                                   field=f"goldRelevance.{code}")
 
 
 def load_test_set(path: str | Path | None = None) -> TestSet:

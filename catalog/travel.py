@@ -21,6 +21,7 @@ the record and the field. See docs/group_planning.md.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,13 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
                     "rating": (int, float), "City": (str,)},
     "attractions": {"name": (str,), "subcategories": (str,), "City": (str,)},
     "events": {"name": (str,), "dateTitle": (str,), "segmentName": (str,), "city": (str,)},
+}
+# optional numeric fields, checked when present (the planner reads them): a finite number, and for
+# visit_duration (hours) a positive one; `rating` is optional on attractions and events
+_OPTIONAL_NUMBERS: dict[str, dict[str, bool]] = {
+    "accommodations": {}, "restaurants": {},
+    "attractions": {"visit_duration": True, "rating": False},
+    "events": {"rating": False},
 }
 _DATE = re.compile(r"^\d{2}-\d{2}-\d{4}$")
 
@@ -120,6 +128,15 @@ class TravelDB:
         return {k: (self.in_city(k, city) if city else list(getattr(self, k))) for k in KINDS}
 
 
+def _check_number(kind: str, record: dict, name: str, *, positive: bool, file: str, rid) -> None:
+    value = record[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or (positive and value <= 0):
+        want = "a positive number" if positive else "a finite number"
+        raise ConvsimError(f"{kind} field {name!r} must be {want}, got {value!r}", file=file, record=rid,
+                           field=name)
+
+
 def validate_record(kind: str, record, *, file: str, index) -> dict:
     """Check one record against the schema of its kind; return it or raise ConvsimError."""
     if not isinstance(record, dict):
@@ -132,6 +149,12 @@ def validate_record(kind: str, record, *, file: str, index) -> dict:
         if not isinstance(value, types) or isinstance(value, bool):
             raise ConvsimError(f"{kind} field {name!r} has type {type(value).__name__}",
                                file=file, record=rid, field=name)
+    for name, positive in _OPTIONAL_NUMBERS[kind].items():
+        if name in record:
+            _check_number(kind, record, name, positive=positive, file=file, rid=rid)
+    for name, types in _SCHEMA[kind].items():
+        if float in types:
+            _check_number(kind, record, name, positive=False, file=file, rid=rid)
     if not str(record["name"]).strip():
         raise ConvsimError(f"{kind} record has an empty name", file=file, record=index, field="name")
     if kind == "accommodations" and record["roomType"] not in ROOM_TYPES:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from agents.courses.retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
 from agents.courses.relevance_judge import JudgeCache, judge_courses
-from catalog.courses import load_courses, load_test_set
+from catalog.courses import check_gold_codes, load_courses, load_test_set
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics
 from evaluation.retrieval.compare import cohen_kappa
@@ -254,9 +254,10 @@ def _cases(params: Params):
 
 
 def preflight(params: Params, ctx: Context) -> None:
-    """Load what a run needs before its first session: the test set, the catalog, the retriever."""
-    _cases(params)
-    load_courses(params.catalog)
+    """Load what a run needs before its first session: the test set, the catalog (every gold label
+    must name one of its courses, or one of the case's own retrievedCourses), the retriever."""
+    test_set, _ = _cases(params)
+    check_gold_codes(test_set, load_courses(params.catalog), catalog=params.catalog)
     if params.cases == "retrieval":
         kinds = params.hybrid_of if params.retriever == "hybrid" else [params.retriever]
         for kind in kinds:

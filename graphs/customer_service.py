@@ -41,6 +41,7 @@ from catalog.service.multiwoz import load_dialogues
 from catalog.service.db import load_service_db, load_service_schema
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics, rng_for, stable_seed
+from convsim.config import path_component
 from convsim.errors import SimulatorError
 from convsim.models import ModelUnavailable, refused_request
 from convsim.prefix import scripted_pair
@@ -88,7 +89,9 @@ class Params(BaseModel):
     """Scenario parameters of the customer-service graph."""
     mode: Literal["replay", "simulate"] = Field("simulate", description="replay real dialogues or simulate users")
     dialogues_path: str | None = Field(None, description="replay: unified JSON, 2.2 dialogues_*.json, or a 2.2 folder")
-    dialog_acts_path: str | None = Field(None, description="replay 2.2: dialog_acts.json (default: beside the dialogues)")
+    dialog_acts_path: str | None = Field(None, description="replay of MultiWOZ 2.2 dialogues only: dialog_acts.json "
+                                         "(default: beside the dialogues); unused by unified dialogues and in "
+                                         "simulate mode, but a path that names no file is refused in any mode")
     db_path: str | None = Field(None, description="folder of <domain>_db.json; default catalog/data/service")
     schema_path: str | None = Field(None, description="MultiWOZ 2.2 schema.json; default the project's")
     n_sessions: int = Field(200, ge=1, description="simulate: number of goals (tasks)")
@@ -396,9 +399,7 @@ def sessions(params: Params, ctx: Context):
     base = {"belief": {}, "domain_history": [], "offered": {}, "asked": {}, "outcomes": {},
             "turn": 0, "termination": None, "mode": params.mode}
     if params.mode == "replay":
-        if not params.dialogues_path:
-            raise ConvsimError("replay mode needs dialogues_path", field="params.dialogues_path")
-        for d in load_dialogues(_path(params.dialogues_path), dialog_acts=_path(params.dialog_acts_path)):
+        for d in _replay_dialogues(params):
             yield {**base, "session_id": d["dialogue_id"], "replay": d, "goal": None, "user_state": None}
         return
     db = load_service_db(_path(params.db_path))
@@ -463,11 +464,33 @@ def dataset_metrics(records: list[dict]) -> dict:
 MODEL_ROLES = ("user", "triage", "policy", "action", "response", "judge")  # the roles the nodes ask ctx.model() for
 
 
+def _replay_dialogues(params: Params) -> list[dict]:
+    """The replayed dialogues, every dialogue id checked as a session id (it names the session's
+    trace file): a bad one is an error naming the dialogue file, before any session runs."""
+    if not params.dialogues_path:
+        raise ConvsimError("replay mode needs dialogues_path", field="params.dialogues_path")
+    dialogues = load_dialogues(_path(params.dialogues_path), dialog_acts=_path(params.dialog_acts_path))
+    index: dict[str, int] = {}
+    for d in dialogues:
+        n = index[d["file"]] = index.get(d["file"], -1) + 1
+        try:
+            path_component(str(d["dialogue_id"]), "dialogue id")
+        except ValueError as exc:
+            raise ConvsimError(f"{exc}; it becomes the session id", file=d["file"],
+                               record=f"{d['dialogue_id']!r} (index {n})", field="dialogue_id") from None
+    return dialogues
+
+
 def preflight(params: Params, ctx: Context) -> None:
-    """Load the database and the schema before the first session (the engine's preflight then
-    draws the first session, which reads the replay dialogue files)."""
+    """Load the database and the schema before the first session; a ``dialog_acts_path`` that names
+    no file is refused in every mode (it is read only in replay of MultiWOZ 2.2 dialogues). The
+    engine's preflight then draws the first session, which reads the replay dialogue files and
+    checks every dialogue id (``_replay_dialogues``)."""
     _db(ctx)
     _schema(ctx)
+    acts = _path(params.dialog_acts_path)
+    if acts is not None and not Path(acts).is_file():
+        raise ConvsimError("no dialog acts file (dialog_acts.json) there", file=acts, field="params.dialog_acts_path")
 
 
 graph = compile_with_default_context(build(Params()))

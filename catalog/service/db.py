@@ -78,9 +78,33 @@ def _read_json(path: Path) -> object:
     return load_json(path)  # UTF-8, bounded nesting, one-line errors naming file and position
 
 
+def _schema_slot(value: object, *, file: Path, record: str, field: str) -> str:
+    """The slot part of a ``<domain>-<slot>`` name, normalised; anything else is bad input."""
+    if not isinstance(value, str) or "-" not in value or not all(p.strip() for p in value.split("-", 1)):
+        raise ConvsimError(f"a slot name must be a string '<domain>-<slot>', got {value!r}", file=file,
+                           record=record, field=field)
+    return normalize_slot_name(value.split("-", 1)[1])
+
+
+def _schema_list(service: dict, key: str, *, file: Path, record: str) -> list:
+    value = service.get(key, [])
+    if not isinstance(value, list):
+        raise ConvsimError(f"{key} must be a list, got {type(value).__name__}", file=file, record=record, field=key)
+    return value
+
+
+def _schema_bool(entry: dict, key: str, *, file: Path, record: str, field: str) -> bool:
+    value = entry.get(key, False)
+    if not isinstance(value, bool):
+        raise ConvsimError(f"{key} must be true or false, got {value!r}", file=file, record=record, field=field)
+    return value
+
+
 @functools.lru_cache(maxsize=8)
 def load_service_schema(path: str | Path | None = None) -> ServiceSchema:
-    """Read a MultiWOZ 2.2 ``schema.json`` (default: the project's own)."""
+    """Read a MultiWOZ 2.2 ``schema.json`` (default: the project's own). A malformed service raises
+    ``ConvsimError`` naming the file, the service (``<name> (index i)``) and the field
+    (``slots[j].name``, ``intents[k].required_slots[m]`` ...)."""
     file = Path(path) if path else PROJECT_DB_DIR / "schema.json"
     services = _read_json(file)
     if not isinstance(services, list):
@@ -91,22 +115,53 @@ def load_service_schema(path: str | Path | None = None) -> ServiceSchema:
             raise ConvsimError("service without service_name", file=file, record=i,
                                field="service_name")
         domain = service["service_name"]
+        if not isinstance(domain, str) or not domain.strip():
+            raise ConvsimError(f"service_name must be a non-empty string, got {domain!r}", file=file,
+                               record=i, field="service_name")
+        record = f"{domain} (index {i})"
+        if domain in slots:
+            raise ConvsimError("the service appears twice", file=file, record=record, field="service_name")
         names, cats = [], {}
-        for s in service.get("slots", []):
-            _, slot = s["name"].split("-", 1)
-            slot = normalize_slot_name(slot)
+        for j, s in enumerate(_schema_list(service, "slots", file=file, record=record)):
+            where = f"slots[{j}]"
+            if not isinstance(s, dict):
+                raise ConvsimError("a slot must be an object", file=file, record=record, field=where)
+            if "name" not in s:
+                raise ConvsimError("slot without name", file=file, record=record, field=f"{where}.name")
+            slot = _schema_slot(s["name"], file=file, record=record, field=f"{where}.name")
             names.append(slot)
-            if s.get("is_categorical") and s.get("possible_values"):
-                cats[slot] = tuple(v.lower() for v in s["possible_values"])
+            is_cat = _schema_bool(s, "is_categorical", file=file, record=record, field=f"{where}.is_categorical")
+            values = s.get("possible_values")
+            values = [] if values is None else values  # absent or null: no listed values
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                raise ConvsimError(f"possible_values must be a list of strings, got {values!r}", file=file,
+                                   record=record, field=f"{where}.possible_values")
+            if is_cat and values:
+                cats[slot] = tuple(v.lower() for v in values)
         slots[domain], categorical[domain] = tuple(names), cats
-        for intent in service.get("intents", []):
-            if not intent.get("is_transactional"):
+        for k, intent in enumerate(_schema_list(service, "intents", file=file, record=record)):
+            where = f"intents[{k}]"
+            if not isinstance(intent, dict):
+                raise ConvsimError(f"an intent must be an object, got {intent!r}", file=file, record=record,
+                                   field=where)
+            if not _schema_bool(intent, "is_transactional", file=file, record=record,
+                                field=f"{where}.is_transactional"):
                 continue
-            listed = [normalize_slot_name(s.split("-", 1)[1]) for s in intent.get("required_slots", [])]
+            listed_raw = intent.get("required_slots", [])
+            if not isinstance(listed_raw, list):
+                raise ConvsimError("required_slots must be a list of '<domain>-<slot>' names", file=file,
+                                   record=record, field=f"{where}.required_slots")
+            listed = [_schema_slot(s, file=file, record=record, field=f"{where}.required_slots[{m}]")
+                      for m, s in enumerate(listed_raw)]
             if listed:
                 required[domain] = tuple(listed)
                 continue
-            optional = [normalize_slot_name(s.split("-", 1)[1]) for s in intent.get("optional_slots", {})]
+            optional_raw = intent.get("optional_slots", {})
+            if not isinstance(optional_raw, (dict, list)):
+                raise ConvsimError("optional_slots must be an object (or a list) of '<domain>-<slot>' names",
+                                   file=file, record=record, field=f"{where}.optional_slots")
+            optional = [_schema_slot(s, file=file, record=record, field=f"{where}.optional_slots")
+                        for s in optional_raw]
             book = [s for s in optional if s.startswith("book")]
             if "name" in names:
                 ident = ["name"]

@@ -160,6 +160,26 @@ def _truth(value) -> bool:
     return bool(value)
 
 
+def _member_count(value, *, file: str, line: int) -> int | None:
+    """The first row's ``member_count``: a positive integer (``4``, ``4.0`` or ``"4"``), ``None`` when
+    absent or empty; anything else (``"four"``, an object, ``0``, ``-3``) is bad input."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    n = None
+    if isinstance(value, bool):  # JSON true is not a count
+        pass
+    elif isinstance(value, int):
+        n = value
+    elif isinstance(value, float) and value.is_integer():
+        n = int(value)
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        n = int(value.strip())
+    if n is None or n < 1:
+        raise ConvsimError(f"member_count must be a positive integer, got {value!r}", file=file,
+                           record=f"line {line}", field="meta.member_count")
+    return n
+
+
 def _flags(file: str, meta: dict, turns: list[dict]) -> tuple[dict, list[str]]:
     speakers = {t["speaker"] for t in turns if t["intent"].startswith("user_provide_")}
     m = re.search(r"(?<![A-Za-z0-9])(C[1-5])(?![0-9])", Path(file).name)
@@ -170,13 +190,14 @@ def _flags(file: str, meta: dict, turns: list[dict]) -> tuple[dict, list[str]]:
                                  for t in turns if t["intent"].startswith("sys_synthesize_")),
         "enable_feedback": any(intent_slot(t["intent"]) and "feedback" in t["intent"] for t in turns)}
     flags = {k: _truth(meta.get(k, inferred[k])) for k in _FLAGS}
-    flags["member_count"] = int(meta.get("member_count") or max(len(speakers), 1))
+    given = _member_count(meta.get("member_count"), file=file, line=turns[0]["line"])
+    flags["member_count"] = given or max(len(speakers), 1)
     notes = []
     assumed = [k for k in _FLAGS if k not in meta]
     if assumed:
         how = f"taken from {m.group(1)} in the file name" if m else "inferred from the dialogue"
         notes.append(f"flags {', '.join(f'{k}={flags[k]}' for k in assumed)} {how}")
-    if not meta.get("member_count"):
+    if given is None:
         notes.append(f"member_count={flags['member_count']} assumed from the distinct preference speakers")
     return flags, notes
 
