@@ -130,28 +130,37 @@ def compare(run_a: str | Path, run_b: str | Path, *, alpha: float = 0.05) -> dic
 
 def evaluate(path: str | Path, *, graph: str | None = None, out: str | Path | None = None,
              models: Assignments = None, params: dict | None = None, set_params: list[str] | None = None,
-             embedder: str = "tfidf", analyze: bool = True) -> Path | dict:
+             embedder: str | None = None, analyze: bool = True) -> Path | dict:
     """Evaluate transcripts that already exist, without simulating (``convsim eval``).
 
-    A results.jsonl or JSONL transcript file is scored by ``graph``'s evaluation into a run
-    directory, which is returned. When the file lies in a run directory, that run's graph and
-    params are used (``graph`` and ``params`` / ``set_params`` override them; without a run,
-    the graph defaults to crs_shift). A group-planning dialogue CSV returns its metrics as a dict
-    (``embedder``: ``tfidf`` or ``st:minilm`` for its semantic metrics).
+    A results.jsonl or JSONL transcript file is scored by ``graph``'s evaluation into a new run
+    directory ``out``, which is returned (one that holds a run already is refused). When the file
+    lies in a run directory, that run's graph, params and embedder are used (``graph``, ``params``
+    / ``set_params`` and ``embedder`` override them; without a run, the graph defaults to crs_shift
+    and the embedder to tfidf). A group-planning dialogue CSV returns its metrics as a dict
+    (``embedder``: ``tfidf`` or ``st:minilm`` for its semantic metrics); ``graph``, ``out``,
+    ``models``, ``params`` and ``set_params`` do not apply to it and are refused.
     """
     from .config import parse_assignment
     path = Path(path)
     if not path.exists():
         raise ConvsimError("file not found", file=path)
     if path.suffix.lower() == ".csv":
-        return resolve(EVALUATE_GROUP_CSV)(path, embedder_spec=embedder)
+        given = [opt for opt, value in (("--graph", graph), ("--out", out), ("--model", models),
+                                        ("--set", params or set_params)) if value]
+        if given:
+            tail = ": they are printed as JSON, redirect them to a file" if given[0] == "--out" else ""
+            raise ConvsimError(f"{given[0]} does not apply to a group-planning dialogue CSV (only --embedder "
+                               f"does; its metrics are the group-planning ones{tail})",
+                               file=path, field=given[0].lstrip("-"))
+        return resolve(EVALUATE_GROUP_CSV)(path, embedder_spec=embedder or "tfidf")
     pairs = models.items() if isinstance(models, dict) else \
         (parse_assignment(m, what="--model") for m in models or [])
     specs = {k: v if isinstance(v, dict) else str(v) for k, v in pairs}
     overrides = dict(params or {})
     overrides.update(parse_assignment(s, what="--set") for s in set_params or [])
     return resolve(EVALUATE_TRANSCRIPTS)(path, graph=graph, out=out, models=specs, params=overrides or None,
-                                         analyze=analyze)
+                                         embedder=embedder, analyze=analyze)
 
 
 def trace(run: str | Path, session: str, *, variant: str | None = None, trial: int = 0,

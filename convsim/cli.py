@@ -345,12 +345,14 @@ def eval_cmd(path: Path,
              graph: Optional[str] = typer.Option(None, help="the graph whose evaluation applies "
                                                  "(default: the source run's graph, else crs_shift)"),
              set_: list[str] = typer.Option([], "--set", help="param=value over the source run's params"),
-             out: Optional[Path] = typer.Option(None, help="run directory to write"),
+             out: Optional[Path] = typer.Option(None, help="new run directory to write (default runs/eval-<source "
+                                                "run or file>; one holding a run is refused)"),
              model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
              no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
-             embedder: str = typer.Option("tfidf", help="dialogue CSV: tfidf or st:minilm")) -> None:
+             embedder: Optional[str] = typer.Option(None, help="tfidf, st:minilm or st:<dir> (default: the "
+                                                    "source run's, else tfidf)")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
-    group-planning dialogue CSV) without simulating."""
+    group-planning dialogue CSV, which takes only --embedder) without simulating."""
     from .models import ModelUnavailable
     try:
         result = api.evaluate(path, graph=graph, out=out, models=model, set_params=set_, embedder=embedder,
