@@ -42,3 +42,15 @@ class SimulatorError(Exception):
 
     The session is kept and counted, excluded from agent scores, and not re-run on resume.
     """
+
+
+class HookError(Exception):
+    """Code run on a whole run raised: the graph's ``dataset_metrics`` or an ``analysis:`` hook (a code
+    error, not bad input: the CLI's exit code 3). Raised after what was written is kept (results.jsonl,
+    and for ``dataset_metrics`` summary.json and metrics.csv); ``str()`` is one line naming the hook's
+    file, the hook and the exception; the exception is chained (``__cause__``) for its traceback."""
+
+    def __init__(self, message: str, *, hook: str, file: object = None, run_dir: object = None) -> None:
+        super().__init__(message)
+        self.hook, self.file = hook, None if file is None else str(file)
+        self.run_dir = run_dir

@@ -129,17 +129,48 @@ def statuses_of(records: Sequence[Mapping]) -> list[str]:
 # field -> the types a result record may hold there (absent is fine): what the analysis relies on
 RECORD_FIELDS = {"variant": (str, int), "session_id": (str, int), "trial": (int,), "status": (str,),
                  "dialogue_metrics": (dict, type(None)), "transcript": (list, type(None)),
-                 "turn_metrics": (list, type(None))}
+                 "turn_metrics": (list, type(None)), "llm_calls": (list, type(None))}
+# a list field -> the type each of its items must have (the summary and dataset_metrics read them as objects)
+RECORD_ITEMS = {"turn_metrics": dict, "llm_calls": dict}
+# a field of an llm_calls item -> its types (absent is fine): what the usage table (convsim.usage) reads
+CALL_FIELDS = {"prompt_tokens": (int, float, type(None)), "completion_tokens": (int, float, type(None)),
+               "total_tokens": (int, float, type(None)), "latency_s": (int, float, type(None)),
+               "role": (str, type(None)), "model": (str, type(None))}
+_TYPE_NAMES = {"str": "string", "int": "integer", "float": "number", "dict": "object", "list": "array",
+               "NoneType": "null"}
+
+
+def _wanted(types: tuple) -> str:
+    if int in types and float in types:  # "number", not "integer or number"
+        types = tuple(t for t in types if t is not int)
+    return " or ".join(_TYPE_NAMES[t.__name__] for t in types)
+
+
+def _bad(value: object, types: tuple) -> bool:
+    return not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
 
 
 def check_record(rec: Mapping, *, file: object, record: object = None) -> None:
-    """A result record whose fields have the types the analysis reads, else a ConvsimError naming the field."""
+    """A result record whose fields have the types the analysis reads, else a ConvsimError naming the
+    field (``llm_calls[2].total_tokens``): every reader of a run's records (resume, the summary and
+    ``convsim report``, ``convsim compare``, the analysis) checks each line with it."""
+    if not isinstance(rec, Mapping):
+        raise ConvsimError(f"a result record must be a JSON object, got {type(rec).__name__}", file=file,
+                           record=record)
     for name in ("variant", "session_id"):
         if name not in rec:
             raise ConvsimError(f"a result record needs {name!r}", file=file, record=record, field=name)
     for name, types in RECORD_FIELDS.items():
-        if name in rec and (not isinstance(rec[name], types) or isinstance(rec[name], bool)):
-            wanted = " or ".join("null" if t is type(None) else {"str": "string", "int": "integer", "dict": "object",
-                                                                   "list": "array"}[t.__name__] for t in types)
-            raise ConvsimError(f"{name} must be {wanted}, got {type(rec[name]).__name__}", file=file,
+        if name in rec and _bad(rec[name], types):
+            raise ConvsimError(f"{name} must be {_wanted(types)}, got {type(rec[name]).__name__}", file=file,
                                record=record, field=name)
+    for name, item_type in RECORD_ITEMS.items():
+        for i, item in enumerate(rec.get(name) or ()):
+            if not isinstance(item, item_type):
+                raise ConvsimError(f"{name}[{i}] must be {_wanted((item_type,))}, got {type(item).__name__}",
+                                   file=file, record=record, field=f"{name}[{i}]")
+    for i, call in enumerate(rec.get("llm_calls") or ()):
+        for key, value in call.items():  # the first wrong field in the record's order
+            if (types := CALL_FIELDS.get(key)) is not None and _bad(value, types):
+                raise ConvsimError(f"llm_calls[{i}].{key} must be {_wanted(types)}, got {type(value).__name__}",
+                                   file=file, record=record, field=f"llm_calls[{i}].{key}")

@@ -24,11 +24,11 @@ import yaml
 
 from . import limits
 from .config import ExperimentConfig, apply_overrides, load_config
-from .errors import ConvsimError
+from .errors import ConvsimError, HookError
 from .progress import LiveProgress
 from .store import RunStore
 from .textio import load_yaml, make_dir, write_atomic
-from .summary import summarise_run
+from .summary import hook_failure, summarise_run
 from .plan import Plan, plan_run, prepare_checkpoint_db
 from .preflight import preflight
 from .session import Outcome, Unit, all_sync, run_session_async, run_session_blocking, trace_path
@@ -196,7 +196,13 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     finally:
         store.close()
         limits.activate(None)
-    summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings, records=store.record_set())
+    try:  # a dataset_metrics that raises: the summary is written without it, then HookError
+        summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings, records=store.record_set())
+    except HookError as exc:
+        if stopped():  # the budget stopped the run as well: say so, the same command resumes it
+            exc.args = (f"{exc.args[0]} (the run budget also stopped the run: run the same command "
+                        "again to resume it)",)
+        raise
     if stopped():
         kept = len(store.done())
         total_planned = plan.expected_total()
@@ -209,7 +215,11 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
 
 
 def run_hooks(run_dir: Path, hooks: list[str], *, warn=print) -> None:
-    """Post-run analysis hooks (``module:function``), e.g. stats, figures and the report."""
+    """Post-run analysis hooks (``module:function``), e.g. stats, figures and the report.
+
+    A hook that raises stops the hooks after it: ConvsimError (bad input it read) as it is,
+    anything else as :class:`~convsim.errors.HookError` (a code error, one line naming the hook,
+    its file and the exception); what the run and the earlier hooks wrote is kept."""
     for hook in hooks:
         mod_name, _, fn_name = hook.partition(":")
         try:
@@ -222,7 +232,17 @@ def run_hooks(run_dir: Path, hooks: list[str], *, warn=print) -> None:
         except (TypeError, ValueError):  # not a callable of one run directory: bad config, not a bug
             raise ConvsimError(f"analysis hook {hook} is not a function of a run directory",
                                field="analysis") from None
-        fn(Path(run_dir))
+        try:
+            fn(Path(run_dir))
+        except ConvsimError:
+            raise
+        except Exception as exc:
+            try:
+                file = inspect.getsourcefile(inspect.unwrap(fn))
+            except TypeError:  # a builtin or a callable object without a source file
+                file = None
+            raise hook_failure(f"analysis hook {hook}", exc, file=file, run_dir=run_dir,
+                               kept="results.jsonl, summary.json and metrics.csv are") from exc
 
 
 def run(config: str | Path | ExperimentConfig, *, show_progress: bool = False, analyze: bool = True,

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import csv
 import math
+import traceback
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .aggregate import bootstrap_ci
-from .recordset import RecordSet, statuses_of
+from .errors import ConvsimError, HookError
+from .recordset import RecordSet, check_record, statuses_of
 from .status import SCORED, Status
 from .store import RunStore
 from .usage import UsageTally
@@ -23,33 +26,70 @@ SCORED_STATUSES = frozenset(s.value for s in SCORED)
 ERROR_STATUSES = (Status.INFRA_ERROR.value, Status.CODE_ERROR.value)
 
 
-def flatten_metrics(d: Mapping | None, prefix: str = "") -> dict[str, float | None]:
+def hook_failure(hook: str, exc: BaseException, *, file: object = None, run_dir: object = None,
+                 kept: str = "results.jsonl is") -> HookError:
+    """The one-line HookError for ``hook`` (defined in ``file``) having raised ``exc``: the exception's
+    first line, the last line of ``file`` it passed through and the innermost frame, if elsewhere."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    src = None if file is None else str(Path(file).resolve())
+    own = [f for f in frames if src is not None and str(Path(f.filename).resolve()) == src]
+    places = [f"line {own[-1].lineno}"] if own else []
+    if frames and (not own or own[-1] is not frames[-1]):
+        places.append(f"raised at {frames[-1].filename}:{frames[-1].lineno}")
+    at = f" ({', '.join(places)})" if places else ""
+    lines = str(exc).strip().splitlines()
+    what = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    where = f" in {run_dir}" if run_dir is not None else ""
+    message = (f"{hook} raised {what}{at}; {kept} kept{where}: fix the code, then `convsim report` "
+               "rebuilds the summary and the analysis")
+    return HookError(f"{file}: {message}" if file is not None else message, hook=hook, file=file, run_dir=run_dir)
+
+
+# a metric beyond this magnitude is not applicable, as NaN and infinity are: sums, squares and products
+# of such values overflow float64 (inf, NaN, numpy's overflow warnings, figures with no axis); no real
+# rate, count, score or duration comes near it, so one is a bug in the metric, and the summary says so
+METRIC_LIMIT = 1e100
+
+
+def flatten_metrics(d: Mapping | None, prefix: str = "", *,
+                    out_of_range: list[str] | None = None) -> dict[str, float | None]:
     """Numeric leaves of a nested metrics dict as ``{"a.b": value}``.
 
-    Booleans count as 0/1, ``None`` and non-finite numbers stay as ``None`` (not applicable),
-    strings and lists are left out.
+    Booleans count as 0/1, ``None``, non-finite numbers and numbers beyond ±``METRIC_LIMIT`` (1e100)
+    stay as ``None`` (not applicable), strings and lists are left out. ``out_of_range``: a list the
+    names of the numbers beyond the limit are appended to (the summary warns of them).
     """
     out: dict[str, float | None] = {}
     for key, value in (d or {}).items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            out.update(flatten_metrics(value, name + "."))
+            out.update(flatten_metrics(value, name + ".", out_of_range=out_of_range))
         elif isinstance(value, bool):
             out[name] = float(value)
         elif isinstance(value, (int, float)):
-            out[name] = float(value) if math.isfinite(float(value)) else None
+            try:
+                x = float(value)
+            except OverflowError:  # an integer beyond float's range (JSON allows any number of digits)
+                x = math.inf
+            if math.isfinite(x) and abs(x) <= METRIC_LIMIT:
+                out[name] = x
+            else:
+                out[name] = None
+                if out_of_range is not None and (math.isfinite(x) or isinstance(value, int)):
+                    out_of_range.append(name)
         elif value is None:
             out.setdefault(name, None)
     return out
 
 
-def metric_columns(records: Iterable[Mapping]) -> dict[str, list[float | None]]:
+def metric_columns(records: Iterable[Mapping], *,
+                   out_of_range: list[str] | None = None) -> dict[str, list[float | None]]:
     """Every numeric dialogue metric of ``records`` as a column (one entry per record that has the
     metric; names in first-seen order), flattened one record at a time: only the columns are held,
-    never the records."""
+    never the records. ``out_of_range``: as in :func:`flatten_metrics`."""
     columns: dict[str, list[float | None]] = {}
     for r in records:
-        for name, value in flatten_metrics(r.get("dialogue_metrics") or {}).items():
+        for name, value in flatten_metrics(r.get("dialogue_metrics") or {}, out_of_range=out_of_range).items():
             columns.setdefault(name, []).append(value)
     return columns
 
@@ -59,9 +99,10 @@ def variant_summary(records: Iterable[Mapping], *, seed: int = 0) -> dict[str, d
     return _metrics_and_usage(records, seed=seed)[0]
 
 
-def _metrics_and_usage(records: Iterable[Mapping], *, seed: int = 0) -> tuple[dict[str, dict], dict]:
+def _metrics_and_usage(records: Iterable[Mapping], *, seed: int = 0,
+                       out_of_range: list[str] | None = None) -> tuple[dict[str, dict], dict]:
     """One read of a variant's records (every status): its metric CIs over the scored sessions and its
-    model usage over all of them (convsim.usage)."""
+    model usage over all of them (convsim.usage); ``out_of_range`` as in :func:`flatten_metrics`."""
     tally = UsageTally()
 
     def scored():
@@ -69,7 +110,7 @@ def _metrics_and_usage(records: Iterable[Mapping], *, seed: int = 0) -> tuple[di
             tally.add(r)
             if r.get("status", "ok") in SCORED_STATUSES:
                 yield r
-    columns = metric_columns(scored())
+    columns = metric_columns(scored(), out_of_range=out_of_range)
     return {name: bootstrap_ci(values, seed=seed) for name, values in columns.items()}, tally.table()
 
 
@@ -129,22 +170,45 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
     ``module.dataset_metrics`` gets each variant's scored records as a RecordSet: a sequence to
     iterate (as often as it needs), index and measure, not a list. ``records``: the run's records
     already indexed (the runner's store keeps the index as it writes, see ``RunStore.record_set``);
-    otherwise results.jsonl is indexed here, its text checked."""
+    otherwise results.jsonl is indexed here, its text and every record's fields checked
+    (:func:`convsim.recordset.check_record`: a record of the wrong shape is one ConvsimError naming
+    the file, the line and the field)."""
     store = RunStore(run_dir)
     if records is None:
         store.repair()
-        records = RecordSet.scan(store.results_path) \
+        records = RecordSet.scan(store.results_path, check=check_record) \
             if store.results_path.exists() else RecordSet(store.results_path, [])
     summary: dict[str, Any] = {"variants": {}, "status_counts": status_counts(records),
                                "first_error": first_error(records), "warnings": list(warnings or [])}
     rows = []
     by_variant = {v: records.where(variant=v) for v in _config_order(run_dir, records.variants)}
     usage = {}
+    failed: HookError | None = None  # the first variant whose dataset_metrics raised (raised at the end)
     for variant, recs in by_variant.items():
         scored = recs.where(statuses=SCORED_STATUSES)
         counts = status_counts(recs)
-        metrics, usage[variant] = _metrics_and_usage(recs, seed=seed)
-        dataset = module.dataset_metrics(scored) if scored else {}
+        huge: list[str] = []
+        metrics, usage[variant] = _metrics_and_usage(recs, seed=seed, out_of_range=huge)
+        for name, count in Counter(huge).items():
+            summary["warnings"].append(
+                f"variant {variant}: metric {name}: {count} value{'s' * (count > 1)} beyond ±{METRIC_LIMIT:g} "
+                "left out as not applicable (a bug in the metric? averaging such values overflows)")
+        dataset: Any = {}
+        if scored:
+            try:
+                dataset = module.dataset_metrics(scored)
+                if not isinstance(dataset, Mapping):
+                    raise TypeError(f"dataset_metrics must return a dict, got {type(dataset).__name__}")
+            except ConvsimError:
+                raise  # bad input (a damaged data file it reads): one line, exit 2
+            except Exception as exc:  # a bug in graph code: the summary is written without it, then raised
+                error = hook_failure("dataset_metrics", exc, file=getattr(module, "__file__", None),
+                                     run_dir=run_dir, kept="results.jsonl, summary.json and metrics.csv are")
+                error.__cause__ = exc
+                failed = failed or error
+                summary["warnings"].append(f"variant {variant}: dataset_metrics raised {type(exc).__name__}: "
+                                           "its dataset metrics are missing")
+                dataset = {}
         # n: sessions ok; scored: what the metrics average over (ok and agent failures: the system
         # under test failing is its score), each metric's own n lower where it is None
         n_scored = counts["ok"] + counts["agent_failure"]
@@ -174,4 +238,6 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
         writer.writeheader()
         for row in rows:
             writer.writerow(row)
+    if failed is not None:
+        raise failed
     return summary

@@ -301,8 +301,8 @@ class TraceRecorder:
 def read_trace(path: Path) -> dict:
     """``{"initial": state, "steps": [...], "events": [...], "fork": dict|None, "failure": dict|None}``
     of a trace file (``failure``: the exception that ended the session, if one did). A damaged
-    file (not UTF-8, not gzip, a line that is not a JSON object, a state that is not one) is one
-    ConvsimError naming the file and the line."""
+    file (not UTF-8, not gzip, a line that is not a JSON object, a state that is not one, no initial
+    state or two of them, an empty file) is one ConvsimError naming the file and the line."""
     from . import textio
     from .errors import ConvsimError
     path = Path(path)
@@ -317,6 +317,7 @@ def read_trace(path: Path) -> dict:
     else:
         text = textio.read_text(path, what="trace file")
     out: dict = {"initial": {}, "steps": [], "events": [], "fork": None, "failure": None}
+    initial_line = None  # every trace starts with one: replay (state_at), --at and forks start from it
     # lines end at "\n" only: str.splitlines() would also cut at U+2028, U+0085... inside a text
     for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
@@ -329,7 +330,11 @@ def read_trace(path: Path) -> dict:
             raise ConvsimError("trace line is not a JSON object", file=path, record=f"line {lineno}") from None
         kind = rec.pop("type", None)
         if kind == "initial":
-            out["initial"] = rec.get("state", {})
+            if initial_line is not None:
+                raise ConvsimError(f"trace has a second initial state (the first on line {initial_line})",
+                                   file=path, record=f"line {lineno}")
+            initial_line = lineno
+            out["initial"] = rec.get("state")
             if not isinstance(out["initial"], dict):
                 raise ConvsimError("the initial state is not a JSON object", file=path, record=f"line {lineno}",
                                    field="state")
@@ -348,6 +353,8 @@ def read_trace(path: Path) -> dict:
                 raise ConvsimError("trace event's step is not an integer", file=path, record=f"line {lineno}",
                                    field="step")
             out["events"].append(rec)
+    if initial_line is None:  # an empty file, or its first line lost: every state replayed would miss keys
+        raise ConvsimError("trace has no initial state (no line with \"type\": \"initial\")", file=path)
     return out
 
 
