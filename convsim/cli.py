@@ -22,7 +22,7 @@ from rich.table import Table
 
 from . import api
 from .config import load_config
-from .errors import ConvsimError
+from .errors import ConvsimError, HookError
 from .graphfile import load_graph_module
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -32,7 +32,7 @@ err_console = Console(stderr=True)
 
 
 def cli_errors(fn):
-    """Turn bad input into one line and exit code 2."""
+    """Turn bad input into one line and exit code 2, a hook's code error into one line and exit code 3."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
@@ -42,6 +42,10 @@ def cli_errors(fn):
             err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False,
                               soft_wrap=True)
             raise typer.Exit(2) from None
+        except HookError as exc:  # dataset_metrics or an analysis hook raised: a code error, what it wrote kept
+            err_console.print(f"[bold red]code error:[/bold red] {escape(str(exc))}", highlight=False,
+                              soft_wrap=True)
+            raise typer.Exit(3) from None
     return wrapper
 
 

@@ -186,7 +186,6 @@ def test_an_analysis_hook_that_raises_is_a_code_error(tmp_path, monkeypatch):
         convsim.run({**cfg, "run_id": "hk2", "analysis": ["badhook_r:bad_input"]})
 
 
-@pytest.mark.xfail(strict=True, reason="needs convsim/cli.py's cli_errors to catch HookError (one line, exit 3)")
 def test_the_cli_says_one_line_and_exit_3_when_dataset_metrics_raises(tmp_path):
     graph = graph_copy(tmp_path, DM, DM + "    raise RuntimeError('boom in dataset_metrics')\n")
     one_line(["run", graph, "--sessions", "2", "--quiet", "--out", tmp_path / "runs"], str(graph),
