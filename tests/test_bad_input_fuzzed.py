@@ -48,7 +48,7 @@ def test_a_session_id_from_data_that_names_a_path(tmp_path):
     ts = tmp_path / "ts.json"
     ts.write_text(json.dumps(data))
     one_line(["run", "course_retrieval", *RUN, "--out", tmp_path / "runs", "--set", "retriever=bm25",
-              "--set", f"test_set={ts}"], "record 0", "field session_id", "'../../x'")
+              "--set", f"test_set={ts}"], str(ts), "field id", "'../../x'", "session id")  # names the test set
     assert not (tmp_path / "runs").exists() and not (tmp_path / "x.jsonl").exists()
 
 
