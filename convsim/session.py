@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import AgentError, ConvsimError, SimulatorError
+from .recordset import check_record
 from .models import ChatModel, ModelUnavailable
 from .status import Status
 from .store import dumps
@@ -148,7 +149,15 @@ class _Session:
         agent_flags = graph_checks(self.plan.module, "agent_checks", self.final) if status == Status.OK else []
         if agent_flags:
             status = Status.AGENT_FAILURE
-        return self._outcome(self._record(status, error, flags, agent_flags))
+        record = self._record(status, error, flags, agent_flags)
+        try:  # what every reader of results.jsonl checks (resume, the summary, report, compare)
+            check_record(record, file="the session's final state")
+        except ConvsimError as exc:
+            # a bug in graph code (dialogue_metrics a list, a turn metric that is no object): a code
+            # error, re-run on resume, never a record the summary and resume would then refuse
+            return self._failed(Status.CODE_ERROR, f"the graph's final state is no result record: {exc.message}",
+                                drop=str(exc.field or "").split("[")[0].split(".")[0])
+        return self._outcome(record)
 
     def _record(self, status: Status, error: str | None, flags: list[dict], agent_flags: list[dict]) -> dict:
         unit, cfg = self.unit, self.plan.config
@@ -165,14 +174,18 @@ class _Session:
             record["forked_from"] = unit.resume["fork"]
         return record
 
-    def _failed(self, status: Status, error: str) -> Outcome:
+    def _failed(self, status: Status, error: str, drop: str = "") -> Outcome:
         """An attempt that must run again: its record (partial state kept for debugging, never
-        scored: readers score ok/agent_failure only) and an errors.jsonl line."""
+        scored: readers score ok/agent_failure only) and an errors.jsonl line. ``drop``: a state key
+        of the wrong shape, recorded as null (the error says what it was)."""
         unit = self.unit
         entry = {"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
                  "status": status.value, "kind": "infrastructure" if status == Status.INFRA_ERROR else "code",
                  "error": error}
-        return self._outcome(self._record(status, error, [], []), entry)
+        record = self._record(status, error, [], [])
+        if drop:
+            record[drop] = None
+        return self._outcome(record, entry)
 
     def _outcome(self, record: dict, error_entry: dict | None = None) -> Outcome:
         # the record and the trace are encoded here, in the session's thread or worker process:

@@ -255,3 +255,22 @@ def test_flatten_metrics_leaves_out_what_overflows():
                             "g": 2, "h": True}, out_of_range=left_out)
     assert flat == {"a": METRIC_LIMIT, "b": None, "c": None, "d": None, "e.f": None, "g": 2.0, "h": 1.0}
     assert left_out == ["b", "c", "e.f"]  # NaN and infinity were never applicable: not reported
+
+
+def test_a_final_state_of_the_wrong_shape_is_a_code_error_not_a_record_readers_refuse(tmp_path):
+    # before: a graph returning dialogue_metrics as a list wrote an "ok" record of that shape; the
+    # end-of-run summary crashed (a traceback) and every later reader refused the run directory
+    old = '    return {"dialogue_metrics": {"accuracy": sum(correct) / len(correct), "turns": len(correct)}}\n'
+    graph = graph_copy(tmp_path, old, '    return {"dialogue_metrics": [sum(correct)]}\n')
+    code, out, exc = cli("run", graph, "--sessions", "2", "--quiet", "--out", tmp_path / "runs", "--run-id", "w")
+    assert code == 3 and "Traceback" not in out, (out, exc)
+    run_dir = tmp_path / "runs" / "w"
+    records = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in records] == ["code_error", "code_error"]
+    assert all(r["dialogue_metrics"] is None and "dialogue_metrics must be object or null, got list" in r["error"]
+               for r in records)
+    errors = [json.loads(x) for x in (run_dir / "errors.jsonl").read_text().splitlines()]
+    assert len(errors) == 2 and all(e["kind"] == "code" for e in errors)
+    # the run directory stays readable: report and resume read it without complaint
+    assert cli("report", run_dir)[0] == 0
+    assert cli("run", graph, "--sessions", "2", "--quiet", "--out", tmp_path / "runs", "--run-id", "w")[0] == 3
