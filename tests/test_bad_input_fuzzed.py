@@ -6,26 +6,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import cli, one_line
 
-from convsim.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ["--sessions", "1", "--quiet", "--no-analysis"]
-
-
-def cli(*args):
-    result = CliRunner().invoke(app, [str(a) for a in args], terminal_width=400)
-    return result.exit_code, result.output, result.exception
-
-
-def one_line(args, *words, code=2):
-    exit_code, out, exc = cli(*args)
-    assert exit_code == code, (out, exc)
-    assert "Traceback" not in out and not (exc and not isinstance(exc, SystemExit)), (out, exc)
-    lines = [x for x in out.splitlines() if x.strip()]
-    assert len(lines) == 1 and all(w in lines[0] for w in words), out
-    return lines[0]
 
 
 def test_a_run_id_or_a_name_that_would_leave_the_run_directory(tmp_path):

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from convsim import ConvsimError
-from convsim.cli import app
 from convsim.models import ModelUnavailable
+from cli_helpers import cli, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "tests" / "data" / "group" / "external_C3_dialogue.csv"
@@ -34,20 +33,6 @@ IMPORTED = {"session_id": "d1", "turns": [
      "user_meta": {"focus_field": "genre", "focus_value": "War", "constraints": {"genre": "War"},
                    "shift_event": False, "anchor": "123"}},
     {"speaker": "system", "text": "Try Saving Private Ryan.", "top_k": ["123", "456"]}]}
-
-
-def cli(*args):
-    result = CliRunner().invoke(app, [str(a) for a in args], terminal_width=400)
-    return result.exit_code, result.output, result.exception
-
-
-def one_line(args, *words, code=2):
-    exit_code, out, exc = cli(*args)
-    assert exit_code == code, (out, exc)
-    assert "Traceback" not in out and not (exc and not isinstance(exc, SystemExit)), (out, exc)
-    lines = [x for x in out.splitlines() if x.strip()]
-    assert len(lines) == 1 and all(w in lines[0] for w in words), out
-    return lines[0]
 
 
 def write_jsonl(path: Path, *records) -> Path:

@@ -11,31 +11,16 @@ import warnings
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import convsim
 from convsim import ConvsimError
-from convsim.cli import app
 from convsim.errors import HookError
 from convsim.recordset import check_record
 from convsim.summary import METRIC_LIMIT, flatten_metrics, summarise_run
 from convsim.tracing import read_trace
+from cli_helpers import cli, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def cli(*args):
-    result = CliRunner().invoke(app, [str(a) for a in args], terminal_width=400)
-    return result.exit_code, result.output, result.exception
-
-
-def one_line(args, *words, code=2):
-    exit_code, out, exc = cli(*args)
-    assert exit_code == code, (out, exc)
-    assert "Traceback" not in out and not (exc and not isinstance(exc, SystemExit)), (out, exc)
-    lines = [x for x in out.splitlines() if x.strip()]
-    assert len(lines) == 1 and all(w in lines[0] for w in words), out
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
