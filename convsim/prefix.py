@@ -13,8 +13,10 @@ id. A graph's user node asks :func:`scripted_pair` for the current turn: while i
 the user says the scripted text (and the agent's reply is replaced by the scripted one); after
 the k-th turn the simulator takes over from the state the scripted turns left.
 
-Accepted files: a JSON list or JSONL of dialogues, each with ``turns`` (or ``transcript``) whose
-items have ``speaker`` and ``text`` or ``utterance``; ConvLab-3 unified MultiWOZ dialogues
+Accepted files: a JSON list or JSONL of dialogues (ids unique), each with ``turns`` (or ``transcript``)
+whose items have ``speaker`` (a user: user/customer/usr; a system: system/sys/agent/assistant) and
+``text`` or ``utterance``, starting with a user turn, each user turn followed by at most one system
+turn; ConvLab-3 unified MultiWOZ dialogues
 (``dialogue_id``, ``turns`` with ``speaker``/``utterance``) are read as they are.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ from . import textio
 from .errors import ConvsimError
 
 USER_SPEAKERS = ("user", "customer", "usr")
+SYSTEM_SPEAKERS = ("system", "sys", "agent", "assistant")
 
 
 def _dialogues(path: Path) -> list[dict]:
@@ -55,11 +58,24 @@ def dialogue_pairs(dialogue: dict, *, file: Any = None, record: Any = None) -> l
         text = t.get("text", t.get("utterance"))
         if not isinstance(text, str):
             raise ConvsimError("a turn needs its text", file=file, record=record, field=f"turns[{i}].text")
-        if str(t["speaker"]).lower() in USER_SPEAKERS:
+        speaker = str(t["speaker"]).lower()
+        if speaker in USER_SPEAKERS:
             annotation = {k: t[k] for k in ("state", "dialogue_acts") if k in t}
             pairs.append({"user": text, "system": None, "annotation": annotation})
-        elif pairs and pairs[-1]["system"] is None:
-            pairs[-1]["system"] = text
+            continue
+        # before, any other speaker was taken as the system, and a system turn with no user turn
+        # before it (a greeting that opens the dialogue, a second reply in a row) was dropped
+        if speaker not in SYSTEM_SPEAKERS:
+            raise ConvsimError(f"unknown speaker {t['speaker']!r} (user: {', '.join(USER_SPEAKERS)}; system: "
+                               f"{', '.join(SYSTEM_SPEAKERS)})", file=file, record=record, field=f"turns[{i}].speaker")
+        if not pairs:
+            raise ConvsimError("the dialogue opens with a system turn: a prefix is user turns, each with the "
+                               "system reply that followed (drop the opening system turn)", file=file, record=record,
+                               field=f"turns[{i}].speaker")
+        if pairs[-1]["system"] is not None:
+            raise ConvsimError("two system turns in a row: each user turn has one system reply", file=file,
+                               record=record, field=f"turns[{i}].speaker")
+        pairs[-1]["system"] = text
     return pairs
 
 
@@ -71,11 +87,14 @@ def load_prefixes(path: str | Path, turns: int) -> list[dict]:
         raise ConvsimError("prefix file not found", file=path)
     if turns < 1:
         raise ConvsimError("the number of scripted turns must be at least 1", file=path, field="prefix_turns")
-    out = []
+    out, seen = [], set()
     for i, d in enumerate(_dialogues(path)):
         if not isinstance(d, dict):
             raise ConvsimError("a dialogue is a JSON object", file=path, record=i)
         did = str(d.get("dialogue_id") or d.get("session_id") or i)
+        if did in seen:  # sessions find their dialogue by id: a second one would never be used
+            raise ConvsimError(f"dialogue id {did!r} appears twice", file=path, record=f"#{i}", field="dialogue_id")
+        seen.add(did)
         pairs = dialogue_pairs(d, file=path, record=did)
         if len(pairs) < turns:
             raise ConvsimError(f"the dialogue has {len(pairs)} user turn(s), fewer than the {turns} scripted",

@@ -114,3 +114,31 @@ def test_cli_run_with_a_prefix(tmp_path):
     bad = subprocess.run(base + ["--run-id", "bad", "--prefix-turns", "3"], env=env, cwd=ROOT,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "prefix_turns" in bad.stderr + bad.stdout  # the openings have 2 user turns
+
+
+@pytest.mark.parametrize("turns,field,words", [
+    ([{"speaker": "user", "text": "hi"}, {"speaker": "martian", "text": "beep"}], "turns[1].speaker", "unknown speaker"),
+    ([{"speaker": "system", "text": "Hello, how can I help?"}, {"speaker": "user", "text": "hi"}],
+     "turns[0].speaker", "opens with a system turn"),
+    ([{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": "a"}, {"speaker": "system", "text": "b"}],
+     "turns[2].speaker", "two system turns in a row"),
+])
+def test_a_prefix_dialogue_that_is_not_user_then_reply_is_refused(tmp_path, turns, field, words):
+    # before: an unknown speaker was taken as the system, an opening system turn and a second reply
+    # were dropped without a word
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps([{"dialogue_id": "d1", "turns": turns}]))
+    with pytest.raises(ConvsimError, match=words) as err:
+        load_prefixes(path, 1)
+    assert (err.value.record, err.value.field) == ("d1", field) and err.value.file == str(path)
+
+
+def test_a_prefix_dialogue_id_that_appears_twice_is_refused(tmp_path):
+    path = tmp_path / "p.json"
+    one = {"dialogue_id": "same", "turns": [{"speaker": "user", "text": "hi"}, {"speaker": "agent", "text": "hello"}]}
+    path.write_text(json.dumps([one, one]))
+    with pytest.raises(ConvsimError, match="appears twice") as err:
+        load_prefixes(path, 1)
+    assert err.value.field == "dialogue_id"
+    path.write_text(json.dumps([one, {**one, "dialogue_id": "other"}]))
+    assert [p["pairs"][0]["system"] for p in load_prefixes(path, 1)] == ["hello", "hello"]  # agent is a system
