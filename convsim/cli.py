@@ -266,6 +266,10 @@ def draw(graph: str, ascii_: bool = typer.Option(False, "--ascii", help="ASCII a
 def report(run_dir: Path) -> None:
     """Rebuild stats, figures and report.html of a run."""
     html = api.report(run_dir, warn=lambda m: err_console.print(f"warning: {m}"))
+    summary_path = Path(run_dir) / "summary.json"
+    for warning in (json.loads(summary_path.read_text(encoding="utf-8")).get("warnings") or []
+                    if summary_path.exists() else []):  # what the rebuilt summary found (as `run` prints them)
+        err_console.print(f"warning: {escape(warning)}", highlight=False, soft_wrap=True)
     if html is None:  # the run's hooks write no report: say so, never print a path that is not there
         hooks = ", ".join(api.load_config(Path(run_dir) / "config.yaml").analysis) or "none"
         console.print(f"report: none: this run's analysis hooks ({hooks}) write no report.html; summary.json and "

@@ -232,6 +232,8 @@ def test_a_metric_too_large_to_average_leaves_the_statistics_quiet(good, tmp_pat
     accuracy = summary["variants"]["default"]["metrics"]["accuracy"]
     assert accuracy["n"] == 2 and accuracy["mean"] == 1.0  # the other two sessions
     assert any("metric accuracy: 1 value beyond" in w for w in summary["warnings"])
+    # and `convsim report` says so, as `run` prints a run's warnings (before: only in summary.json)
+    assert "warning: variant default: metric accuracy: 1 value beyond" in " ".join(out.split())
 
 
 def test_flatten_metrics_leaves_out_what_overflows():
