@@ -133,3 +133,24 @@ def test_unknown_domain_names_file_and_record(tmp_path):
     with pytest.raises(ConvsimError, match="unknown domain 'spaceport'") as err:
         load_dialogues(bad)
     assert err.value.record == "d7" and err.value.file.endswith("unknown.json")
+
+
+@pytest.mark.parametrize("speaker", [5, "martian", "user"])
+def test_a_system_turn_spoken_by_someone_else_names_the_turn(tmp_path, speaker):
+    # before: only the user turns' speaker was checked; a reply by 5 or "martian" was replayed as the system's
+    bad = tmp_path / "speaker.json"
+    bad.write_text(json.dumps([{"dialogue_id": "d3", "domains": ["hotel"], "turns": [
+        {"speaker": "user", "utterance": "I need a hotel.", "utt_idx": 0, "dialogue_acts": {}, "state": {}},
+        {"speaker": speaker, "utterance": "Which area?", "utt_idx": 1, "dialogue_acts": {}}]}]))
+    with pytest.raises(ConvsimError, match="should be spoken by the system") as err:
+        load_dialogues(bad)
+    assert (err.value.record, err.value.field) == ("d3", "turns[1].speaker")
+
+
+def test_a_dialog_acts_file_that_is_not_an_object_is_refused(tmp_path):
+    # before: a dialog_acts.json holding a list was read as "no acts" for every dialogue
+    path = write_multiwoz22(tmp_path)
+    (path.parent / "dialog_acts.json").write_text("[]")
+    with pytest.raises(ConvsimError, match="JSON object keyed by dialogue id") as err:
+        load_dialogues(path)
+    assert err.value.file.endswith("dialog_acts.json")

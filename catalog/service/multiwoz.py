@@ -87,6 +87,9 @@ def _pairs(turns: list, file: Path, did: str, speaker_key, user_value: str) -> l
         if str(speaker_key(user)).lower() != user_value:
             raise ConvsimError(f"turn {i} should be spoken by the user", file=file, record=did,
                                field=f"turns[{i}].speaker")
+        if system is not None and str(speaker_key(system)).lower() != "system":  # was not checked: 5, "martian"
+            raise ConvsimError(f"turn {i + 1} should be spoken by the system, not {speaker_key(system)!r}",
+                               file=file, record=did, field=f"turns[{i + 1}].speaker")
         pairs.append((i, user, system))
     return pairs
 
@@ -185,6 +188,8 @@ def load_multiwoz22(path: str | Path, dialog_acts: str | Path | None = None) -> 
         (p for p in (file.parent / "dialog_acts.json", file.parent.parent / "dialog_acts.json")
          if p.exists()), None)
     all_acts = _read(acts_file) if acts_file else {}
+    if not isinstance(all_acts, dict):  # was read as "no acts" for every dialogue, silently
+        raise ConvsimError("a dialog_acts file is a JSON object keyed by dialogue id", file=acts_file)
     out = []
     for n, dialogue in enumerate(raw):
         with _malformed(file, n):
@@ -192,7 +197,7 @@ def load_multiwoz22(path: str | Path, dialog_acts: str | Path | None = None) -> 
                 raise ConvsimError("dialogue without 'turns'", file=file, record=n, field="turns")
             did = str(dialogue.get("dialogue_id", n))
             domains = [_check_domain(d, file, did, "services") for d in dialogue.get("services", [])]
-            acts_of = all_acts.get(did, {}) if isinstance(all_acts, dict) else {}
+            acts_of = all_acts.get(did, {})
             turns, prev_state = [], {}
             for i, user, system in _pairs(dialogue["turns"], file, did, lambda t: t.get("speaker"), "user"):
                 state, active, requested = {}, [], []
