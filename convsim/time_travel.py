@@ -26,6 +26,7 @@ from typing import Any
 from .config import apply_overrides, config_from_dict, load_config
 from .errors import ConvsimError
 from .plan import usable_checkpoint_db
+from .recordset import check_record
 from .store import RunStore, iter_jsonl, read_jsonl
 from .sqlitewal import switch_to_wal
 from .tracing import cut_trace, read_trace
@@ -64,9 +65,10 @@ def locate_trace(run_dir: Path, session_id: str, *, variant: str | None = None, 
 
 
 def _find_record(run_dir: Path, variant: str, session_id: str, trial: int) -> dict:
-    for rec in iter_jsonl(Path(run_dir) / "results.jsonl"):
-        if (rec.get("variant"), str(rec.get("session_id")), int(rec.get("trial", 0))) == \
-                (variant, session_id, trial):
+    path = Path(run_dir) / "results.jsonl"
+    for n, rec in enumerate(iter_jsonl(path), 1):
+        check_record(rec, file=path, record=n)  # as every reader of a run's records does
+        if (rec.get("variant"), str(rec.get("session_id")), rec.get("trial", 0)) == (variant, session_id, trial):
             return rec
     raise ConvsimError("session not found in results", file=Path(run_dir) / "results.jsonl",
                        record=f"{variant}/{session_id}/t{trial}")

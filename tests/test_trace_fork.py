@@ -120,3 +120,16 @@ def test_fork_reproduces_a_customer_service_session(tmp_path):
     fork_dir = fork_run(src_dir, sid, step=step, run_id="cs_fork", analyze=False)
     comp = json.loads((fork_dir / "fork_comparison.json").read_text())
     assert comp["identical"], comp["first_divergent_step"]
+
+
+def test_a_fork_of_a_run_with_a_record_of_the_wrong_shape_is_one_error(original, tmp_path):
+    # before: fork read the original's records unchecked (a trial of "x" was a ValueError traceback)
+    import shutil
+    copy = tmp_path / "damaged"
+    shutil.copytree(original, copy)
+    lines = (copy / "results.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    (copy / "results.jsonl").write_text("\n".join([json.dumps({**first, "trial": "x"}), *lines[1:]]) + "\n")
+    with pytest.raises(ConvsimError, match="trial must be integer") as err:
+        fork_run(copy, first["session_id"], step=1, analyze=False)
+    assert err.value.file.endswith("results.jsonl") and err.value.field == "trial"
