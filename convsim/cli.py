@@ -358,7 +358,8 @@ def eval_cmd(path: Path,
              model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
              no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
              embedder: Optional[str] = typer.Option(None, help="tfidf, st:minilm or st:<dir> (default: the "
-                                                    "source run's, else tfidf)")) -> None:
+                                                    "source run's, else tfidf)"),
+             quiet: bool = typer.Option(False, "--quiet", "-q", help="no summary table (warnings still shown)")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
     group-planning dialogue CSV, which takes only --embedder) without simulating."""
     from .models import ModelUnavailable
@@ -374,8 +375,12 @@ def eval_cmd(path: Path,
         typer.echo(json.dumps(result, indent=2, default=str))
         return
     run_dir = result
-    print_summary(run_dir)
-    console.print(f"results in {run_dir}")
+    if not quiet:
+        print_summary(run_dir)
+        console.print(f"results in {run_dir}")
+    code = run_outcome(run_dir)  # the summary's warnings (records skipped...), and exit 3 as a run with errors
+    if code:
+        raise typer.Exit(code)
 
 
 def main() -> None:  # console-script entry point

@@ -165,7 +165,10 @@ def test_record_params_are_used_without_a_config_and_must_agree_within_a_variant
 def test_unfinished_attempts_are_still_skipped_with_a_warning(tmp_path):
     path = write_jsonl(tmp_path / "r.jsonl", RUN_RECORD, {**RUN_RECORD, "session_id": "s1", "status": "infra_error"},
                        {**RUN_RECORD, "session_id": "s2", "status": "code_error"})
-    assert cli("eval", path, "--out", tmp_path / "ev", *FAST)[0] == 0
+    code, out, _ = cli("eval", path, "--out", tmp_path / "ev", "-q", *FAST)
+    assert code == 0
+    # the warning is printed too (before: only in summary.json), and -q leaves out the summary table
+    assert "warning: " in out and "2 unfinished attempt(s)" in " ".join(out.split()) and "results in" not in out
     rows = (tmp_path / "ev" / "results.jsonl").read_text().splitlines()
     assert [json.loads(x)["session_id"] for x in rows] == ["s0"]
     summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
