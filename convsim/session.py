@@ -185,6 +185,12 @@ class _Session:
         record = self._record(status, error, [], [])
         if drop:
             record[drop] = None
+        for _ in range(len(record)):  # the partial state of a failed attempt may have the wrong shape too
+            try:
+                check_record(record, file="the session's final state")
+                break
+            except ConvsimError as exc:
+                record[str(exc.field or "").split("[")[0].split(".")[0]] = None
         return self._outcome(record, entry)
 
     def _outcome(self, record: dict, error_entry: dict | None = None) -> Outcome:

@@ -261,3 +261,21 @@ def test_a_final_state_of_the_wrong_shape_is_a_code_error_not_a_record_readers_r
     # the run directory stays readable: report and resume read it without complaint
     assert cli("report", run_dir)[0] == 0
     assert cli("run", graph, "--sessions", "2", "--quiet", "--out", tmp_path / "runs", "--run-id", "w")[0] == 3
+
+
+def test_the_partial_state_of_a_failed_session_is_kept_readable(tmp_path):
+    # a node wrote dialogue_metrics as a list, then a later node raised: the code_error record keeps
+    # the partial state for debugging, with that key nulled, so resume and report can still read the run
+    turn_old = '    return {"turn_metrics": [{"turn": turn, **metrics}], **update}\n'
+    graph = graph_copy(tmp_path, turn_old, '    return {"turn_metrics": [{"turn": turn, **metrics}], '
+                                           '"dialogue_metrics": [1], **update}\n')
+    src = graph.read_text().replace("def evaluate_dialogue(state: State) -> dict:\n",
+                                    "def evaluate_dialogue(state: State) -> dict:\n    raise RuntimeError('late bug')\n")
+    graph.write_text(src)
+    code, out, exc = cli("run", graph, "--sessions", "2", "--quiet", "--out", tmp_path / "runs", "--run-id", "p")
+    assert code == 3 and "Traceback" not in out, (out, exc)
+    records = [json.loads(x) for x in (tmp_path / "runs" / "p" / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in records] == ["code_error"] * 2
+    assert all(r["dialogue_metrics"] is None and "late bug" in r["error"] and r["transcript"] for r in records)
+    assert cli("run", graph, "--sessions", "2", "--quiet", "--out", tmp_path / "runs", "--run-id", "p")[0] == 3
+    assert cli("report", tmp_path / "runs" / "p")[0] == 0
