@@ -171,11 +171,13 @@ def _assignments(items: list[str] | dict | None, *, what: str, raw: bool = False
     dict (values as given), as pairs."""
     if isinstance(items, dict):
         return [(str(k), v) for k, v in items.items()]
-    if raw:  # a model spec is text (YAML would read "openai:" as {openai: null}); "{spec: ..., ...}" is YAML
-        pairs = [parse_assignment(item, what=what) for item in items or []]
-        return [(key, value if str(item).partition("=")[2].strip().startswith("{")
-                 else str(item).partition("=")[2].strip()) for (key, value), item in zip(pairs, items or [])]
-    return [parse_assignment(item, what=what) for item in items or []]
+    pairs = []
+    for item in items or []:
+        key, value = parse_assignment(item, what=what)
+        text = str(item).partition("=")[2].strip()
+        # a model spec is text (YAML would read "openai:" as {openai: null}); "{spec: ..., ...}" is YAML
+        pairs.append((key, text if raw and not text.startswith("{") else value))
+    return pairs
 
 
 def set_dotted(target: dict, dotted: str, value: Any) -> None:

@@ -155,8 +155,7 @@ class _Session:
         except ConvsimError as exc:
             # a bug in graph code (dialogue_metrics a list, a turn metric that is no object): a code
             # error, re-run on resume, never a record the summary and resume would then refuse
-            return self._failed(Status.CODE_ERROR, f"the graph's final state is no result record: {exc.message}",
-                                drop=str(exc.field or "").split("[")[0].split(".")[0])
+            return self._failed(Status.CODE_ERROR, f"the graph's final state is no result record: {exc.message}")
         return self._outcome(record)
 
     def _record(self, status: Status, error: str | None, flags: list[dict], agent_flags: list[dict]) -> dict:
@@ -174,18 +173,16 @@ class _Session:
             record["forked_from"] = unit.resume["fork"]
         return record
 
-    def _failed(self, status: Status, error: str, drop: str = "") -> Outcome:
+    def _failed(self, status: Status, error: str) -> Outcome:
         """An attempt that must run again: its record (partial state kept for debugging, never
-        scored: readers score ok/agent_failure only) and an errors.jsonl line. ``drop``: a state key
-        of the wrong shape, recorded as null (the error says what it was)."""
+        scored: readers score ok/agent_failure only; a state key of the wrong shape for a result
+        record is recorded as null) and an errors.jsonl line."""
         unit = self.unit
         entry = {"variant": unit.variant, "session_id": unit.session_id, "trial": unit.trial,
                  "status": status.value, "kind": "infrastructure" if status == Status.INFRA_ERROR else "code",
                  "error": error}
         record = self._record(status, error, [], [])
-        if drop:
-            record[drop] = None
-        for _ in range(len(record)):  # the partial state of a failed attempt may have the wrong shape too
+        for _ in range(len(record)):  # null each key check_record refuses, so every reader can read the run
             try:
                 check_record(record, file="the session's final state")
                 break
