@@ -69,6 +69,14 @@ def defines(spec: Any, name: str) -> bool | None:
     return name in bound
 
 
+def check_embedder_dir(emb: str, *, file: object = None) -> None:
+    """An ``st:<dir>`` embedder whose directory does not exist is one ConvsimError (``file``: where
+    the spec came from; default the directory itself)."""
+    if emb.startswith("st:") and emb != "st:minilm" and not Path(emb[3:]).is_dir():
+        raise ConvsimError(f"no sentence-transformers model directory at {emb[3:]}",
+                           file=emb[3:] if file is None else file, field="embedder")
+
+
 def preflight(plan: Any) -> None:
     """Validate the plan's inputs; raises ConvsimError. Appends count warnings to ``plan.warnings``."""
     module, cfg = plan.module, plan.config
@@ -89,9 +97,7 @@ def preflight(plan: Any) -> None:
     if cfg.executor == "ray" and cfg.address is not None and plan.units is None:  # a fork runs here
         from .ray_executor import check_address
         check_address(cfg.address)
-    emb = cfg.embedder
-    if emb.startswith("st:") and emb != "st:minilm" and not Path(emb[3:]).is_dir():
-        raise ConvsimError(f"no sentence-transformers model directory at {emb[3:]}", file=emb[3:], field="embedder")
+    check_embedder_dir(cfg.embedder)
     for vp in plan.variants.values():
         for role, spec in vp.models.items():  # a local model file is read where the sessions run: here
             if spec.provider == "llamacpp" and spec.model.endswith(".gguf") and not Path(spec.model).is_file():

@@ -305,12 +305,11 @@ def _check_record_params(module, records: list[dict], path: Path, cfg: dict) -> 
 
 def _check_embedder(embedder: str, where: str) -> None:
     """The checks a run's config and preflight make (convsim.config, convsim.preflight)."""
-    if not isinstance(embedder, str) or not (embedder == "tfidf" or (embedder.startswith("st:") and len(embedder) > 3)):
-        raise ConvsimError(f"unknown embedder {embedder!r}: expected tfidf, st:minilm or st:<model directory>",
-                           file=where, field="embedder")
-    if embedder.startswith("st:") and embedder != "st:minilm" and not Path(embedder[3:]).is_dir():
-        raise ConvsimError(f"no sentence-transformers model directory at {embedder[3:]}", file=where,
-                           field="embedder")
+    from convsim.preflight import check_embedder_dir
+    if not isinstance(embedder, str):
+        raise ConvsimError(f"unknown embedder {embedder!r}", file=where, field="embedder")
+    config_from_dict({"graph": "crs_shift", "embedder": embedder}, file=where)  # the config's own validator
+    check_embedder_dir(embedder, file=where)
 
 
 def output_dir(path: Path, out: str | Path | None, cfg: dict) -> Path:
