@@ -3,11 +3,14 @@
 Per variant: how every session ended (``ok``, ``agent_failure``, ``simulator_failure``,
 ``infra_error``, ``code_error``; ``errors`` = the last two), and mean, n and bootstrap CI of every
 dialogue metric over the scored sessions (``ok`` and ``agent_failure``, convsim.status.SCORED).
-Top level: the run's totals, the first error message, and warnings (e.g. a capped session count).
+Top level: the run's totals, the first error message, and warnings: ``run_warnings`` are those the
+run raised (e.g. a capped session count), kept when the summary is rebuilt (``convsim report``);
+``warnings`` adds those of the summary itself (a metric out of range, a dataset hook that raised).
 """
 from __future__ import annotations
 
 import csv
+import json
 import math
 import traceback
 from collections import Counter
@@ -161,6 +164,16 @@ def _config_order(run_dir: Path, found: Sequence[str]) -> list[str]:
     return sorted(found, key=lambda n: (order.get(n, len(order)), position[n]))
 
 
+def _run_warnings(path: Path) -> list[str]:
+    """The run-time warnings (``run_warnings``) of an earlier summary.json, [] when there is none or it
+    cannot be read (it is about to be rewritten: a damaged one loses nothing that can be recovered)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")).get("run_warnings")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [w for w in found if isinstance(w, str)] if isinstance(found, list) else []
+
+
 def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None,
                   records: RecordSet | None = None) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary.
@@ -172,14 +185,18 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
     already indexed (the runner's store keeps the index as it writes, see ``RunStore.record_set``);
     otherwise results.jsonl is indexed here, its text and every record's fields checked
     (:func:`convsim.recordset.check_record`: a record of the wrong shape is one ConvsimError naming
-    the file, the line and the field)."""
+    the file, the line and the field). ``warnings``: the run's own (``run_warnings``); None keeps
+    those of the summary.json being rebuilt."""
     store = RunStore(run_dir)
+    if warnings is None:  # a rebuild (``convsim report``): keep what the run itself warned about
+        warnings = _run_warnings(Path(run_dir) / "summary.json")
     if records is None:
         store.repair()
         records = RecordSet.scan(store.results_path, check=check_record) \
             if store.results_path.exists() else RecordSet(store.results_path, [])
     summary: dict[str, Any] = {"variants": {}, "status_counts": status_counts(records),
-                               "first_error": first_error(records), "warnings": list(warnings or [])}
+                               "first_error": first_error(records), "warnings": list(warnings),
+                               "run_warnings": list(warnings)}
     rows = []
     by_variant = {v: records.where(variant=v) for v in _config_order(run_dir, records.variants)}
     usage = {}

@@ -223,3 +223,16 @@ def test_the_embedding_variant_without_its_extra_fails_at_preflight(tmp_path, mo
         embedders._st.cache_clear()
     assert "variant embedding cannot run" in str(err.value) and "[embeddings]" in str(err.value)
     assert not any(tmp_path.iterdir())
+
+
+def test_report_keeps_the_warnings_the_run_raised(tmp_path):
+    from convsim import api
+    cfg = config_from_dict({"graph": "course_retrieval", "sessions": 3, "params": {"max_cases": 2},
+                            "analysis": [], "out_dir": str(tmp_path), "run_id": "capped"})
+    run_dir = api.run(cfg, show_progress=False)
+    capped = "variant default: the graph yields 2 sessions, fewer than the 3 asked (--sessions); it ran 2"
+    before = json.loads((run_dir / "summary.json").read_text())
+    assert before["warnings"] == before["run_warnings"] == [capped]
+    assert api.report(run_dir) is None  # no analysis hook writes a report; the summary is rebuilt
+    after = json.loads((run_dir / "summary.json").read_text())
+    assert after["warnings"] == after["run_warnings"] == [capped]
