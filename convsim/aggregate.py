@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from .textio import is_int
+
 CHUNK_INDICES = 1 << 20  # resample indices held at once (int64: 8 MB)
 
 
@@ -24,7 +26,7 @@ def record_sort_key(record: Mapping) -> tuple[str, str, int]:
     """(variant, session id, trial): the order every aggregation sees, whatever order sessions finished in."""
     trial = record.get("trial", 0)
     return (str(record.get("variant", "default")), str(record.get("session_id")),
-            trial if isinstance(trial, int) and not isinstance(trial, bool) else 0)
+            trial if is_int(trial) else 0)
 
 
 def _finite(values: Iterable[object]) -> list[float]:

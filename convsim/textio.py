@@ -35,6 +35,11 @@ _JSON_TYPE = {list: "array", str: "string", int: "number", float: "number", bool
 _JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
 
 
+def is_int(value: Any) -> bool:
+    """An int that is not a bool (JSON ``true`` reads as a bool, and bool is a subclass of int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _line_col(data: bytes | str, offset: int) -> tuple[int, int]:
     nl = "\n" if isinstance(data, str) else b"\n"
     line = data.count(nl, 0, offset) + 1

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .store import dumps, json_default
+from .textio import is_int
 
 
 def compact_change(before: Any, after: Any) -> dict:
@@ -349,7 +350,7 @@ def read_trace(path: Path) -> dict:
                                    field=bad[0])
             out["steps"].append(rec)
         else:
-            if "step" in rec and not _is_int(rec["step"]):
+            if "step" in rec and not is_int(rec["step"]):
                 raise ConvsimError("trace event's step is not an integer", file=path, record=f"line {lineno}",
                                    field="step")
             out["events"].append(rec)
@@ -358,15 +359,11 @@ def read_trace(path: Path) -> dict:
     return out
 
 
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _bad_step(rec: dict) -> tuple[str, str] | None:
     """What is wrong with a step line read back, as (field, why), or None: what the trace viewer,
     replay (:func:`state_at`) and forks rely on."""
     for key in ("step", "superstep"):
-        if not _is_int(rec.get(key)):
+        if not is_int(rec.get(key)):
             return key, f"{key} is not an integer"
     if not isinstance(rec.get("node"), str):
         return "node", "node is not a string"
@@ -379,8 +376,8 @@ def _bad_step(rec: dict) -> tuple[str, str] | None:
         if not isinstance(change, dict):
             return where, f"{where} is not an object"
         if "appended" in change:
-            if not (isinstance(change["appended"], list) and _is_int(change.get("before_len"))
-                    and _is_int(change.get("after_len"))):
+            if not (isinstance(change["appended"], list) and is_int(change.get("before_len"))
+                    and is_int(change.get("after_len"))):
                 return where, f"{where} needs a list 'appended' and integer 'before_len', 'after_len'"
         elif "after" not in change:
             return where, f"{where} has neither 'after' nor 'appended'"

@@ -37,7 +37,7 @@ from convsim.models import ModelUnavailable
 from convsim.plan import check_roles, graph_params
 from convsim.status import Status
 from convsim.store import FINAL_STATUSES
-from convsim.textio import iter_jsonl, load_json, load_yaml, make_dir
+from convsim.textio import is_int, iter_jsonl, load_json, load_yaml, make_dir
 
 SYSTEM_SPEAKERS = ("system", "assistant", "recommender", "crs", "agent")
 # every status a run writes: the final ones are evaluated, the others (infra_error, code_error: a
@@ -51,15 +51,11 @@ def _fail(msg: str, path: Path, line: int, field: str | None = None):
     raise ConvsimError(msg, file=str(path), record=f"line {line}", field=field)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _name(obj: dict, key: str, default: str, path: Path, line: int, *, ints: bool = False) -> str:
     """A variant or session id: a string (a session id may be an integer) that is one path
     component, as ``convsim run`` requires: both name files in the output run directory."""
     value = obj.get(key, default)
-    if ints and _is_int(value):
+    if ints and is_int(value):
         value = str(value)
     if not isinstance(value, str):
         _fail(f"{key} must be a string{' or an integer' if ints else ''}, got {value!r}", path, line, key)
@@ -70,7 +66,7 @@ def _name(obj: dict, key: str, default: str, path: Path, line: int, *, ints: boo
 
 
 def _item_ids(value: Any, path: Path, line: int, field: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(x, str) or _is_int(x) for x in value):
+    if not isinstance(value, list) or not all(isinstance(x, str) or is_int(x) for x in value):
         _fail(f"{field.rsplit('.', 1)[-1]} must be a list of item ids (strings or integers), got {value!r}",
               path, line, field)
     return [str(x) for x in value]
@@ -97,7 +93,7 @@ def _check_user_meta(meta: dict, path: Path, line: int, where: str) -> dict:
                   f"{where}.constraints.{key}")
         if not isinstance(value, str):
             _fail(f"a constraint's value must be a string, got {value!r}", path, line, f"{where}.constraints.{key}")
-    if "anchor" in meta and not (isinstance(meta["anchor"], str) or _is_int(meta["anchor"])):
+    if "anchor" in meta and not (isinstance(meta["anchor"], str) or is_int(meta["anchor"])):
         _fail(f"anchor must be an item id (a string or an integer), got {meta['anchor']!r}", path, line,
               f"{where}.anchor")
     if "hidden_targets" in meta:
@@ -124,7 +120,7 @@ def _run_record(obj: dict, path: Path, line: int) -> dict:
             _fail("text must be a string", path, line, f"{where}.text")
         if "turn" not in t:
             _fail("a transcript turn needs its turn number", path, line, f"{where}.turn")
-        if not _is_int(t["turn"]):
+        if not is_int(t["turn"]):
             _fail("turn must be an integer", path, line, f"{where}.turn")
         meta = t.get("meta")
         if not isinstance(meta, (dict, type(None))):
@@ -134,10 +130,10 @@ def _run_record(obj: dict, path: Path, line: int) -> dict:
             t["meta"] = _check_user_meta(t["meta"], path, line, f"{where}.meta")
         out.append(t)
     trial = obj.get("trial", 0)
-    if not _is_int(trial) or trial < 0:
+    if not is_int(trial) or trial < 0:
         _fail(f"trial must be a non-negative integer, got {trial!r}", path, line, "trial")
     seed = obj.get("seed")
-    if seed is not None and not _is_int(seed):
+    if seed is not None and not is_int(seed):
         _fail(f"seed must be an integer, got {seed!r}", path, line, "seed")
     status = obj.get("status")
     if "status" in obj and status not in STATUSES:
