@@ -231,3 +231,12 @@ def test_genre_words_count_only_in_genre_context(project_extractor):
     assert ("genre", "War") in e.extract("I'm in the mood for a war movie.")
     assert ("genre", "Music") in e.extract("Maybe something in the music genre")
     assert e.extract("The war ended. Films came later.") == frozenset()
+
+
+def test_extract_recurring_is_extract_and_stays_bounded(monkeypatch):
+    extractor = ConceptExtractor(TRAPS)
+    monkeypatch.setattr(ConceptExtractor, "RECURRING_KEPT", 3)
+    texts = ["Noted: you want drama films. Anything else?", "a comedy from 1999 please", "Heat", "x", "y"]
+    for text in texts + texts:
+        assert extractor.extract_recurring(text) == extractor.extract(text)
+        assert len(extractor._recurring) <= 3

@@ -108,6 +108,15 @@ def test_idf_is_hand_computed(tiny):
     assert tiny.doc_freq("genre", "DRAMA") == 2
 
 
+def test_idf_is_the_same_when_asked_again_and_keeps_only_catalog_values(tiny):
+    first = [tiny.idf("genre", "Drama"), tiny.idf("genre", "drama"), tiny.idf("actor", "Nobody")]
+    assert [tiny.idf("genre", "Drama"), tiny.idf("genre", "drama"), tiny.idf("actor", "Nobody")] == first
+    assert ("actor", "Nobody") not in tiny._idf and ("genre", "Drama") in tiny._idf  # bounded by the catalog
+    assert tiny.idf("genre", ["Drama"]) == pytest.approx(math.log(4) + 1)  # unhashable: weighed, not kept
+    with pytest.raises(ConvsimError):
+        tiny.idf("colour", "red")
+
+
 def test_items_with_values_and_search(tiny):
     assert tiny.items_with("actor", "ann lee") == frozenset({"Alpha", "Beta"})
     assert tiny.items_with("actor", "nobody") == frozenset()

@@ -7,7 +7,7 @@ import pytest
 
 from evaluation.crs.tas import (
     concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
-    recovery, segment_scores, segments, tas_turn, tokens, weighted_cosine,
+    recovery, segment_scores, segments, tas_turn, tokens, weighted_cosine, word_ngrams,
 )
 
 A, B, C, D = ("genre", "Drama"), ("actor", "Tom Hanks"), ("director", "Robert Zemeckis"), ("year", "2000")
@@ -86,6 +86,13 @@ def test_weighted_cosine_uses_counts():
 
 def test_tokens_regex():
     assert tokens("Don't stop-me NOW's 2000!") == ["don't", "stop", "me", "now's", "2000"]
+    # non-ASCII letters are not word characters here (lower-casing the Kelvin sign gives a "k")
+    assert tokens("Ünïcödé \u212a ÉCOLE x_y") == ["n", "c", "d", "cole", "x", "y"]
+
+
+def test_word_ngrams_are_consecutive_tokens():
+    assert word_ngrams("a b c d", 3) == {("a", "b", "c"), ("b", "c", "d")}
+    assert word_ngrams("a b", 3) == frozenset() and word_ngrams("a b a b", 2) == {("a", "b"), ("b", "a")}
 
 
 def test_copy_penalty_hand_computed():

@@ -253,6 +253,7 @@ class MovieCatalog:
                     self._index[f][self._canonical[f][v.casefold()]].add(m.id)
         self._frozen = {f: {v: frozenset(ids) for v, ids in idx.items()}
                         for f, idx in self._index.items()}
+        self._idf: dict[tuple, float] = {}  # idf of (field, value) asked for and in the catalog
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, fmt: str = "auto") -> "MovieCatalog":
@@ -300,7 +301,19 @@ class MovieCatalog:
 
     def idf(self, field: str, value) -> float:
         """Smooth IDF, ln((1+N)/(1+df)) + 1 (crs.md §1.3), N = movies in the catalog."""
-        return math.log((1 + len(self.movies)) / (1 + self.doc_freq(field, value))) + 1.0
+        try:  # every turn weighs the same few hundred concepts: each is computed once
+            return self._idf[field, value]
+        except (KeyError, TypeError):
+            pass
+        canon = self.canonical(field, value)
+        df = len(self._frozen[field].get(canon, ())) if canon is not None else 0
+        weight = math.log((1 + len(self.movies)) / (1 + df)) + 1.0
+        if canon is not None:  # bounded by the catalog's values, whatever callers ask
+            try:
+                self._idf[field, value] = weight
+            except TypeError:  # an unhashable value: weighed, not kept
+                pass
+        return weight
 
     def search(self, constraints: dict[str, str | int | list], *, limit: int | None = None
                ) -> list[Movie]:

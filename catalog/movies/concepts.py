@@ -135,6 +135,7 @@ class ConceptExtractor:
         self.min_value_len = min_value_len
         self.consume_titles = consume_titles
         self.expand_decades = expand_decades
+        self._recurring: dict[str, frozenset] = {}  # see extract_recurring
         self._years = frozenset(catalog.values("year")) if "year" in self.fields else frozenset()
         self._genre_words = frozenset(fold(g) for g in catalog.values("genre")) | frozenset(GENRE_ALIASES)
         self._trie: dict = {}
@@ -249,6 +250,18 @@ class ConceptExtractor:
             else:
                 i += 1
         return toks, folded, matches
+
+    RECURRING_KEPT = 4096
+
+    def extract_recurring(self, text: str) -> frozenset[tuple[str, str]]:
+        """:meth:`extract`, remembered: for texts that recur, like those built from a few concepts
+        (the echo reference's reply, scored every turn). At most ``RECURRING_KEPT`` are kept."""
+        found = self._recurring.get(text)
+        if found is None:
+            if len(self._recurring) >= self.RECURRING_KEPT:
+                self._recurring.clear()
+            found = self._recurring[text] = self.extract(text)
+        return found
 
     def extract(self, text: str) -> frozenset[tuple[str, str]]:
         """Grounded (field, canonical value) pairs mentioned in ``text``.

@@ -66,7 +66,8 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     echo = echo_turn(u_set, s_set, named_film=bool(crs_meta.get("mentioned_ids"))
                      or bool(extractor.extract_titles(system["text"])))
     echo_text = echo_reply(u_set)
-    e_set = _pairs(grounded_concepts(extractor, echo_text))
+    # the same few concepts, turn after turn: extracted once
+    e_set = {(f, str(v)) for f, v in extractor.extract_recurring(echo_text)}
     tas_echo = tas_turn(cross_coherence(u_set, e_set), context_retention(u_set, e_set, idf),
                         copy_penalty(user["text"], echo_text), alpha=settings.alpha,
                         beta=settings.beta, gamma=settings.gamma)
