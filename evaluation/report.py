@@ -71,10 +71,14 @@ def session_view(record: Mapping) -> dict:
             "judges": {k: json.dumps(v, indent=1, default=str) for k, v in judges.items()}}
 
 
-def metric_rows(run: RunData, statistics: Mapping, metrics: list[str]) -> list[dict]:
+def metric_rows(run: RunData, statistics: Mapping, metrics: list[str],
+                notes: Mapping[str, str] | None = None) -> list[dict]:
     """Every metric as a row, one ``mean [95% CI] (n)`` cell per variant (from summary.json when
     the engine wrote it, else from stats.json): the full dump, transposed so it never scrolls
-    sideways however many metrics a graph has."""
+    sideways however many metrics a graph has. ``notes``: the graph's ``METRIC_NOTES`` ({metric:
+    text}, e.g. "simulator figure: the same for every agent", "gameable: ..."), shown under the
+    metric's name (``note``)."""
+    notes = notes or {}
     variants_summary = (run.summary or {}).get("variants", {})
     rows = []
     for m in metrics:
@@ -84,7 +88,7 @@ def metric_rows(run: RunData, statistics: Mapping, metrics: list[str]) -> list[d
                 statistics.get("metrics", {}).get(m, {}).get("variants", {}).get(v) or {}
             cells[v] = "—" if d.get("mean") is None else (
                 f"{sig3(d['mean'])} [{sig3(d.get('ci_low'))}, {sig3(d.get('ci_high'))}] (n={d.get('n', '?')})")
-        rows.append({"metric": m, "cells": cells})
+        rows.append({"metric": m, "cells": cells, "note": notes.get(m)})
     return rows
 
 
@@ -122,6 +126,9 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     baseline, baseline_warning = choose_baseline(run.config.get("baseline"), run.variants)
     headline = headline_table(clean, run.variants, headline_metrics(getattr(module, "SUMMARY_METRICS", []), clean),
                               baseline, alpha=statistics.get("alpha", 0.05))
+    notes = getattr(module, "METRIC_NOTES", None) or {}
+    for row in headline["rows"]:
+        row["note"] = notes.get(row["metric"])
     several = len(run.variants) > 1
     warnings = [w for w in statistics.get("warnings", [])
                 if several or not any(t in w for t in BETWEEN_VARIANT_TESTS)]
@@ -150,7 +157,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         flags=fidelity.simulator_flags(run.records),
         unchecked=fidelity.simulator_unchecked(run.records),
         decomposition=fidelity.variance_decomposition(clean, [r["metric"] for r in headline["rows"]]),
-        metric_rows=metric_rows(run, statistics, metrics), stats=statistics, warning_groups=group_warnings(warnings),
+        metric_rows=metric_rows(run, statistics, metrics, notes), stats=statistics, warning_groups=group_warnings(warnings),
         dataset_rows=_dataset_rows(run), usage=_usage(run), usage_columns=REPORT_COLUMNS, figures=_figures(run.run_dir, statistics.get("figures", [])),
         sessions=sessions, sessions_total=len(run.records), sessions_per_variant=SESSIONS_PER_VARIANT,
         viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"])

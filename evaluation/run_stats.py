@@ -2,7 +2,10 @@
 
 ``write_statistics(run)`` works for any graph's records: metrics are discovered from
 ``dialogue_metrics``; judge metrics are ``judge_*``; a graph module may add scenario figures by
-defining ``figures(records, out_dir) -> list[str]`` (stems written), which is called when present.
+defining ``figures(records, out_dir) -> list[str]`` (stems written), which is called when present,
+and may name metrics that are not a property of the variant (``UNCOMPARED_METRICS``, ``{metric:
+reason}``, e.g. a figure of the user simulator that every agent meets alike): they get descriptives
+and the reason (``stats.json`` → ``metrics.<m>.not_compared``), no between-variant test.
 """
 
 from __future__ import annotations
@@ -84,18 +87,27 @@ def across_metrics(per_metric: Mapping[str, Mapping], *, alpha: float) -> dict:
 
 
 def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, seed: int = 0,
-                   table: MetricTable | None = None) -> dict:
+                   table: MetricTable | None = None, uncompared: Mapping[str, str] | None = None) -> dict:
     """Everything that goes into stats.json for a list of ok records (sorted by variant, session id and
     trial first, so the file does not depend on the order the sessions finished in). ``table``: the
-    records' MetricTable when the caller has it (otherwise built here, one pass over the records)."""
+    records' MetricTable when the caller has it (otherwise built here, one pass over the records).
+    ``uncompared``: ``{metric: reason}`` of metrics that do not measure the variant (the graph's
+    ``UNCOMPARED_METRICS``): descriptives and the reason only, no ANOVA, Tukey, Friedman or Wilcoxon."""
     records = sort_records(records)
     table = table if table is not None else metric_table(records)
     metrics = table.names
     paired = is_paired(table)
     per_metric = {}
     warnings = []
+    uncompared = uncompared or {}
+    described = {}
     for m in metrics:
         if m in NOT_TESTED:
+            continue
+        if m in uncompared:
+            described[m] = {"variants": {v: stats.describe([vals[k] for k in sorted(vals)], seed=seed)
+                                         for v, vals in sorted(table.by_variant(m).items())},
+                            "not_compared": uncompared[m]}
             continue
         res = stats.compare_variants(table.by_variant(m), paired=paired, alpha=alpha, seed=seed)
         per_metric[m] = res
@@ -111,7 +123,7 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
     corr_by_variant = [row for v in variants for row in correlations(table, metrics, seed=seed, variant=v)] \
         if len(variants) > 1 else []
     return {"alpha": alpha, "design": "paired" if paired else "independent", "n_records": len(records),
-            "metrics": per_metric, "across_metrics": across_metrics(per_metric, alpha=alpha),
+            "metrics": {**per_metric, **described}, "across_metrics": across_metrics(per_metric, alpha=alpha),
             "correlations": corr, "correlations_by_variant": corr_by_variant,
             "judge_failures": judge_failures(records), "warnings": sorted(set(warnings))}
 
@@ -155,7 +167,8 @@ def _graph_module(run: RunData):
 
 def write_statistics(run: RunData) -> dict:
     """Compute stats.json and the figures of a loaded run, write both, and return the statistics."""
-    statistics = run_statistics(run.ok_records, table=run.table)
+    uncompared = getattr(_graph_module(run), "UNCOMPARED_METRICS", None) or {}
+    statistics = run_statistics(run.ok_records, table=run.table, uncompared=uncompared)
     figure_dir = run.run_dir / "figures"
     statistics["figures"] = make_figures(run, statistics, figure_dir)
     (run.run_dir / "stats.json").write_text(json.dumps(statistics, indent=1, default=str), encoding="utf-8")

@@ -87,8 +87,10 @@ class Params(BaseModel):
     reveal_prob: float = Field(0.5, ge=0, le=1, description="a shift asks for a liked value")
     paraphrase_user: bool = Field(True, description="paraphrase templates when a user model is set")
     # recommender (agents/crs/recommender.py; references in agents/crs/references.py)
-    crs_agent: Literal["template", "echo", "random", "titles_only", "oracle", "restating"] = Field(
-        "template", description="template (the LLM when models.crs is set) or a reference system")
+    crs_agent: Literal["template", "echo", "random", "titles_only", "oracle", "restating", "parrot",
+                       "echo_plus_fixed_film"] = Field(
+        "template", description="template (the LLM when models.crs is set), a reference system or a "
+                                "gaming reference (echo, parrot, echo_plus_fixed_film)")
     top_k: int = Field(10, ge=1, description="recommended ids logged per turn")
     n_mention: int = Field(2, ge=1, description="films named per template answer")
     n_prompt_candidates: int = Field(5, ge=1, description="candidates listed in the LLM prompt")
@@ -243,9 +245,11 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     # the crs node already extracted this user turn with the same extractor: not scanned twice
     shared = state.get("user_concepts")
     known = shared[1] if shared and shared[0] == state["turn"] else None
+    earlier = {i for e in state["transcript"][:-2] if e["speaker"] == "system"
+               for i in (e.get("meta") or {}).get("mentioned_ids") or []}
     metrics, details = turn_evaluation(user_entry, system_entry, extractor=_extractor(ctx),
                                        idf=_catalog(ctx).idf, settings=_params(ctx).tas_settings(),
-                                       user_concepts=known)
+                                       user_concepts=known, earlier_named=earlier)
     emit_metrics(runtime, turn=state["turn"],
                  metrics={k: metrics[k] for k in ("cc", "cr", "copy_penalty", "tas")
                           if metrics[k] is not None})
@@ -270,7 +274,8 @@ def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
     metrics = tas_cas_metrics(state, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,
                               topic_mode=params.topic_mode, run_dir=ctx.run_dir,
                               model=ctx.model("topics"), rule=params.shift_rule,
-                              compare=params.shift_compare, recovery_on=params.recovery_shifts, details=details)
+                              compare=params.shift_compare, recovery_on=params.recovery_shifts, details=details,
+                              top_k=params.top_k)
     if not details:
         return merge_dialogue_metrics(state, metrics)
     return {**merge_dialogue_metrics(state, metrics),
@@ -342,12 +347,56 @@ def sessions(params: Params, ctx: Context):
                "dialogue_details": {}}
 
 
-# Headline metrics, shown first in the summary table (convsim.cli.print_summary).
-SUMMARY_METRICS = ["tas_grounded", "tas_echo_ceiling", "echo_turn_share", "recall_at_10", "pc_final",
+# Headline metrics, shown first in the summary table (convsim.cli.print_summary) and tested against the
+# baseline in the report. No simulator figure (UNCOMPARED_METRICS) is among them: those are in the
+# dataset summary (tas_echo_ceiling, health_*) and in metrics.csv.
+SUMMARY_METRICS = ["tas_grounded", "echo_turn_share", "recall_at_10", "pc_final",
                    "cc_mean", "cr_mean", "copy_penalty_mean", "recovery_rate",
-                   "avg_recovery_delay", "tas_cas", "shift_detect_precision", "shift_detect_recall",
+                   "avg_recovery_delay", "tas_cas",
                    "judge_proactiveness", "judge_coherence", "judge_personalization",
-                   "health_candidates_ge3_share", "health_repeat_rate"]
+                   "health_repeat_rate"]
+
+# Dialogue metrics that read the user turns only (the simulator, the shift detector run on user turns,
+# the echo reply built from user turns): with strict pairing they are identical for every CRS agent by
+# construction, so they describe the simulated users, not the system. Reported with this reason beside
+# them (report.html, stats.json → metrics.<m>.not_compared, the dataset summary's
+# ``simulator_metrics_note``) and kept out of the between-variant tests (evaluation/run_stats.py).
+_SIMULATOR = "simulator figure: reads the user turns only, the same for every agent (strict pairing); not tested between variants"
+_DETECTOR = ("detector figure: the shift detector scored on the user turns against the simulator's shifts, "
+             "the same for every agent (strict pairing); not tested between variants")
+UNCOMPARED_METRICS = {
+    **{m: _DETECTOR for m in ("shift_detect_precision", "shift_detect_recall",
+                              "shift_detect_legacy_precision", "shift_detect_legacy_recall",
+                              "shift_detected_n", "shift_detected_legacy_n")},
+    **{m: _SIMULATOR for m in ("tas_echo_ceiling", "tas_cas_n_shifts", "n_shifts", "n_segments", "n_turns",
+                               "health_candidates_ge3_share", "health_candidates_min", "health_n_shifts",
+                               "health_shifts_focus_changed", "health_shifts_anchor_changed",
+                               "health_first_reaction_turn", "user_paraphrase_fallbacks")},
+}
+
+# What a reader must know beside a metric (report.html shows it under the metric's name): the simulator
+# figures above, and where a metric is gameable (measured on configs/crs_reference.yaml;
+# evaluation/crs/validity.py states each as a "gameable:" check).
+METRIC_NOTES = {
+    **UNCOMPARED_METRICS,
+    "tas_grounded": "gameable: a verbatim copy of the user scores 1.0, the maximum (CC = CR = I = 1); "
+                    "restating the user's concepts ~0.9; read beside echo_turn_share and recall_at_10",
+    "cc_mean": "gameable: restating or copying the user maximises it",
+    "cr_mean": "gameable: restating or copying the user maximises it",
+    "segment_tas_mean": "gameable as tas_grounded",
+    "recovery_rate": "gameable: CC >= tau is reached by restating or copying the user; film-naming systems score ~0",
+    "tas_cas": "gameable: the echo reference ranks first (CC, 60 % of the weight, is u-s embedding similarity)",
+    "tas_cas_ti_norm": "gameable: a reply naming no film has no interference (echo ranks first)",
+    "tas_cas_rd_norm": "gameable: restating the new request counts as immediate recovery (echo ranks first)",
+    "dst_precision_mean": "gameable: restating only the user's constraints gives precision 1 (echo ranks first)",
+    "dst_f1_mean": "gameable as dst_precision_mean (echo ranks first)",
+    "dst_joint_mean": "gameable as dst_precision_mean (echo ranks first)",
+    "hallucinated_concepts_total": "counts a named film's own attributes: the oracle scores worst, the echo 0; not a quality measure",
+    "judge_heuristic_coherence": "gameable: the heuristic counts words shared with the user (echo ranks first)",
+    "judge_heuristic_personalization": "gameable: echo and restating top it",
+    "pc_final": "each turn's logged list cut to top_k before scoring",
+    "pc_mean": "each turn's logged list cut to top_k before scoring",
+}
 
 
 # Which state keys feed each turn metric and below which value it counts as low: the trace links a
@@ -358,7 +407,9 @@ METRIC_THRESHOLDS = {"cc": 0.65, "tas": 0.65}
 
 
 def dataset_metrics(records: list[dict]) -> dict:
-    return pooled_dataset_metrics(records)
+    return {**pooled_dataset_metrics(records),
+            "simulator_metrics_note": "the same for every agent by construction (user turns only; not "
+                                      "tested between variants): " + ", ".join(UNCOMPARED_METRICS)}
 
 
 MODEL_ROLES = ("crs", "user", "topics", "judge", "simulator_judge")  # the roles the nodes ask ctx.model() for

@@ -7,7 +7,9 @@ from agents.crs.references import concepts_phrase, echo_reply
 from convsim import load_graph_module
 from evaluation.crs.validity import agent_means, reference_checks
 
-AGENTS = ("template", "oracle", "random", "echo", "titles_only", "restating")
+AGENTS = ("template", "oracle", "random", "echo", "titles_only", "restating", "parrot",
+          "echo_plus_fixed_film")
+GAMING = ("echo", "parrot", "echo_plus_fixed_film")
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +44,13 @@ def test_random_recall_well_below_oracle(means):
 
 def test_tas_is_gameable_and_the_run_says_so(means):
     m, records = means
-    # the echo reference tops grounded TAS although it recommends nothing
-    assert m["echo"]["tas_grounded"] > max(m[a]["tas_grounded"] for a in AGENTS if a != "echo")
+    # the echo reference tops grounded TAS among the systems although it recommends nothing, and
+    # the parrot (a verbatim copy) reaches the maximum, 1 + 1 - 1 = 1, on every applicable turn
+    assert m["echo"]["tas_grounded"] > max(m[a]["tas_grounded"] for a in AGENTS if a not in GAMING)
+    assert m["parrot"]["tas_grounded"] == pytest.approx(1.0)
+    assert m["parrot"]["recovery_rate"] == pytest.approx(1.0)
+    for agent in GAMING:  # ... and each is flagged
+        assert m[agent]["echo_turn_share"] >= 0.5, agent
     module = load_graph_module("crs_shift")
     dataset = module.dataset_metrics([r for r in records if r["params"]["crs_agent"] == "template"])
     assert "restat" in dataset["tas_gameable_note"]
@@ -60,6 +67,13 @@ def test_references_say_what_they_are(means):
         for e in r["transcript"]:
             if e["speaker"] == "system":
                 assert e["meta"]["mentioned_ids"] == [] and e["meta"]["rec_ids"] == []
+    for r in by["parrot"]:
+        users = [e["text"] for e in r["transcript"] if e["speaker"] == "user"]
+        assert [e["text"] for e in r["transcript"] if e["speaker"] == "system"] == users
+    for r in by["echo_plus_fixed_film"]:
+        for e in r["transcript"]:
+            if e["speaker"] == "system":
+                assert e["text"].endswith('Try "Titanic".') and e["meta"]["mentioned_ids"] == ["Titanic"]
     for r in by["titles_only"]:
         assert r["dialogue_metrics"]["cc_mean"] == pytest.approx(0.0, abs=0.05)
     for r in by["restating"]:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from agents.crs.profile import utility
 from agents.crs.references import (
-    REFERENCE_AGENTS, echo_reply, oracle_ranking, random_reply, titles_only_reply,
+    REFERENCE_AGENTS, echo_plus_fixed_film_reply, echo_reply, oracle_ranking, random_reply,
+    titles_only_reply,
 )
 from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
@@ -52,7 +53,7 @@ class CRSParams:
     n_mention: int = 2             # films named in a template answer
     n_prompt_candidates: int = 5   # candidates listed in the LLM prompt
     history_turns: int = 6         # transcript entries shown to the LLM
-    agent: str = "template"        # template | echo | random | titles_only | oracle | restating
+    agent: str = "template"        # template or one of references.REFERENCE_AGENTS
 
 
 AGENTS = ("template", *REFERENCE_AGENTS)
@@ -358,6 +359,10 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
     rng = rng_for(seed, turn, "crs_template")
     if agent == "echo":
         text, named, ranked_ids = echo_reply(user_concepts), [], []
+    elif agent == "parrot":  # the user's words back; the films it names (the user's) are scanned below
+        text, ranked_ids = user_text, []
+    elif agent == "echo_plus_fixed_film":
+        text, named, ranked_ids = echo_plus_fixed_film_reply(user_concepts, catalog)
     elif agent == "random":
         text, named, ranked_ids = random_reply(catalog, seed=seed, turn=turn,
                                                n_mention=params.n_mention, top_k=params.top_k)
@@ -395,11 +400,22 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
         mentioned, off_catalog = list(named), []
     # the logged ranking: what the answer named first, then the remaining candidates
     rec_ids = list(dict.fromkeys(mentioned + ranked_ids[:params.top_k]))[:params.top_k]
+    if agent == "oracle":
+        rec_ids = oracle_log(ranked_ids, mentioned, params.top_k)
     state = dict(state, shown=list(dict.fromkeys(state["shown"] + mentioned)))
     meta = {"constraints": constraints, "relaxed": relaxed, "update": update,
             "n_candidates": n_candidates, "rec_ids": rec_ids, "mentioned_ids": mentioned,
             "off_catalog_titles": off_catalog, "generation": generation}
     return text, state, meta
+
+
+def oracle_log(by_taste: list[str], named: list[str], top_k: int) -> list[str]:
+    """The oracle's logged list: its ranking by taste, best first, with the films it named this turn
+    kept in the list (last, in the places of the lowest-ranked). Its named films are the best *not
+    yet shown*, by the last turn its ~40th best: logged first (as other agents log theirs) they
+    pushed every target off the top, and recall_at_1 was 0 in every session."""
+    extra = [i for i in dict.fromkeys(named) if i not in by_taste[:top_k]][:top_k]
+    return by_taste[:top_k - len(extra)] + extra
 
 
 _TRAILING_YEAR = re.compile(r"\s*\(?\s*\d{4}\s*\)?\s*$")

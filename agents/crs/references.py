@@ -12,6 +12,17 @@
 * ``restating``: the earlier template recommender, which opens every answer by restating all
   tracked constraints (kept as a named reference of a copy-prone system).
 
+Gaming references (systems of *no* recommendation value built to score high on a metric; a
+metric that ranks them near the top is gameable, and the run says so: evaluation/crs/validity.py):
+
+* ``parrot``: repeats the user's turn verbatim. Grounded TAS gives it the maximum, 1.0
+  (CC = CR = 1 and the copy penalty I = 1: 1 + 1 - 1); it names only the films the user named,
+  which the echo flag does not count as recommendations.
+* ``echo_plus_fixed_film``: the echo reply plus one fixed film, the same in every turn and
+  session ('Noted: you want ... Try "Titanic".'). Its first naming may count as a
+  recommendation; every later turn repeats a film already named, which the echo flag does not
+  count either.
+
 Each function returns ``(text, named_ids, ranked_ids)``: the answer, the films it names (known
 exactly, not re-extracted) and its ranked list (Recall@K / coverage read the top-k of it).
 """
@@ -21,7 +32,10 @@ from __future__ import annotations
 from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import rng_for
 
-REFERENCE_AGENTS = ("echo", "random", "titles_only", "oracle", "restating")
+REFERENCE_AGENTS = ("echo", "random", "titles_only", "oracle", "restating", "parrot",
+                    "echo_plus_fixed_film")
+GAMING_AGENTS = ("echo", "parrot", "echo_plus_fixed_film")  # no recommendation value by construction
+FIXED_FILM = "Titanic"  # echo_plus_fixed_film's film (the catalog's first film when it lacks it)
 
 
 def concepts_phrase(concepts) -> str:
@@ -38,6 +52,18 @@ def echo_reply(user_concepts) -> str:
     if not user_concepts:
         return "Noted. Tell me more about what you would like."
     return f"Noted: you want {concepts_phrase(user_concepts)}. Anything else?"
+
+
+def fixed_film(catalog: MovieCatalog) -> Movie:
+    """The one film ``echo_plus_fixed_film`` names, whatever the user asks."""
+    return catalog.by_id.get(FIXED_FILM) or catalog.movies[0]
+
+
+def echo_plus_fixed_film_reply(user_concepts, catalog: MovieCatalog) -> tuple[str, list[str], list[str]]:
+    """The echo reply plus one fixed film: 'Noted: you want horror films. Anything else? Try
+    "Titanic".' It names (and logs) that film only."""
+    film = fixed_film(catalog)
+    return f'{echo_reply(user_concepts)} Try "{film.title}".', [film.id], [film.id]
 
 
 def random_reply(catalog: MovieCatalog, *, seed: int, turn: int, n_mention: int, top_k: int

@@ -3,6 +3,10 @@
 * PEPPER Preference Coverage: PC_t = |(∪_{t' ≤ t} top-k_{t'}) ∩ targets| / |targets|.
 * iEvaLM Recall@K: 1 if a target is in the top-K of the *last* turn that has a recommendation list.
 
+Each logged list is cut to the run's ``top_k`` (the K the recommender is asked for, param
+``top_k``, default 10) before it is scored: coverage is the union of the lists, so an agent that
+logged its whole catalog in one turn got PC = 1.0 (above the oracle's 0.75) while naming nothing.
+
 Targets are the simulated user's *hidden* target films (agents/crs/profile.py): drawn at the
 start from its latent taste, never named by the user, never shown to the CRS. They are read from
 the session's final ``user_state["targets"]``; a transcript without them gets None, not a score.
@@ -65,11 +69,17 @@ def hidden_targets(state: Mapping) -> set[str]:
     return set()
 
 
+DEFAULT_TOP_K = 10  # graphs/crs_shift.Params.top_k's default
+
+
 def coverage_metrics(transcript: Sequence[Mapping], targets: set[str] | frozenset[str], *,
-                     ks: Sequence[int] = (1, 5, 10)) -> dict:
+                     ks: Sequence[int] = (1, 5, 10), top_k: int = DEFAULT_TOP_K) -> dict:
     """``pc_final`` (PC at the last turn), ``pc_mean`` (mean PC over turns) and ``recall_at_<k>``
-    against the hidden ``targets``."""
-    lists = [system_top_k(t) for t in transcript if str(t.get("speaker", "")).lower() != "user"]
+    against the hidden ``targets``, each turn's logged list cut to its first ``top_k`` ids (the
+    run's K; a longer list is not read past it, so logging more films buys no coverage)."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    lists = [system_top_k(t)[:top_k] for t in transcript if str(t.get("speaker", "")).lower() != "user"]
     pc = preference_coverage(lists, targets) if lists else None
     out = {"pc_final": pc[-1] if pc else None, "pc_mean": sum(pc) / len(pc) if pc else None}
     for k in ks:

@@ -12,6 +12,7 @@ is the default list; a graph may append its own.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,12 +47,14 @@ def _pairs(items) -> set[tuple[str, str]]:
 
 
 def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSettings,
-                    user_concepts: list | None = None) -> tuple[dict, dict]:
+                    user_concepts: list | None = None, earlier_named=()) -> tuple[dict, dict]:
     """Metrics and details of one turn from its user and system transcript entries.
 
     Returns (metrics, details): metrics are the turn's numbers (cc, cr, copy_penalty, tas, DST
     scores against the simulator's gold constraints, gap counts, off-catalog titles); details
-    hold the concept sets the dialogue metrics need.
+    hold the concept sets the dialogue metrics need. ``earlier_named``: the films earlier system
+    turns of the session named (a film named again is no new recommendation, see
+    :func:`recommended_films`).
     """
     u = sorted(user_concepts) if user_concepts is not None else grounded_concepts(extractor, user["text"])
     s = grounded_concepts(extractor, system["text"])
@@ -63,8 +66,8 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     gaps = concept_gaps(u_set, s_set)
     dst = dst_scores(s_set, _pairs(gold))
     crs_meta = system.get("meta", {})
-    echo = echo_turn(u_set, s_set, named_film=bool(crs_meta.get("mentioned_ids"))
-                     or bool(extractor.extract_titles(system["text"])))
+    new_films = recommended_films(extractor, user, system, earlier_named)
+    echo = echo_turn(u_set, s_set, named_film=bool(new_films))
     echo_text = echo_reply(u_set)
     # the same few concepts, turn after turn: extracted once
     e_set = {(f, str(v)) for f, v in extractor.extract_recurring(echo_text)}
@@ -81,7 +84,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
         "dst_joint": dst["joint"],
         "n_recommended": len(crs_meta.get("mentioned_ids", [])),
         "off_catalog_titles": len(crs_meta.get("off_catalog_titles", [])),
-        "echo": echo, "tas_echo": tas_echo,
+        "echo": echo, "tas_echo": tas_echo, "n_recommended_new": len(new_films),
     }
     details = {"turn": user["turn"], "user_concepts": u, "system_concepts": s, "gold": gold,
                "missing": [list(c) for c in gaps["missing"]],
@@ -92,9 +95,49 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
 ECHO_SHARE = 0.8
 
 
+def _fits_any(movie, constraints: dict) -> bool:
+    """Whether a film has at least one of the user's gold constraint values (True when the user
+    has none: any film answers an open request)."""
+    if not constraints:
+        return True
+    for field, wanted in constraints.items():
+        options = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
+        have = {str(v).casefold() for v in movie.values(field)}
+        if any(str(v).casefold() in have for v in options):
+            return True
+    return False
+
+
+def recommended_films(extractor, user: dict, system: dict, earlier_named=()) -> list[str]:
+    """The films a system turn *recommends*: the catalog films it names (``meta.mentioned_ids``,
+    else the titles found in its text) that are new, i.e. not named by the user turn it answers
+    and not named by an earlier system turn of the session, and that fit at least one of the
+    user's gold constraints (``user.meta.constraints``). A reply that repeats the user's own film
+    (the parrot), or the same film every turn, or a film unrelated to the request
+    (echo_plus_fixed_film) recommends nothing."""
+    meta = system.get("meta") or {}
+    named = list(meta.get("mentioned_ids") or []) or extractor.extract_titles(system["text"])
+    if not named:
+        return []
+    by_id = extractor.catalog.by_id
+    earlier, constraints = set(earlier_named), (user.get("meta") or {}).get("constraints") or {}
+    return [i for i in named if i not in earlier and not _user_named(user["text"], by_id.get(i))
+            and (i not in by_id or _fits_any(by_id[i], constraints))]
+
+
+def _user_named(text: str, movie) -> bool:
+    """Whether the user's text names ``movie`` (its title on word boundaries, case-insensitive):
+    a check of the few films the system named, not a second extractor scan of the user turn."""
+    if movie is None or not movie.title:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(movie.title) + r"(?!\w)", text, re.IGNORECASE) is not None
+
+
 def echo_turn(u_set: set, s_set: set, *, named_film: bool) -> int:
-    """1 when a system turn is an echo: it names no film and its concepts are non-empty and
-    mostly (>= ECHO_SHARE) the user's own, i.e. it restates the request without recommending."""
+    """1 when a system turn is an echo: it recommends no film (``named_film``: whether
+    :func:`recommended_films` found one; a film the user named, one named before, or one unrelated
+    to the user's constraints is not a recommendation) and its concepts are non-empty and mostly
+    (>= ECHO_SHARE) the user's own, i.e. it restates the request without recommending."""
     if named_film or not s_set:
         return 0
     return int(len(s_set & u_set) / len(s_set) >= ECHO_SHARE)

@@ -168,8 +168,10 @@ def topic_extractor(mode: str, catalog, run_dir, model=None):
 
 def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", topic_mode: str = "lda",
                     run_dir=None, model=None, rule: str = "and", compare: str = "segment",
-                    recovery_on: str = "simulator", details: dict | None = None) -> dict:
-    """TAS/CAS + PEPPER coverage / Recall@K of a finished session's state.
+                    recovery_on: str = "simulator", details: dict | None = None,
+                    top_k: int = 10) -> dict:
+    """TAS/CAS + PEPPER coverage / Recall@K of a finished session's state (each logged top-k list
+    read to its first ``top_k`` ids, the run's K).
 
     With ``topic_mode="llm"`` the topics model's invalid answers (each text then takes the keyword
     topics) are counted (``topic_model_failures``), the mode reads ``llm+keyword-fallback`` when
@@ -179,7 +181,7 @@ def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", to
     topics = topic_extractor(topic_mode, catalog, run_dir, model)
     out = tas_cas_for_transcript(transcript, topics=topics, embedder=_embedder(embedder_spec, catalog),
                                  rule=rule, compare=compare, recovery_on=recovery_on)
-    out.update(coverage_metrics(transcript, hidden_targets(state)))
+    out.update(coverage_metrics(transcript, hidden_targets(state), top_k=top_k))  # lists cut to the run's K
     if topic_mode == "llm":
         failures = list(getattr(topics, "failures", None) or [])  # this session's extractor (not shared)
         out["topic_model_failures"] = len(failures)

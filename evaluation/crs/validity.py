@@ -4,13 +4,21 @@
 A metric that claims to measure recommendation quality must order the references the way their
 construction orders them. ``reference_checks`` states each claim and whether a run meets it:
 
-* recall_at_10 and pc_final: oracle > random (the oracle ranks by the user's true taste);
+* recall_at_10 and pc_final: oracle > random and oracle > template (the oracle ranks by the
+  user's true taste); recall_at_1: oracle > random;
 * recall_at_10 of the oracle below 1.0 unless it names every session's target (it does not
   know the targets, only the taste they were drawn from);
-* echo_turn_share: the echo reference flagged (>= 0.5 of its turns), no film-naming reference
-  flagged (< 0.1);
+* echo_turn_share: every gaming reference (echo, parrot, echo_plus_fixed_film) flagged (>= 0.5 of
+  its turns), no film-naming reference flagged (< 0.1);
 * judge_heuristic_personalization (when reported): random < oracle; otherwise the heuristic
   judge must not be reported.
+
+It also states the **known gaming results** (keys starting ``gameable:``): orderings in which a
+reference of no recommendation value beats a recommender, on metrics that cannot tell them apart
+by construction (TAS rewards restating and copying the user; DST precision rewards naming only the
+user's constraints; the hallucination count punishes naming a film's attributes). True means the
+metric is still gameable as docs/metrics.md and docs/crs_shift.md say; a False one means the
+documented note is stale. They are facts to read beside the metric, not goals.
 
 ``reference_validity(run_dir)`` is the run's analysis hook: it prints the ordering of every
 reference variant per metric and writes ``reference_validity.json``.
@@ -23,11 +31,34 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from agents.crs.references import GAMING_AGENTS
 from convsim.recordset import RecordSet
 from convsim.summary import SCORED_STATUSES
 
-ORDERED_METRICS = ("recall_at_10", "pc_final", "tas_grounded", "echo_turn_share",
+ORDERED_METRICS = ("recall_at_10", "recall_at_1", "pc_final", "tas_grounded", "tas_cas",
+                   "tas_cas_ti_norm", "tas_cas_rd_norm", "recovery_rate", "echo_turn_share",
+                   "dst_precision_mean", "dst_f1_mean", "dst_joint_mean",
+                   "hallucinated_concepts_total", "judge_heuristic_coherence",
                    "judge_heuristic_personalization")
+
+GAMEABLE = "gameable: "  # the prefix of a known gaming result
+
+# (metric, winner, loser, why): the known gaming results, each a ">=" between two references
+GAMING_RESULTS = (
+    ("tas_grounded", "parrot", "template", "TAS is gameable by copying: a verbatim copy scores 1 + 1 - 1 = 1, the maximum"),
+    ("tas_grounded", "echo", "template", "TAS is gameable by restating the user's concepts without a film"),
+    ("tas_grounded", "echo_plus_fixed_film", "template", "one fixed film beside the echo keeps TAS near the echo's"),
+    ("recovery_rate", "parrot", "template", "grounded recovery (CC >= tau) is reached by copying, not by following the shift"),
+    ("tas_cas", "echo", "template", "TAS/CAS is 60 % embedding similarity of u_i and s_i, which restating maximises"),
+    ("tas_cas_ti_norm", "echo", "oracle", "no film named, no old topic carried: no interference"),
+    ("tas_cas_rd_norm", "echo", "oracle", "restating the new request is 'recovery' at once"),
+    ("dst_precision_mean", "echo", "oracle", "E(S) = the user's concepts: precision 1 without tracking state"),
+    ("dst_f1_mean", "echo", "oracle", "as dst_precision"),
+    ("dst_joint_mean", "echo", "oracle", "as dst_precision"),
+    ("judge_heuristic_coherence", "echo", "oracle", "the heuristic counts words shared with the user turn"),
+    ("hallucinated_concepts_total", "oracle", "echo", "naming a film's attributes counts as hallucinating; "
+     "lower is not better here"),
+)
 
 
 def agent_of(record: Mapping) -> str:
@@ -56,19 +87,31 @@ def _gt(means, metric, hi, lo) -> bool | None:
     return None if a is None or b is None else a > b
 
 
+def _ge(means, metric, hi, lo) -> bool | None:
+    a, b = means.get(hi, {}).get(metric), means.get(lo, {}).get(metric)
+    return None if a is None or b is None else a >= b
+
+
 def reference_checks(means: Mapping[str, Mapping[str, float | None]]) -> dict[str, bool | None]:
-    """Each claimed ordering -> True / False (None when the run lacks the variants)."""
-    checks = {"recall_at_10: oracle > random": _gt(means, "recall_at_10", "oracle", "random"),
-              "pc_final: oracle > random": _gt(means, "pc_final", "oracle", "random")}
+    """Each claimed ordering -> True / False (None when the run lacks the variants), then each
+    known gaming result (``gameable: ...``) -> True while the metric is still gameable that way."""
+    checks = {}
+    for metric in ("recall_at_10", "pc_final"):
+        for lo in ("random", "template"):
+            checks[f"{metric}: oracle > {lo}"] = _gt(means, metric, "oracle", lo)
+    checks["recall_at_1: oracle > random"] = _gt(means, "recall_at_1", "oracle", "random")
     oracle_recall = means.get("oracle", {}).get("recall_at_10")
     checks["recall_at_10: oracle < 1.0"] = None if oracle_recall is None else oracle_recall < 1.0
-    echo = means.get("echo", {}).get("echo_turn_share")
-    naming = [m.get("echo_turn_share") for a, m in means.items() if a != "echo"]
-    checks["echo_turn_share: echo flagged"] = None if echo is None else echo >= 0.5
+    for agent in GAMING_AGENTS:
+        share = means.get(agent, {}).get("echo_turn_share")
+        checks[f"echo_turn_share: {agent} flagged"] = None if share is None else share >= 0.5
+    naming = [m.get("echo_turn_share") for a, m in means.items() if a not in GAMING_AGENTS]
     checks["echo_turn_share: film-naming systems not flagged"] = (
         None if not naming or None in naming else all(v < 0.1 for v in naming))
     checks["judge_heuristic_personalization: oracle > random"] = _gt(
         means, "judge_heuristic_personalization", "oracle", "random")
+    for metric, hi, lo, why in GAMING_RESULTS:
+        checks[f"{GAMEABLE}{metric}: {hi} >= {lo} ({why})"] = _ge(means, metric, hi, lo)
     return checks
 
 
@@ -87,5 +130,9 @@ def reference_validity(run_dir: Path) -> dict:
         if rows:
             print(f"{metric}: " + " > ".join(f"{a} {v:.3f}" for a, v in rows))
     for claim, ok in out["checks"].items():
-        print(f"  [{'ok' if ok else 'n/a' if ok is None else 'FAILED'}] {claim}")
+        if claim.startswith(GAMEABLE):  # a known weakness: True = still gameable as documented
+            print(f"  [{'GAMEABLE' if ok else 'n/a' if ok is None else 'no longer (update the docs)'}] "
+                  f"{claim[len(GAMEABLE):]}")
+        else:
+            print(f"  [{'ok' if ok else 'n/a' if ok is None else 'FAILED'}] {claim}")
     return out
