@@ -3,13 +3,21 @@
 One session is one test case: a retriever node ranks the catalog for the case's question
 and skill, the relevance judge scores every retrieved course 0-3, and the evaluation node
 computes the metrics (averageRelevance, NDCG@K, P@K, ...) plus gold-label metrics where the
-case has gold labels. Cases that bring their own fixed ``retrievedCourses`` list are a
+case has gold labels. A retriever that returns nothing is scored (0 at every cut-off), not
+dropped, and counted (``retrievalEmpty``). The headline NDCG is one that can fail:
+``ndcgGold@K`` (gold labels, ideal from all of them) and ``ndcgFixedIdeal@K`` (judge scores,
+ideal = K courses scored 3); the spec's NDCG is kept as ``ndcgProxy@K``: its ideal is the
+retrieved list's own scores, so it cannot see relevant courses that were not retrieved. Cases that bring their own fixed ``retrievedCourses`` list are a
 separate variant (``cases: given``): they say nothing about a retriever, so they are never
 mixed into a retriever's mean. Trials are repeated iterations (the trial index is the
 iteration). With model ``none`` the judge is a lexical heuristic and every judged metric is
 named ``heuristic_<metric>``, so nobody reads it as an LLM judge's figure.
 
-    START -> {given_courses | tfidf | bm25 | embedding | hybrid} -> judge -> evaluate -> END
+    START -> {given_courses | tfidf | bm25 | embedding | hybrid
+              | oracle | random | top1 | top1_then_junk | empty} -> judge -> evaluate -> END
+
+The last five are reference retrievers (agents/courses/reference.py) that show the scale of the
+metrics; ``oracle`` reads the gold labels and is a ceiling, never a system under test.
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from agents.courses import reference
 from agents.courses.retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
 from agents.courses.relevance_judge import JudgeCache, judge_courses
 from catalog.courses import check_gold_codes, load_courses, load_test_set
@@ -31,7 +40,10 @@ from convsim import ConvsimError, SessionContext, emit_metrics
 from evaluation.retrieval.compare import cohen_kappa
 from evaluation.retrieval.metrics import PRECISION_BANDS, case_metrics, interpretation_band
 
-RetrieverName = Literal["tfidf", "bm25", "embedding", "hybrid"]
+RetrieverName = Literal["tfidf", "bm25", "embedding", "hybrid",
+                        "oracle", "random", "top1", "top1_then_junk", "empty"]
+BASE_RETRIEVERS = ("tfidf", "bm25", "embedding")
+REFERENCE_RETRIEVERS = reference.REFERENCES
 
 
 class State(TypedDict, total=False):
@@ -48,6 +60,7 @@ class State(TypedDict, total=False):
     retrieved: list[dict]
     judgements: list[dict]
     judge_failures: list[dict]
+    judge_kind: str  # "heuristic" (model none) or "llm", also when nothing was retrieved
     judge_cached: bool  # the scores came from the judge cache (not a metric: it depends on earlier runs)
     transcript: Annotated[list[dict], operator.add]
     turn_metrics: Annotated[list[dict], operator.add]
@@ -57,7 +70,12 @@ class State(TypedDict, total=False):
 class Params(BaseModel):
     """Which retriever, how deep, how to score; every field is recorded with the results."""
 
-    retriever: RetrieverName = Field("bm25", description="the retriever for cases without retrievedCourses")
+    retriever: RetrieverName = Field(
+        "bm25", description="the retriever for cases without retrievedCourses; oracle, random, top1, top1_then_junk "
+        "and empty are reference retrievers (oracle reads the gold labels: a ceiling, never a system under test)")
+    reference_base: Literal["tfidf", "bm25"] = Field(
+        "bm25", description="the retriever the oracle breaks ties with and top1 / top1_then_junk take their first course from")
+    random_seed: int = Field(0, description="seed of the random reference retriever (with the case id)")
     k: int = Field(10, ge=1, le=100, description="courses retrieved per case")
     cutoffs: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [5, 10], min_length=1,
                                                        description="K values of NDCG@K, P@K, Recall@K")
@@ -124,6 +142,47 @@ def _retrieve(kind: str):
     return node
 
 
+def _catalog_codes(params: Params) -> list[str]:
+    return [c["subjectCode"] for c in load_courses(params.catalog)]
+
+
+def oracle(state: State, runtime: Runtime[Context]) -> dict:
+    """The oracle reference: the catalog ranked by the case's gold labels (the only node that reads
+    them), ties by the base retriever's rank. A ceiling for the gold metrics, never a system."""
+    params = _params(runtime)
+    codes = _catalog_codes(params)
+    base = _search(params.reference_base, state, params, len(codes))
+    ranking = reference.oracle_ranking(state.get("gold_relevance"), base, codes, params.k)
+    return {"retriever": f"oracle(gold labels, ties by {params.reference_base}; a ceiling, not a system)",
+            "retrieved": _with_course_fields(ranking, params.catalog)}
+
+
+def random_courses(state: State, runtime: Runtime[Context]) -> dict:
+    params = _params(runtime)
+    ranking = reference.random_ranking(_catalog_codes(params), params.k, seed=params.random_seed,
+                                       case_id=state["case_id"])
+    return {"retriever": "random(reference)", "retrieved": _with_course_fields(ranking, params.catalog)}
+
+
+def top1(state: State, runtime: Runtime[Context]) -> dict:
+    params = _params(runtime)
+    ranking = reference.top1_ranking(_search(params.reference_base, state, params, 1))
+    return {"retriever": f"top1({params.reference_base}; gaming reference)",
+            "retrieved": _with_course_fields(ranking, params.catalog)}
+
+
+def top1_then_junk(state: State, runtime: Runtime[Context]) -> dict:
+    params = _params(runtime)
+    ranking = reference.top1_then_junk_ranking(_search(params.reference_base, state, params, 1),
+                                               _catalog_codes(params), params.k)
+    return {"retriever": f"top1_then_junk({params.reference_base}; gaming reference)",
+            "retrieved": _with_course_fields(ranking, params.catalog)}
+
+
+def empty(state: State) -> dict:
+    return {"retriever": "empty(gaming reference)", "retrieved": reference.empty_ranking()}
+
+
 def hybrid(state: State, runtime: Runtime[Context]) -> dict:
     params = _params(runtime)
     depth = max(params.k, params.fusion_depth)
@@ -149,17 +208,19 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
     ctx, params = runtime.context, _params(runtime)
     retrieved = state.get("retrieved") or []
     user_turn = {"turn": 1, "speaker": "user", "text": state["question"], "meta": {"skill": state["skill"]}}
-    if not retrieved:
-        text = "no course retrieved"
-        return {"judgements": [], "judge_failures": [],
-                "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": text, "meta": {}}]}
     model = ctx.model("judge")
+    judge_kind = "heuristic" if model.is_none else "llm"
+    if not retrieved:  # nothing to judge: scored 0 at every cut-off by evaluate, not dropped
+        text = "no course retrieved"
+        return {"judgements": [], "judge_failures": [], "judge_kind": judge_kind,
+                "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": text,
+                                           "meta": {"retriever": state.get("retriever")}}]}
     result = judge_courses(question=state["question"], skill=state["skill"], courses=retrieved, model=model,
                            cache=None if model.is_none else _cache(params, ctx.run_dir),
                            iteration=ctx.trial, seed=ctx.seed, retries=params.judge_retries)
     lines = [f"{c['rank']}. {c['subjectCode']} {c['subjectName']} -> "
              f"{'failed' if s['score'] is None else s['score']}" for c, s in zip(retrieved, result.scores)]
-    return {"judgements": result.scores, "judge_failures": result.failures,
+    return {"judgements": result.scores, "judge_failures": result.failures, "judge_kind": judge_kind,
             "judge_cached": any(s.get("cached") for s in result.scores),
             "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": "\n".join(lines),
                                        "meta": {"retriever": state.get("retriever")}}]}
@@ -167,8 +228,11 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
 
 # Metrics computed from the judge's scores: named heuristic_<metric> when the judge is the
 # lexical heuristic (model none), so no output reads them as an LLM judge's figures.
-JUDGED_PREFIXES = ("averageRelevance", "highlyRelevantRate", "irrelevantRate", "ndcg@", "precision@",
-                   "precisionOverReturned@")
+JUDGED_PREFIXES = ("averageRelevance", "highlyRelevantRate", "irrelevantRate", "ndcgProxy@", "ndcgFixedIdeal@",
+                   "precision@", "precisionOverReturned@")
+# The spec's NDCG, renamed: its ideal is the retrieved list's own scores, so the name says so wherever
+# the number goes. An expectedMetrics entry under the old name ndcg@K checks ndcgProxy@K.
+PROXY_LABEL = "proxy (cannot see missing relevant courses): ideal from the retrieved list's own scores; no band"
 HEURISTIC_PREFIX = "heuristic_"
 
 
@@ -184,7 +248,7 @@ def expected_checks(metrics: dict, expected: dict | None, tolerance: float) -> d
 
     An expectation is a number (``|actual - expected| <= tolerance``) or ``{"min": a, "max": b}``
     (either bound optional). The metric is looked up under its own name, then under its
-    ``heuristic_`` name. A metric that is missing or ``None`` fails its check (it was expected).
+    ``heuristic_`` name (``ndcg@K``, the spec's name, checks ``ndcgProxy@K``). A metric that is missing or ``None`` fails its check (it was expected).
     Returns ``expectedChecks``, ``expectedFailed`` and ``expectedFailures`` (the names), or ``{}``.
     """
     if not expected:
@@ -192,6 +256,9 @@ def expected_checks(metrics: dict, expected: dict | None, tolerance: float) -> d
     failed = []
     for name, want in sorted(expected.items()):
         got = metrics.get(name, metrics.get(HEURISTIC_PREFIX + name))
+        if got is None and name.startswith("ndcg@"):
+            legacy = "ndcgProxy@" + name[len("ndcg@"):]
+            got = metrics.get(legacy, metrics.get(HEURISTIC_PREFIX + legacy))
         if not isinstance(got, (int, float)) or isinstance(got, bool):
             failed.append(name)
             continue
@@ -207,11 +274,14 @@ def expected_checks(metrics: dict, expected: dict | None, tolerance: float) -> d
 def evaluate(state: State, runtime: Runtime[Context]) -> dict:
     params = _params(runtime)
     judgements = state.get("judgements") or []
-    heuristic = any(j.get("judge") == "heuristic" for j in judgements)
+    retrieved = state.get("retrieved") or []
+    heuristic = state.get("judge_kind") == "heuristic" or any(j.get("judge") == "heuristic" for j in judgements)
     metrics: dict = {"judgeFailed": bool(state.get("judge_failures"))}
-    if judgements and all(j.get("score") is not None for j in judgements):
+    # Every retrieved course judged (an empty list is fully judged: it is scored, 0 at every
+    # cut-off, not dropped; a case whose judge failed is left out, see simulator_checks).
+    if len(judgements) == len(retrieved) and all(j.get("score") is not None for j in judgements):
         gold = state.get("gold_relevance")
-        codes = [c["subjectCode"] for c in state["retrieved"]]
+        codes = [c["subjectCode"] for c in retrieved]
         metrics.update(label_judged(case_metrics(
             [j["score"] for j in judgements],
             gold_ranked=None if gold is None else [gold.get(code, 0) for code in codes],
@@ -228,12 +298,17 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict:
 def build(params: Params) -> StateGraph:
     g = StateGraph(State, context_schema=Context)
     g.add_node("given_courses", given_courses)
-    for kind in ("tfidf", "bm25", "embedding"):
+    for kind in BASE_RETRIEVERS:
         g.add_node(kind, _retrieve(kind))
     g.add_node("hybrid", hybrid)
+    g.add_node("oracle", oracle)
+    g.add_node("random", random_courses)
+    g.add_node("top1", top1)
+    g.add_node("top1_then_junk", top1_then_junk)
+    g.add_node("empty", empty)
     g.add_node("judge", judge)
     g.add_node("evaluate", evaluate)
-    sources = ["given_courses", "tfidf", "bm25", "embedding", "hybrid"]
+    sources = ["given_courses", *BASE_RETRIEVERS, "hybrid", *REFERENCE_RETRIEVERS]
     g.add_conditional_edges(START, route_case, sources)
     for node in sources:
         g.add_edge(node, "judge")
@@ -259,7 +334,8 @@ def preflight(params: Params, ctx: Context) -> None:
     test_set, _ = _cases(params)
     check_gold_codes(test_set, load_courses(params.catalog), catalog=params.catalog)
     if params.cases == "retrieval":
-        kinds = params.hybrid_of if params.retriever == "hybrid" else [params.retriever]
+        kinds = (params.hybrid_of if params.retriever == "hybrid" else
+                 [params.reference_base] if params.retriever in REFERENCE_RETRIEVERS else [params.retriever])
         for kind in kinds:
             get_retriever(kind, params.catalog, params.embedder)  # raises with the install hint
 
@@ -293,13 +369,27 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _proxy10(m: dict) -> float | None:
+    """A case's proxy NDCG@10, under any of its names (records written before the rename: ``ndcg@10``)."""
+    for name in ("ndcgProxy@10", HEURISTIC_PREFIX + "ndcgProxy@10", "ndcg@10", HEURISTIC_PREFIX + "ndcg@10"):
+        if m.get(name) is not None:
+            return m[name]
+    return None
+
+
 def dataset_metrics(records: list[dict]) -> dict:
-    """Pooled figures, judge failures, iteration stability and the spec's interpretation bands."""
+    """Pooled figures, judge failures, empty retrievals, iteration stability and the interpretation
+    bands of the metrics that can fail (gold NDCG, fixed-ideal NDCG, P@10; never the proxy NDCG)."""
     scores = [j["score"] for r in records for j in r.get("judgements") or [] if j.get("score") is not None]
+    kinds = {j.get("judge", "") for r in records for j in r.get("judgements") or []}
+    kinds |= {r["judge_kind"] for r in records if r.get("judge_kind")}
     out: dict = {
         "cases": len({r["session_id"] for r in records}),
+        "retriever": ",".join(sorted({str(r.get("retriever")) for r in records if r.get("retriever")})),
+        # abstention is visible: the share of scored cases with an empty list is the mean of retrievalEmpty
+        "retrievalEmptyCases": sum(1 for r in records if (r.get("dialogue_metrics") or {}).get("retrievalEmpty")),
         "judgeFailureRate": _mean([float(bool(r.get("judge_failures"))) for r in records]),
-        "judgeKind": ",".join(sorted({j.get("judge", "") for r in records for j in r.get("judgements") or []})),
+        "judgeKind": ",".join(sorted(kinds)),
         "pooledHighlyRelevantRate": 100.0 * scores.count(3) / len(scores) if scores else None,
         "pooledIrrelevantRate": 100.0 * scores.count(0) / len(scores) if scores else None,
     }
@@ -307,11 +397,23 @@ def dataset_metrics(records: list[dict]) -> dict:
         out[f"pooledScoreCount.{label}"] = scores.count(label)
     metrics = [r.get("dialogue_metrics") or {} for r in records]
     pre = HEURISTIC_PREFIX if "heuristic" in out["judgeKind"] else ""
-    ndcg10 = _mean([m.get(pre + "ndcg@10") for m in metrics])
+    # The NDCG band goes to an NDCG that can fail: the gold NDCG over the cases with gold labels;
+    # over the cases without, the fixed-ideal NDCG (judge scores, ideal = 10 courses scored 3, a
+    # lower bound: "Poor" there can mean the catalog has fewer than 10 courses worth a 3).
+    # The proxy NDCG gets no band: a list of one good course scores 1.0 on it.
+    scored = [m for m in metrics if "totalCourses" in m]
+    with_gold = [m for m in scored if "ndcgGold@10" in m]
+    if with_gold:
+        out["ndcgGold@10Band"] = " / ".join(interpretation_band(_mean([m["ndcgGold@10"] for m in with_gold]))
+                                            or ("n/a",))
+    if len(with_gold) < len(scored):
+        fixed10 = _mean([m.get(pre + "ndcgFixedIdeal@10") for m in scored if "ndcgGold@10" not in m])
+        out[f"{pre}ndcgFixedIdeal@10Band"] = " / ".join(interpretation_band(fixed10) or ("n/a",))
     p10 = _mean([m.get(pre + "precision@10") for m in metrics])
-    out[f"{pre}ndcg@10Band"] = " / ".join(interpretation_band(ndcg10) or ("n/a",))
     out[f"{pre}precision@10Band"] = " / ".join(interpretation_band(p10, PRECISION_BANDS) or ("n/a",))
-    out["ndcgUndefinedCases"] = sum(1 for m in metrics if pre + "ndcg@10" in m and m[pre + "ndcg@10"] is None)
+    out[f"{pre}ndcgProxy@10Note"] = PROXY_LABEL
+    out["ndcgUndefinedCases"] = sum(1 for m in metrics
+                                    if pre + "ndcgProxy@10" in m and m[pre + "ndcgProxy@10"] is None)
     checked = [m for m in metrics if m.get("expectedChecks")]
     if checked:
         out["expectedCasesChecked"] = len(checked)
@@ -331,7 +433,7 @@ def dataset_metrics(records: list[dict]) -> dict:
     by_case: dict[str, list[tuple]] = {}
     for r in records:
         by_case.setdefault(r["session_id"], []).append(
-            ((r.get("dialogue_metrics") or {}).get("ndcg@10"),
+            (_proxy10(r.get("dialogue_metrics") or {}),
              [(j["code"], j.get("score")) for j in r.get("judgements") or []]))
     if any(len(rs) > 1 for rs in by_case.values()):
         stds, same, total = [], 0, 0
@@ -353,7 +455,11 @@ def dataset_metrics(records: list[dict]) -> dict:
 
 graph = compile_with_default_context(build(Params()))
 
-# Headline metrics, shown first in the summary table (convsim.cli.print_summary).
-SUMMARY_METRICS = ["ndcg@10", "precision@10", "heuristic_ndcg@10", "heuristic_precision@10", "ndcgGold@10",
-                   "recall@10", "mrr", "averageRelevance", "heuristic_averageRelevance", "judgeFailed",
+# Headline metrics, shown first in the summary table (convsim.cli.print_summary) and the report's
+# headline table: metrics that can fail. The gold ones first; the judged ones under either name
+# (heuristic_ with model none). The proxy NDCG (ndcgProxy@K) is not a headline: it cannot see
+# relevant courses that were not retrieved (a list of one good course scores 1.0).
+SUMMARY_METRICS = ["ndcgGold@10", "recall@10", "mrr", "precisionGold@10",
+                   "ndcgFixedIdeal@10", "heuristic_ndcgFixedIdeal@10", "precision@10", "heuristic_precision@10",
+                   "retrievalEmpty", "averageRelevance", "heuristic_averageRelevance", "judgeFailed",
                    "expectedFailed"]

@@ -7,8 +7,9 @@ import random
 import pytest
 
 from evaluation.retrieval.metrics import (
-    NDCG_BANDS, PRECISION_BANDS, average_relevance, dcg, highly_relevant_rate, interpretation_band,
-    irrelevant_rate, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank, score_distribution,
+    NDCG_BANDS, PRECISION_BANDS, average_relevance, case_metrics, dcg, highly_relevant_rate, interpretation_band,
+    irrelevant_rate, ndcg_at_k, ndcg_fixed_ideal_at_k, precision_at_k, recall_at_k, reciprocal_rank,
+    score_distribution,
 )
 
 # The reference's worked example: qrels d1:3 d2:0 d3:2 d4:1 d5:3 d6:3; run d2 d1 d4 d3 d5.
@@ -42,7 +43,9 @@ def test_precision_divides_by_k_and_the_original_option_by_returned():
     assert precision_at_k(RANKED, 10, denominator="returned") == pytest.approx(0.6)
     assert precision_at_k(RANKED, 2) == pytest.approx(0.5)
     assert precision_at_k(RANKED, None) == pytest.approx(0.6)
-    assert precision_at_k([], 5) is None
+    # an empty list: nothing relevant in the top 5 is 0 / 5 = 0; only 0 / 0 is undefined
+    assert precision_at_k([], 5) == 0.0
+    assert precision_at_k([], None) is None and precision_at_k([], 5, denominator="returned") is None
 
 
 def test_recall_and_reciprocal_rank_by_hand():
@@ -158,3 +161,115 @@ def test_proxy_ndcg_equals_library_ndcg_with_qrels_restricted_to_the_retrieved()
     provider = ir_measures.providers.registry["pytrec_eval"]
     for m in provider.iter_calc([nDCG @ 10], qrels_all, run_all):
         assert ours[m.query_id] == pytest.approx(m.value, abs=1e-9)
+
+
+# --- F8: an empty retrieved list is scored, not dropped ---------------------------------------------
+
+def test_an_empty_list_scores_zero_at_every_cutoff_and_none_only_where_zero_over_zero():
+    m = case_metrics([], gold_ranked=[], gold_all=[3, 2, 0, 1], cutoffs=(5, 10))
+    assert m["retrievalEmpty"] == 1 and m["totalCourses"] == 0
+    for key in ("ndcgGold@5", "ndcgGold@10", "ndcgGold@all", "recall@10", "recall@all", "mrr",
+                "precisionGold@10", "precision@10", "ndcgFixedIdeal@10"):
+        assert m[key] == 0.0, key
+    # undefined for an empty list, and why: each divides by the number returned, or normalises by
+    # the returned list's own scores (0 / 0)
+    for key in ("averageRelevance", "highlyRelevantRate", "irrelevantRate", "ndcgProxy@10",
+                "precision@all", "precisionGold@all"):
+        assert m[key] is None, key
+    # without a relevant gold course, recall and mrr stay undefined (no denominator), empty or not
+    m = case_metrics([], gold_ranked=[], gold_all=[0, 1])
+    assert m["recall@10"] is None and m["mrr"] is None and m["ndcgGold@10"] == 0.0
+    assert case_metrics([3])["retrievalEmpty"] == 0
+
+
+def test_an_empty_run_equals_trec_eval_zero():
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures import P, R, RR, nDCG
+    qrels = {"q1": {"a": 3, "b": 2, "c": 0}}
+    measures = [nDCG @ 10, P(rel=2) @ 10, R(rel=2) @ 10, RR(rel=2)]
+    values = {str(m.measure): m.value for m in
+              ir_measures.providers.registry["pytrec_eval"].iter_calc(measures, qrels, {"q1": {}})}
+    ours = case_metrics([], gold_ranked=[], gold_all=[3, 2, 0])
+    assert values == {"nDCG@10": 0.0, "P(rel=2)@10": 0.0, "R(rel=2)@10": 0.0, "RR(rel=2)": 0.0}
+    assert [ours["ndcgGold@10"], ours["precisionGold@10"], ours["recall@10"], ours["mrr"]] == [0.0] * 4
+
+
+# --- F7: the fixed-ideal NDCG, a headline that can fail -----------------------------------------------
+
+def _idcg3(k):   # DCG of k courses scored 3
+    return sum(3 / math.log2(i + 1) for i in range(1, k + 1))
+
+
+def test_fixed_ideal_ndcg_by_hand():
+    assert _idcg3(10) == pytest.approx(13.63068, abs=1e-5)
+    assert ndcg_fixed_ideal_at_k([3], 10) == pytest.approx(3 / 13.63068, abs=1e-5)            # 0.2201
+    assert ndcg_fixed_ideal_at_k([3, 2, 0, 1], 5) == pytest.approx(
+        (3 + 2 / math.log2(3) + 1 / math.log2(5)) / _idcg3(5))                                # 0.5305
+    assert ndcg_fixed_ideal_at_k([3, 2, 0, 1], 5) == pytest.approx(0.53051, abs=1e-5)
+    assert ndcg_fixed_ideal_at_k([3] * 10, 10) == pytest.approx(1.0)
+    assert ndcg_fixed_ideal_at_k([], 10) == 0.0
+    assert ndcg_fixed_ideal_at_k([1], 1, gain="exponential") == pytest.approx(1 / 7)
+    with pytest.raises(ValueError):
+        ndcg_fixed_ideal_at_k([3], None)
+    with pytest.raises(ValueError):
+        ndcg_fixed_ideal_at_k([4], 10)
+
+
+def test_one_good_course_and_junk_padding_fool_the_proxy_not_the_fixed_ideal_or_gold():
+    """The auditor's F7: one good course scores 1.0 on the proxy, so does one good course + 9 junk
+    (judged 0; the auditor's 0.983 came from junk the heuristic scored 1). The proxy does not move
+    when junk is added; the fixed-ideal and gold NDCG are low for both, P@10 and irrelevantRate see
+    the junk."""
+    gold_all = [3, 3, 2, 2]                       # the case has 4 relevant courses
+    one = case_metrics([3], gold_ranked=[3], gold_all=gold_all)
+    padded = case_metrics([3] + [0] * 9, gold_ranked=[3] + [0] * 9, gold_all=gold_all)
+    full = case_metrics([3, 3, 2, 2] + [0] * 6, gold_ranked=[3, 3, 2, 2] + [0] * 6, gold_all=gold_all)
+    assert one["ndcgProxy@10"] == padded["ndcgProxy@10"] == full["ndcgProxy@10"] == 1.0   # blind
+    assert interpretation_band(padded["ndcgProxy@10"])[0] == "Excellent"    # why it gets no band
+    gold_idcg = 3 + 3 / math.log2(3) + 2 / math.log2(4) + 2 / math.log2(5)
+    assert one["ndcgGold@10"] == padded["ndcgGold@10"] == pytest.approx(3 / gold_idcg)    # 3 / 6.7542 = 0.4442
+    assert one["ndcgGold@10"] == pytest.approx(0.44417, abs=1e-5) and full["ndcgGold@10"] == 1.0
+    assert one["ndcgFixedIdeal@10"] == pytest.approx(0.22009, abs=1e-5)
+    assert padded["ndcgFixedIdeal@10"] == one["ndcgFixedIdeal@10"]
+    # the fixed ideal's price: the perfect list of this 4-relevant case reaches only 6.7542 / 13.6307
+    assert full["ndcgFixedIdeal@10"] == pytest.approx(gold_idcg / _idcg3(10)) == pytest.approx(0.49551, abs=1e-5)
+    assert padded["precision@10"] == pytest.approx(0.1) and padded["irrelevantRate"] == pytest.approx(90.0)
+    assert one["recall@10"] == pytest.approx(0.25) and full["recall@10"] == 1.0
+
+
+def test_fixed_ideal_equals_ir_measures_with_k_phantom_threes_and_brackets_full_judging():
+    """fixed-ideal NDCG@k == trec_eval ndcg_cut.k when the qrels add k never-retrieved courses labelled
+    3; and fixedIdeal <= NDCG with the whole catalog judged <= proxy (the proxy is an upper bound)."""
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures import nDCG
+    rng = random.Random(5)
+    provider = ir_measures.providers.registry["pytrec_eval"]
+    phantom_qrels, full_qrels, run_all, ours_fixed, ours_proxy = {}, {}, {}, {}, {}
+    for q in range(40):
+        qid = f"q{q}"
+        catalog = {f"d{i}": rng.choice([0, 0, 0, 1, 2, 3]) for i in range(25)}   # every course judged
+        retrieved = rng.sample(sorted(catalog), rng.randint(1, 12))
+        labels = [catalog[d] for d in retrieved]
+        run_all[qid] = {d: float(len(retrieved) - i) for i, d in enumerate(retrieved)}
+        phantom_qrels[qid] = {**{d: catalog[d] for d in retrieved}, **{f"ideal{i}": 3 for i in range(10)}}
+        full_qrels[qid] = catalog
+        ours_fixed[qid] = ndcg_fixed_ideal_at_k(labels, 10)
+        ours_proxy[qid] = ndcg_at_k(labels, 10)
+    fixed = {m.query_id: m.value for m in provider.iter_calc([nDCG @ 10], phantom_qrels, run_all)}
+    full = {m.query_id: m.value for m in provider.iter_calc([nDCG @ 10], full_qrels, run_all)}
+    assert fixed.keys() == ours_fixed.keys()
+    for qid in fixed:
+        assert ours_fixed[qid] == pytest.approx(fixed[qid], abs=1e-9)
+        assert ours_fixed[qid] <= full[qid] + 1e-12
+        if ours_proxy[qid] is not None:
+            assert full[qid] <= ours_proxy[qid] + 1e-12
+
+
+# --- defect injection: the rates ----------------------------------------------------------------------
+
+def test_junk_injected_into_a_list_raises_irrelevant_rate_and_lowers_highly_relevant_rate():
+    clean = case_metrics([3, 3, 2])
+    junk = case_metrics([3, 3, 2, 0, 0, 0])
+    assert clean["irrelevantRate"] == 0.0 and junk["irrelevantRate"] == pytest.approx(50.0)       # 3/6
+    assert clean["highlyRelevantRate"] == pytest.approx(200 / 3) and junk["highlyRelevantRate"] == pytest.approx(100 / 3)
+    assert junk["averageRelevance"] == pytest.approx(8 / 6) and clean["averageRelevance"] == pytest.approx(8 / 3)

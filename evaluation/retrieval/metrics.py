@@ -65,6 +65,29 @@ def ndcg_at_k(ranked: Sequence[int], k: int | None = None, *, ideal: Sequence[in
     return dcg(ranked, k, gain=gain) / idcg
 
 
+def ndcg_fixed_ideal_at_k(ranked: Sequence[int], k: int, *, max_label: int = 3,
+                          gain: str = "linear") -> float:
+    """NDCG@k against a **fixed** ideal: ``DCG@k(ranked) / DCG@k([max_label] * k)``.
+
+    The ideal is k items all labelled ``max_label`` (3 on the 0-3 scale), whatever was
+    retrieved: ``IDCG@k = Σ_{i=1..k} g(max_label) / log2(i + 1)``. It needs no gold labels
+    (the judge's scores suffice) and, unlike the proxy, it cannot be raised by returning
+    fewer courses: a missing item adds 0 to the DCG and nothing is taken from the ideal.
+    An empty list scores 0. It is a *lower bound* of the NDCG@k a full judging of the
+    catalog would give (that ideal has at most k items of ``max_label``), equal to it when
+    the catalog holds at least k courses that deserve ``max_label``; the proxy is an
+    upper bound of the same quantity. ``k`` is required: "@all" would let the ideal
+    shrink with the list again.
+    """
+    _check_k(k)
+    if k is None:
+        raise ValueError("the fixed-ideal NDCG needs a cut-off k (an ideal as long as the list is the proxy again)")
+    _check_labels(ranked, "ranked")
+    if max(ranked, default=0) > max_label:
+        raise ValueError(f"a label above max_label={max_label} in {list(ranked)}")
+    return dcg(ranked, k, gain=gain) / dcg([max_label] * k, k, gain=gain)
+
+
 def precision_at_k(ranked: Sequence[int], k: int | None = None, *, threshold: int = 2,
                    denominator: str = "k") -> float | None:
     """Precision@K with binary relevance ``rel >= threshold`` (spec: score >= 2 is relevant).
@@ -75,15 +98,20 @@ def precision_at_k(ranked: Sequence[int], k: int | None = None, *, threshold: in
       option): divides by ``min(k, n)``, so 3 relevant out of 5 returned scores 0.6 at
       K=10 instead of 0.3.
 
-    ``k=None`` means "all returned" (both denominators are then ``n``). Returns ``None``
-    for an empty list.
+    ``k=None`` means "all returned" (both denominators are then ``n``).
+
+    An empty list scores 0 at a cut-off K (``0 / K``: nothing relevant in the top K, as
+    trec_eval scores a query the run returned nothing for); ``None`` only where the
+    denominator is the returned count (``k=None``, or ``denominator="returned"``), since
+    ``0 / 0`` is undefined. (Before, an empty list returned ``None`` at every K, so a
+    retriever that returned nothing dropped out of the mean instead of scoring 0.)
     """
     _check_k(k)
     _check_labels(ranked, "ranked")
     if denominator not in ("k", "returned"):
         raise ValueError(f"denominator must be 'k' or 'returned', got {denominator!r}")
     if not ranked:
-        return None
+        return None if (k is None or denominator == "returned") else 0.0
     top = ranked[:k] if k is not None else ranked
     hits = sum(1 for r in top if r >= threshold)
     divisor = len(top) if (denominator == "returned" or k is None) else k
@@ -173,23 +201,36 @@ def case_metrics(judged: Sequence[int], *, gold_ranked: Sequence[int] | None = N
                  gold_all: Sequence[int] | None = None, cutoffs: Sequence[int] = (5, 10),
                  threshold: int = 2, gain: str = "linear",
                  precision_over_returned: bool = False) -> dict[str, float | int | None]:
-    """Every per-case figure of the course evaluator, named as in the spec.
+    """Every per-case figure of the course evaluator.
 
-    ``judged``: the judge's scores of the retrieved courses in rank order. ``gold_ranked``:
-    the gold labels of the same courses (0 when unlabelled) and ``gold_all``: all gold labels
-    of the case, when the case has gold labels. Keys ``@all`` use the whole list. NDCG from
-    judge scores is the spec's proxy (ideal = the retrieved list's own scores); ``ndcgGold``,
-    ``recall`` and ``mrr`` use the gold labels (ideal from all of them, trec_eval style).
+    ``judged``: the judge's scores of the retrieved courses in rank order (empty when the
+    retriever returned nothing). ``gold_ranked``: the gold labels of the same courses (0 when
+    unlabelled) and ``gold_all``: all gold labels of the case, when the case has gold labels.
+    Keys ``@all`` use the whole list.
+
+    * ``ndcgProxy@K`` is the spec's NDCG (ideal = the retrieved list's own scores): it cannot
+      see relevant courses that were not retrieved, so a short list of good courses scores 1.
+    * ``ndcgFixedIdeal@K`` (judged, numeric K only) divides by the DCG of K courses scored 3.
+    * ``ndcgGold``, ``precisionGold``, ``recall`` and ``mrr`` use the gold labels (ideal from
+      all of them, trec_eval style).
+
+    An empty list is scored, not dropped: ``retrievalEmpty`` is 1, every metric with a
+    cut-off K is 0 (nothing relevant in the top K), and only the figures that divide by the
+    number returned or normalise by the returned scores are ``None`` (0/0): the averages
+    and rates over the list, ``ndcgProxy@K``, ``precision@all``, ``precisionGold@all``.
     """
     out: dict[str, float | int | None] = {
         "totalCourses": len(judged),
+        "retrievalEmpty": int(not judged),
         "averageRelevance": average_relevance(judged),
         "highlyRelevantRate": highly_relevant_rate(judged),
         "irrelevantRate": irrelevant_rate(judged),
     }
     cuts: list[tuple[str, int | None]] = [(str(k), k) for k in cutoffs] + [("all", None)]
     for name, k in cuts:
-        out[f"ndcg@{name}"] = ndcg_at_k(judged, k, gain=gain)
+        out[f"ndcgProxy@{name}"] = ndcg_at_k(judged, k, gain=gain)
+        if k is not None:
+            out[f"ndcgFixedIdeal@{name}"] = ndcg_fixed_ideal_at_k(judged, k, gain=gain)
         out[f"precision@{name}"] = precision_at_k(judged, k, threshold=threshold)
         if precision_over_returned:
             out[f"precisionOverReturned@{name}"] = precision_at_k(judged, k, threshold=threshold,
