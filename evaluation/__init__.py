@@ -28,7 +28,8 @@ _EXPORTS = {
     "welfare": "group.metrics", "gini": "group.metrics", "evaluate_group_csv": "group.dialogue_csv",
     "export_group_csv": "group.dialogue_csv",
     # course retrieval
-    "ndcg_at_k": "retrieval.metrics", "precision_at_k": "retrieval.metrics",
+    "ndcg_at_k": "retrieval.metrics", "ndcg_fixed_ideal_at_k": "retrieval.metrics",
+    "precision_at_k": "retrieval.metrics",
     "reciprocal_rank": "retrieval.metrics", "case_metrics": "retrieval.metrics",
     "compare_retrieval_runs": "retrieval.compare",
 }
