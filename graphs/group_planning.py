@@ -10,7 +10,9 @@ options per slot, so they differ only in how they choose. Model roles: ``synthes
 ``planner``, ``member`` (all ``none`` by default: rules).
 Members speak in parallel: ``ask_slot`` fans out one ``member_speak`` task per member with
 ``Send``; their turns meet in the ``member_turns`` channel (``operator.add``) before ``synthesize``.
-See docs/group_planning.md.
+The mediator reads the members' words, not the simulator's labels in the turn meta (M2's ground
+truth). ``Params.reference`` swaps in a reference planner (oracle / degraded / gaming,
+agents/group/reference.py; configs/group_reference.yaml). See docs/group_planning.md.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from agents.group.feedback import feedback_round, feedback_targets
 from agents.group.member_voice import rule_verdict, speak_with_model, verdict_with_model
 from agents.group.members import ACTIONABLE_SLOTS, GROUP_TYPES, SLOTS, make_group, speak_preference
 from agents.group.planner import build_plan
+from agents.group.reference import degraded_decision, gaming_plan, oracle_decision, reference_text
 from agents.group.plan_writer import write_plan_with_model
 from agents.group.synthesis import (decide, llm_guided_text, llm_raw_synthesis, reason_of,
                                     stated_preferences as stated_rows, synthesis_text)
@@ -86,6 +89,9 @@ class Params(BaseModel):
     acceptance_threshold: float = Field(0.5, ge=0.0, le=1.0,
                                         description="model none: a member accepts the plan iff s_i >= this")
     db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
+    reference: Literal["oracle", "degraded", "gaming"] | None = Field(
+        None, description="a reference planner in place of the condition's mediator/planner "
+                          "(agents.group.reference; oracle reads the true preferences)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -206,13 +212,21 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
     stated = stated_rows(spoken, state["members"], slot)
     budget = ctx.params.option_budget
     decision = decide(slot, state["group_type"], stated, mode, budget)
+    ref = ctx.params.reference if ctx.params.reference in ("oracle", "degraded") else None
+    if ref == "oracle":      # labelled oracle: the members' true preferences (agents.group.reference)
+        decision = oracle_decision(state["members"], slot)
+    elif ref == "degraded":  # hears the first member only
+        decision = degraded_decision(stated)
     failures = []
     if mode != "passive":
         t = _vote_turns(decision, stated, slot, turns, t)
-        text, explanation = synthesis_text(slot, decision, stated, mode)
+        text, explanation = (reference_text(ref, slot, decision) if ref
+                             else synthesis_text(slot, decision, stated, mode))
         reported_conflict = any(d["has_conflict"] for d in decision.values())
         model = ctx.model("synthesis")
-        if not model.is_none and mode == "raw":
+        if ref:
+            pass             # a reference mediator never asks a model
+        elif not model.is_none and mode == "raw":
             merged, failure = llm_raw_synthesis(model, slot, stated, budget)
             failures += [{**failure, "role": "synthesis"}] if failure else []
             if merged:   # the model's own decision, conflict report and words
@@ -236,7 +250,7 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
             "subgrouping_required": any(d["subgrouping_required"] for d in decision.values()),
             "subgrouping_optional": any(d["subgrouping_optional"] for d in decision.values())}})
     out = {"turn": t, "transcript": turns, "decisions": {slot: decision}, "llm_failures": failures}
-    if flags["enable_feedback"] and mode != "passive":
+    if flags["enable_feedback"] and mode != "passive" and not ref:
         rows = stated[next(iter(stated))]
         # the resolution is the decision and its reason, not the "Conflict: ..." recap that
         # names every member's wish (which would leave nobody to target)
@@ -303,6 +317,9 @@ def planner(state: State, runtime: Runtime[Context]) -> dict:
     if not model.is_none:
         plan, failures = write_plan_with_model(model, plan, db, state["decisions"])
         failures = [{**f, "role": "planner"} for f in failures]
+    if ctx.params.reference == "gaming":   # every meal in one place, every wish pasted into the text
+        wishes = [t["text"] for t in state["transcript"] if t["meta"].get("intent", "").startswith("user_provide_")]
+        plan = gaming_plan(plan, _city_db(ctx.params, state["city"]), state["city"], wishes)
     t = _turn(state, 1)
     present = f"Here is your plan. {plan['raw_output']}"
     turn = {"turn": t, "speaker": "system", "text": present, "meta": {"intent": "sys_present_plan", "plan": plan}}

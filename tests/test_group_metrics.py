@@ -230,12 +230,17 @@ def test_m10b_counts_only_category_slots():
 
 
 def test_m12_m13_m14():
+    # M12's target: the slot's plan text + the db records of the slot's places (never raw_output)
     plan = {"days": [day(1)], "raw_output": "R"}
     prefs = {("A", "cuisine"): "p1", ("A", "event"): "p2", ("B", "cuisine"): "p3"}
-    cuisine_target = "Bean Cafe; Roma House; Taco Corner R"
-    sim = FixedSim({("p1", cuisine_target): 0.6, ("p2", "R"): 0.2, ("p3", cuisine_target): 0.1})
-    m12, per_member = semantic_satisfaction(prefs, plan=plan, embedder=sim)
+    records = " ".join(TravelDB.record_text(k, r) for k, r in
+                       [DB.lookup("Bean Cafe"), DB.lookup("Roma House"), DB.lookup("Taco Corner")])
+    cuisine_target = f"Bean Cafe; Roma House; Taco Corner {records}"
+    sim = FixedSim({("p1", cuisine_target): 0.6, ("p2", ""): 0.2, ("p3", cuisine_target): 0.1,
+                    ("p2", "R"): 0.9, ("p1", f"{cuisine_target} R"): 0.9})
+    m12, per_member = semantic_satisfaction(prefs, plan=plan, embedder=sim, db=DB)
     assert m12 == pytest.approx(0.3)
+    assert semantic_satisfaction(prefs, plan={**plan, "raw_output": "p1 p2 p3"}, embedder=sim, db=DB)[0] == m12
     assert per_member == {"A": pytest.approx(0.4), "B": pytest.approx(0.1)}
     assert fairness_gini(per_member) == pytest.approx(0.3 * 2 / (2 * 4 * 0.25))
     sim14 = FixedSim({("p1", "E"): 0.5, ("p3", "E"): 0.3})

@@ -13,7 +13,10 @@ from catalog.travel import TravelDB
 from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
 from evaluation.group.metrics import member_acceptance_rate
 from evaluation.group.plan_metrics import wanted_categories
-from graphs.group_planning import Context, Params, _city_db, graph, sessions
+from agents.group.members import SLOTS
+from agents.group.planner import build_plan
+from agents.group.reference import oracle_decision
+from graphs.group_planning import Context, Params, _city_db, _db, graph, sessions
 from convsim import stable_seed
 
 
@@ -172,8 +175,9 @@ def test_m12_falls_for_a_plan_that_says_nothing_and_m13_rises_for_a_plan_for_one
         for key in ("breakfast", "lunch", "dinner", "attraction", "event", "accommodation", "point_of_interest_list"):
             day[key] = "-"
     assert score(p, state, plan=empty)["M12"] < base["M12"]
-    favourite = state["members"][0]
-    one_sided = copy.deepcopy(empty)
-    one_sided["raw_output"] = " ".join(pref["text"] for pref in favourite["preferences"].values()) * 3
+    # a plan that places one member's wishes only (M12 reads what a plan places, not its text)
+    decisions = {slot: oracle_decision(state["members"][:1], slot) for slot in SLOTS}
+    one_sided = build_plan(_db(p), city=state["city"], start_date=state["start_date"], n_days=p.n_days,
+                           members=[m["name"] for m in state["members"]], decisions=decisions)
     skewed = score(p, state, plan=one_sided)
     assert skewed["M13"] > base["M13"]

@@ -30,10 +30,12 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agents.group.answers import empty_or_echo, prompt_pieces
+from agents.group.members import OPTIONS
 from agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
 from agents.group.vote import option_label
 from convsim.errors import ConvsimError
 from convsim.models import ModelUnavailable, echoed_prompt, refused_request
+from evaluation.group.text import STOPWORDS, cue_score, is_strong_rejection, polarity_score, tokenize
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 _SLOT_WORDS = {"traveler_type": "travel style", "travel_purpose": "trip purpose",
@@ -49,21 +51,69 @@ class SynthesisAnswer(BaseModel):
     message: str
 
 
-def stated_preferences(turns: list[dict], members: list[dict], slot: str) -> dict[str, list[dict]]:
-    """``{sub_slot: [{"member", "role", "text", "option", "also_ok", "reject"}]}`` from ``user_provide`` turns."""
-    roles = {m["name"]: m["role"] for m in members}
-    rows: dict[str, list[dict]] = {}
-    for t in turns:
-        meta = t["meta"]
-        base = {"member": t["speaker"], "role": roles.get(t["speaker"], "member"), "text": t["text"],
-                "reject": meta.get("preference_reject"), "also_ok": meta.get("preference_also_ok")}
-        if slot == "lodging":
-            rows.setdefault("room_type", []).append({**base, "option": meta["preference_option"]})
-            rows.setdefault("house_rule", []).append({**base, "option": meta["house_rule"], "reject": None,
-                                                      "also_ok": None})
+def read_wish(text: str, options: tuple[str, ...] | list[str]) -> dict:
+    """What a member's own words ask for, from the text alone (never the simulator's labels).
+
+    Every option of the slot's vocabulary is scored with the vote round's window-based polarity
+    scorer (``evaluation.group.text``): each full mention of the option's words scores +2, -4
+    with a negation cue in the 4 words before, +2 with a positive cue there. A mention inside a
+    longer option's mention does not count ("Park" in "Theme Park"). An option never
+    said in full counts only when all its content words occur ("pets ... must be allowed" for
+    "pets allowed", scored as the vote round scores partial matches); one shared word ("room",
+    "allowed") is not a wish. The options the text is positive about (score > 0) are its wishes,
+    strongest first, then in the order they were said: the first is ``option``, the second
+    ``also_ok``; the first option it strongly rejects (score <= -2, "no Seafood") is ``reject``.
+    ``option`` is None when the text asks for nothing of the vocabulary.
+    """
+    toks = tokenize(text)
+    words = {o: tokenize(option_label(o)) for o in options}
+    scores, first, claimed = {}, {}, []   # claimed: the spans of longer options' mentions
+    for o in sorted(options, key=lambda o: (-len(words[o]), o)):
+        n = len(words[o])
+        said = [i for i in range(len(toks) - n + 1) if n and toks[i:i + n] == words[o]]
+        own = [i for i in said if not any(a <= i and i + n <= b and b - a > n for a, b in claimed)]
+        content = [w for w in dict.fromkeys(words[o]) if len(w) >= 3 and w not in STOPWORDS]
+        if own:
+            scores[o] = sum(2 + cue_score(toks, i) for i in own)
+            first[o] = own[0]
+        elif not said and content and all(w in toks for w in content):
+            scores[o] = polarity_score(text, option_label(o))
+            first[o] = min(toks.index(w) for w in content)
         else:
-            rows.setdefault(slot, []).append({**base, "option": meta["preference_option"]})
-    return rows
+            scores[o], first[o] = 0, len(toks)
+        claimed += [(i, i + n) for i in own]
+    positive = sorted((o for o in options if scores[o] > 0), key=lambda o: (-scores[o], first[o], o))
+    rejected = sorted((o for o in options if is_strong_rejection(scores[o])), key=lambda o: (first[o], o))
+    return {"option": positive[0] if positive else None,
+            "also_ok": positive[1] if len(positive) > 1 else None,
+            "reject": rejected[0] if rejected else None}
+
+
+def stated_preferences(turns: list[dict], members: list[dict], slot: str) -> dict[str, list[dict]]:
+    """``{sub_slot: [{"member", "role", "text", "option", "also_ok", "reject"}]}`` from ``user_provide`` turns.
+
+    The mediator reads the members' **words**: option, also_ok and reject come from the turn's
+    text (``read_wish`` over the slot's option vocabulary), not from the structured labels the
+    simulator puts in the turn meta (``preference_option`` etc., which M2 uses as ground truth;
+    reading them made conflict detection circular). A member whose text names no option of the
+    vocabulary is left out of the sub-slot (nothing readable was said); when nobody's text can be
+    read, the sub-slot's rows keep every member with the vocabulary's first option, a default
+    guess (the simulator checks flag such a member anyway: ``_check_member_profile``).
+    """
+    roles = {m["name"]: m["role"] for m in members}
+    subs = (("room_type", "house_rule") if slot == "lodging" else (slot,))
+    rows: dict[str, list[dict]] = {sub: [] for sub in subs}
+    for sub in subs:
+        vocab = OPTIONS[sub]
+        read = []
+        for t in turns:
+            wish = read_wish(t["text"], vocab)
+            if sub == "house_rule":   # requirements: no also_ok / reject ("no smoking" is the rule)
+                wish = {**wish, "also_ok": None, "reject": None}
+            read.append({"member": t["speaker"], "role": roles.get(t["speaker"], "member"), "text": t["text"],
+                         **wish})
+        rows[sub] = [r for r in read if r["option"]] or [{**r, "option": vocab[0]} for r in read]
+    return {sub: rs for sub, rs in rows.items() if rs}
 
 
 def silent_merge(rows: list[dict]) -> str:

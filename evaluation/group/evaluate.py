@@ -83,7 +83,7 @@ def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, 
     out.update(satisfaction_metrics(table))
     out["M10_pairs"] = len(table)
     out["M10_satisfied_pairs"] = sum(ch["satisfied"] for ch in table.values())
-    out["M12"], member_means = semantic_satisfaction(prefs, plan=plan, embedder=embedder)
+    out["M12"], member_means = semantic_satisfaction(prefs, plan=plan, embedder=embedder, db=db)
     out["M13"] = fairness_gini(member_means)
     # M14 reads the synthesis's own explanation; a turn without the field (a CSV written
     # elsewhere) falls back to its utterance, and the settings say so

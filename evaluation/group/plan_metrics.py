@@ -83,7 +83,8 @@ def slot_satisfaction(preference: str, slot: str, *, plan: dict, db: TravelDB, e
                       threshold: float = M10_THRESHOLD) -> dict:
     """The M10 channels for one (member, slot) pair: ``room_type``, ``category``, ``lexical``,
     ``semantic`` (each True/False, or None when the channel does not apply) and ``satisfied``
-    (any channel True). M10."""
+    (any channel True). M10. Every channel reads only what the plan places for the slot (the db
+    records of its places), never the plan's free text (``raw_output``)."""
     places = plan_slot_places(plan, db, slot)
     ch: dict[str, bool | None] = {"room_type": None, "category": None}
     if slot == "lodging":
@@ -96,11 +97,13 @@ def slot_satisfaction(preference: str, slot: str, *, plan: dict, db: TravelDB, e
         wanted = wanted_categories(preference, vocab)
         if wanted:
             ch["category"] = any(set(TravelDB.categories(k, r)) & wanted for k, r in places)
-    # lexical: the preference's own words (negated ones excluded) in the slot's places, their
-    # records and the plan's raw output
+    # lexical: the preference's own words (negated ones excluded) in the slot's placed items and
+    # their records. Deviation from the spec, which also searches the plan's raw output: free
+    # text satisfies nobody, and a plan that pastes the members' wishes into its raw output (while
+    # placing nothing they asked for) scored above the honest plan (docs/group_planning.md,
+    # "What satisfaction reads")
     toks = informative_tokens(preference, k=6, positive_only=True)
-    target = set(tokenize(" ".join(TravelDB.record_text(k, r) for k, r in places)
-                          + " " + str(plan.get("raw_output", ""))))
+    target = set(tokenize(" ".join(TravelDB.record_text(k, r) for k, r in places)))
     ch["lexical"] = sum(t in target for t in toks) >= 2
     sims = [embedder.similarity(preference, TravelDB.record_text(k, r)) for k, r in places]
     ch["semantic"] = bool(sims) and max(sims) >= threshold
@@ -138,14 +141,19 @@ def satisfaction_metrics(table: dict) -> dict:
             "M11": sum(r == 1.0 for r in rates.values()) / len(rates), **welfare(rates)}
 
 
-def semantic_satisfaction(preferences: dict, *, plan: dict, embedder) -> tuple[float | None, dict]:
+def semantic_satisfaction(preferences: dict, *, plan: dict, embedder, db: TravelDB | None = None) -> tuple[float | None, dict]:
     """M12 = mean over actionable (member, slot) pairs of sim(preference, the plan's slot text +
-    raw output); also the per-member means (M13's input). M12."""
-    raw = str(plan.get("raw_output", ""))
+    the db records of the slot's places); also the per-member means (M13's input). M12.
+
+    Deviation from the spec, which appends the plan's raw output: free text is not what the plan
+    places (pasting the members' wishes into it raised M12 eightfold while placing nothing they
+    asked for), and the spec itself notes the raw output as noise. The records carry the
+    categories the raw output described. Without ``db`` only the slot text is used."""
     per: dict[str, list[float]] = {}
     for (m, s), p in preferences.items():
         if s in ACTIONABLE_SLOTS:
-            per.setdefault(m, []).append(embedder.similarity(p, f"{plan_slot_text(plan, s)} {raw}".strip()))
+            records = " ".join(TravelDB.record_text(k, r) for k, r in plan_slot_places(plan, db, s)) if db else ""
+            per.setdefault(m, []).append(embedder.similarity(p, f"{plan_slot_text(plan, s)} {records}".strip()))
     scores = [v for vs in per.values() for v in vs]
     if not scores:
         return None, {}

@@ -73,7 +73,8 @@ def _find_phrase(tokens: list[str], phrase: list[str]) -> list[int]:
     return [i for i in range(len(tokens) - n + 1) if tokens[i:i + n] == phrase]
 
 
-def _cue_score(tokens: list[str], start: int) -> int:
+def cue_score(tokens: list[str], start: int) -> int:
+    """The cue part of a match at ``start``: -4 after a negation cue, +2 after a positive one, else 0."""
     before = tokens[max(0, start - WINDOW):start]
     if any(t in NEGATION_CUES for t in before):
         return -4
@@ -95,14 +96,14 @@ def polarity_score(preference: str, option: str) -> int:
         return 0
     hits = _find_phrase(toks, opt)
     if hits:
-        return sum(2 + _cue_score(toks, i) for i in hits)
+        return sum(2 + cue_score(toks, i) for i in hits)
     score = 0
     for word in dict.fromkeys(opt):
         if len(word) < 3 or word in STOPWORDS:
             continue
         idx = [i for i, t in enumerate(toks) if t == word]
         if idx:
-            score += -4 if any(_cue_score(toks, i) < 0 for i in idx) else 1
+            score += -4 if any(cue_score(toks, i) < 0 for i in idx) else 1
     return score
 
 

@@ -1,0 +1,92 @@
+"""Reference planners of group travel planning: known-quality points the metrics must order.
+
+``Params.reference`` replaces the mediator's decisions (and, for ``gaming``, the plan) of a
+condition's dialogue; everything else (members, turns, metrics) is the condition's own.
+
+- ``oracle`` (**labelled oracle: reads the members' true preferences**, the simulator's profiles,
+  which no real system sees): each sub-slot holds every member's first choice (no option budget),
+  conflicts are reported exactly where the members' profiles diverge, each room type asked for
+  is booked (one stay per room type, as ``individual_choice``) and every stated house rule is kept.
+  An upper reference for W1–W3, M10, M11 and M2.
+- ``degraded``: the mediator hears only the first member's words (``read_wish`` on their turn),
+  reports no conflict and plans for that member alone: a lower reference.
+- ``gaming``: the condition's own decisions, then a plan that serves everyone the same
+  restaurant at every meal and pastes every member's wishes (the ``user_provide_*`` texts) into
+  ``raw_output``. Satisfaction reads only what a plan places, so the pasted text must not raise
+  W1–W3 / M10 / M11 above the honest plan's; M16 falls (repeated restaurant).
+
+Baselines are the conditions C1–C5 themselves (configs/group_reference.yaml runs all of them).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from agents.group.members import member_option
+from agents.group.synthesis import _base
+from agents.group.vote import option_label
+
+REFERENCES = ("oracle", "degraded", "gaming")
+_MEALS = ("breakfast", "lunch", "dinner")
+
+
+def _ranked(options: list[str]) -> list[str]:
+    """Distinct options, most often stated first, then in the order stated."""
+    counts = Counter(options)
+    order = {o: i for i, o in reversed(list(enumerate(options)))}
+    return sorted(counts, key=lambda o: (-counts[o], order[o]))
+
+
+def oracle_decision(members: list[dict], slot: str) -> dict:
+    """``{sub_slot: decision}`` from the members' true preferences (the oracle; see module doc)."""
+    subs = ("room_type", "house_rule") if slot == "lodging" else (slot,)
+    out = {}
+    for sub in subs:
+        rows = []
+        for m in members:
+            pref = m["preferences"][slot]
+            option = pref["house_rule"] if sub == "house_rule" else member_option(pref, slot)
+            rows.append({"member": m["name"], "role": m["role"], "text": pref["text"], "option": option,
+                         "also_ok": None if sub == "house_rule" else pref.get("also_ok"),
+                         "reject": None if sub == "house_rule" else pref.get("reject")})
+        d = _base(sub, rows, "oracle_true_preferences")
+        d["selected"] = _ranked([r["option"] for r in rows])
+        if sub == "room_type":
+            d.update(operator="individual_choice", member_options={r["member"]: r["option"] for r in rows})
+        d["primary"] = d["selected"][0]
+        out[sub] = d
+    return out
+
+
+def degraded_decision(stated: dict[str, list[dict]]) -> dict:
+    """``{sub_slot: decision}`` that listens to the first member only (their words, read as the
+    mediator reads them): no conflict reported, that member's option alone."""
+    out = {}
+    for sub, rows in stated.items():
+        d = _base(sub, rows[:1], "degraded_first_member_only")
+        d["selected"] = [rows[0]["option"]]
+        d["primary"] = rows[0]["option"]
+        out[sub] = d
+    return out
+
+
+def reference_text(kind: str, slot: str, decision: dict) -> tuple[str, str]:
+    """``(utterance, resolution_explanation)`` of a reference mediator's synthesis turn."""
+    chosen = "; ".join(", ".join(option_label(o) for o in d["selected"]) for d in decision.values())
+    topic = slot.replace("_", " ")
+    if kind == "oracle":
+        reason = f"every member's first choice is in the plan: {chosen}."
+    else:
+        reason = f"going with {chosen}, as the first of you asked."
+    return f"For {topic}, {reason}", reason
+
+
+def gaming_plan(plan: dict, db, city: str, wishes: list[str]) -> dict:
+    """The pasted-wishes plan: every meal at the city's first restaurant, every wish in the text."""
+    first = db.in_city("restaurants", city)[0]
+    days = [{**d, **{k: f"{first['name']}, {city}" for k in _MEALS}} for d in plan["days"]]
+    return {**plan, "days": days, "reference": "gaming",
+            "raw_output": "We heard every wish and planned for all of them: " + " ".join(wishes)}
+
+
+__all__ = ["REFERENCES", "oracle_decision", "degraded_decision", "reference_text", "gaming_plan"]
