@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from agents.service import faults
 from agents.service.action import ACTION_CLASS, decide_action
+from agents.service.fidelity import misstated_values
 from agents.service.judge import judge_turn
 from agents.service.llm_nodes import llm_action, llm_policy
 from agents.service.paraphrase import llm_realise, realise
@@ -47,7 +48,7 @@ from convsim.models import ModelUnavailable, refused_request
 from convsim.prefix import scripted_pair
 from evaluation.service import metrics as metrics
 from evaluation.service.scoring import score_dataset, score_dialogue
-from evaluation.service.success import task_success
+from evaluation.service.success import said_from_log, task_success
 from evaluation.service.sim_checks import simulator_checks as evaluator_simulator_checks
 from evaluation.service.turn_eval import SUPPORTED, UNSUPPORTED, evaluate_turn_state
 
@@ -156,6 +157,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
             if out["text"] and out.get("move") != "none":
                 info["template_text"] = out["text"]
                 info["text"], update["user_llm"] = _surface(state, ctx, out, us, turn + 1)
+                # a value said other than the one the simulator meant is the simulator's failure
+                info["misstated"] = misstated_values(info["text"], out, _db(ctx))
             if out["termination"] == TerminationReason.MAX_TURNS.value:
                 return Command(goto="finish", update={**update, "termination": out["termination"]})
             # user_stop / no_progress: the system still answers the last utterance, then finish
@@ -168,6 +171,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
              "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent", "move", "template_text")}}
     if info.get("scripted"):
         entry["meta"]["scripted"] = True
+    if info.get("misstated"):
+        entry["meta"]["misstated"] = info["misstated"]
     update.update(turn=turn + 1, user=info, transcript=[entry])
     return Command(goto="triage", update=update)
 
@@ -304,6 +309,9 @@ def response(state: State, runtime: Runtime[Context]) -> Command[Literal["evalua
         if ctx.params.fault == "invent_entity":
             text = faults.invent_entity(text, state["action"], seed=ctx.seed, turn=state["turn"],
                                         rate=ctx.params.fault_rate)
+        elif ctx.params.fault == "silent_actions":
+            text = faults.silent_actions(text, state["action"], seed=ctx.seed, turn=state["turn"],
+                                         rate=ctx.params.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("response", err, TerminationReason.AGENT_ERROR)
     pair = scripted_pair(state, state["turn"]) if state["user"].get("scripted") else None
@@ -332,15 +340,25 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
     final = log[-1]["pred_state"] if log else {}
     booking_goals, requested = _customer_goal(state, ctx)
     outcomes = state.get("outcomes", {})
+    # what reached the customer in the reply text: a booking counts once its reference was said,
+    # a fact once its value was said about that entity (evaluation/service/response_grounding.py)
+    said = said_from_log(log)
+    heard = {d: said.get(d) or {"entities": set(), "references": set(), "facts": set()} for d in outcomes}
     completion = metrics.task_completion_dialogue(
         booking_goals=booking_goals,
-        booked_domains={d for d, o in outcomes.items() if o.get("bookings")}, final_state=final,
-        requested=requested, informed={d: set(o.get("informed", {})) for d, o in outcomes.items()},
+        booked_domains={d for d, o in outcomes.items()
+                        if any(b.get("reference") in heard[d]["references"] for b in o.get("bookings", []))},
+        final_state=final, requested=requested,
+        informed={d: {s for s in o.get("informed", {}) if (str(o.get("entity") or "").lower(), s)
+                      in heard[d]["facts"]} for d, o in outcomes.items()},
         offered={d for d, o in outcomes.items() if o.get("entity")})
     errors = state.get("errors", [])
     extra = {"termination": state.get("termination"),
              "agent_errors": sum(e["node"] != "user" for e in errors),
              "simulator_errors": sum(e["node"] == "user" for e in errors),
+             # user turns that stated a value other than the simulator's own (a simulator failure)
+             "simulator_misstatements": sum(bool((e.get("meta") or {}).get("misstated"))
+                                            for e in state.get("transcript", []) if e.get("speaker") == "user"),
              "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns)}
     unsupported = sorted({e["gold_domain"] for e in log if e.get("gold_domain") in UNSUPPORTED})
     extra["unsupported_domains"] = unsupported
@@ -348,7 +366,9 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
         extra["task_completion_excluded"] = ("domain " + ", ".join(unsupported) if unsupported
                                              else "no booking or information goal in a supported domain")
     if state.get("mode") == "simulate" and state.get("goal"):
-        extra["task_success"] = task_success(state["goal"], outcomes, _db(ctx))["success"]
+        verdict = task_success(state["goal"], outcomes, _db(ctx), said=said)
+        extra["task_success"] = verdict["success"]  # gated on the reply text
+        extra["task_success_structured"] = verdict["structured_success"]  # the actions alone, as before
         extra["sim_complete"] = int(simulator_complete(state["user_state"]))
     dm = score_dialogue(turns, transfer_events=events, completion=completion, extra=extra)
     emit_metrics(runtime, turn=None, metrics={k: v for k, v in dm.items() if isinstance(v, (int, float))},
@@ -498,7 +518,8 @@ graph = compile_with_default_context(build(Params()))
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
                    "domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "memory_transfer",
-                   "policy_violations", "text_hallucination", "db_grounding_proposed", "db_grounding",
+                   "policy_violations", "text_hallucination", "response_grounding", "db_grounding_proposed",
+                   "db_grounding",
                    "supervisor_corrections", "slot_accuracy", "act_type_accuracy", "response_quality",
                    "heuristic_response_quality"]  # the latter when the judge is the heuristic (model none)
 
@@ -510,8 +531,9 @@ METRIC_INPUTS = {
     "slot_precision": ["triage", "belief"], "db_grounding": ["action", "supervision", "offered"],
     "policy_compliance": ["policy", "supervision"], "system_correct": ["policy", "action", "supervision"],
     "response_quality": ["response"], "heuristic_response_quality": ["response"],
-    "db_grounding_proposed": ["proposed"],
+    "db_grounding_proposed": ["proposed"], "response_grounding": ["response", "action"],
 }
 METRIC_THRESHOLDS = {"domain_routing": 1, "intent_accuracy": 1, "slot_accuracy": 1.0, "joint_goal_accuracy": 1,
                      "slot_precision": 1.0, "db_grounding": 1.0, "policy_compliance": 1, "system_correct": 1,
-                     "response_quality": 3, "heuristic_response_quality": 3, "db_grounding_proposed": 1.0}
+                     "response_quality": 3, "heuristic_response_quality": 3, "db_grounding_proposed": 1.0,
+                     "response_grounding": 1.0}

@@ -19,13 +19,19 @@ invent_entity       the response writer replaces the venue it should name  text_
 forget_area         memory drops ``area`` when the domain switches (the    memory_transfer < 1
                     "same area as the restaurant" carry-over is lost)
 misroute            triage routes the turn to a wrong domain               domain_routing < 1
+silent_actions      the response writer says nothing useful ("Sorry, I     response_grounding < 1
+                    cannot help with that. Goodbye.") while the action     (task_success falls:
+                    is right: the gaming reference (the simulated          no reference number
+                    customer reads the action, not the text)               reached the customer)
 ==================  =====================================================  =======================
 """
 from __future__ import annotations
 
 from convsim import rng_for
 
-FAULTS = ("none", "book_missing_slots", "ungrounded_action", "invent_entity", "forget_area", "misroute")
+FAULTS = ("none", "book_missing_slots", "ungrounded_action", "invent_entity", "forget_area", "misroute",
+          "silent_actions")
+SILENT_REPLY = "Sorry, I cannot help with that. Goodbye."
 INVENTED = [("The Golden Dragon", "01223 456789"), ("Riverside Palace", "01223 111222"),
             ("The Blue Lantern Inn", "01223 987654")]
 ROUTABLE = ("restaurant", "hotel", "attraction", "train")
@@ -102,3 +108,10 @@ def invent_entity(text: str, action: dict, *, seed: int, turn: int, rate: float)
     if swapped == text:
         swapped = f"{text} You could also try {name}."
     return f"{swapped} Their phone is {phone}."
+
+
+def silent_actions(text: str, action: dict, *, seed: int, turn: int, rate: float) -> str:
+    """A response writer whose reply states none of the action's acts (the action stays right)."""
+    if action.get("kind") in ("bye", "welcome", "unsupported") or not fires(seed, turn, "silent_actions", rate):
+        return text
+    return SILENT_REPLY

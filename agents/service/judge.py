@@ -37,13 +37,18 @@ def prompt_version() -> str:
 
 def heuristic_judge(*, response: str, requested: list[str], informed: dict, grounded: bool,
                     compliant: bool, action_ok: bool, refusal: bool = False,
-                    prompt_texts: list[str] | None = None) -> dict:
+                    prompt_texts: list[str] | None = None, unstated: list[str] | None = None,
+                    text_ungrounded: bool = False) -> dict:
     """Rubric as checks: start at 5; -2 ungrounded (action or response text), -1 policy breach,
-    -1 wrong action, -1 a requested fact left unanswered, -1 empty or over 60 words, -2 a raw
-    dict / JSON dump in the reply (``{'kind': ...``), -2 a line of the response agent's prompt
-    repeated verbatim (``prompt_texts``, default the response prompt and its scaffolding:
+    -1 wrong action, -1 a requested fact left unanswered (``informed`` holds only the facts whose
+    value the reply text states), -1 the offered entity or the booking reference not in the reply
+    text (``unstated``), -1 empty or over 60 words, -2 a raw dict / JSON dump in the reply
+    (``{'kind': ...``), -2 a line of the response agent's prompt repeated verbatim
+    (``prompt_texts``, default the response prompt and its scaffolding:
     ``convsim.models.echoed_prompt``); floor 1. A reply that is its own prompt (the echo *and* the
-    action's dict) scores 1, where the checks above alone gave it 5.
+    action's dict) scores 1, where the checks above alone gave it 5. A reply that states none of
+    its action's acts (``text_ungrounded``: evaluation/service/response_grounding.py) is capped at
+    2, whatever the other checks say: "Sorry, I cannot help with that." for a booking scored 5.
 
     A refusal (the user asked for a domain the system does not serve) is *not scored*: the checks
     say nothing about whether a refusal helped the user, so the heuristic gives no score and
@@ -59,6 +64,8 @@ def heuristic_judge(*, response: str, requested: list[str], informed: dict, grou
         score -= 1
     if any(r not in informed for r in requested):
         score -= 1
+    if unstated:
+        score -= 1
     words = len(response.split())
     if words == 0 or words > 60:
         score -= 1
@@ -66,6 +73,8 @@ def heuristic_judge(*, response: str, requested: list[str], informed: dict, grou
         score -= 2
     if echoed_prompt(response, response_prompt_texts() if prompt_texts is None else prompt_texts):
         score -= 2
+    if text_ungrounded:
+        score = min(score, 2)
     return {"score": max(score, 1), "ok": True, "raw": None, "error": None, "label": "heuristic_scored"}
 
 
@@ -75,7 +84,7 @@ def judge_turn(model, *, user: str, response: str, checks: dict) -> dict:
     if model.is_none:
         verdict = heuristic_judge(response=response, **checks)
         return dict(verdict, judge="heuristic", model="none", prompt_version=version)
-    checks = {k: v for k, v in checks.items() if k != "refusal"}
+    checks = {k: v for k, v in checks.items() if k not in ("refusal", "unstated", "text_ungrounded")}
     messages = [("system", PROMPT_FILE.read_text(encoding="utf-8")),
                 ("user", f"User: {user}\nSystem: {response}")]
     answer = model.structured(messages, JudgeVerdict, purpose="judge", retries=2)

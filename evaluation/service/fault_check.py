@@ -13,7 +13,18 @@ prints the table. A fault counts as *caught* when its metric moves the stated wa
 * ``invent_entity``: ``text_hallucination_micro`` > 0 (the supervisor runs before the response
   writer and claims nothing here);
 * ``forget_area``: ``memory_transfer_macro`` < 1;
-* ``misroute``: ``domain_routing`` (macro mean) < 1.
+* ``misroute``: ``domain_routing`` (macro mean) < 1;
+* ``silent_actions`` (the gaming reference: right actions, a reply that states none of them):
+  ``response_grounding_micro`` < 1 (and ``task_success_rate`` falls with it: a booking whose
+  reference number never reached the customer is no success).
+
+A verdict needs opportunities: a fault can only be seen where it could fire and its metric could
+see it (``OPPORTUNITIES``: booking requests the policy blocked, proposed mentions, text
+mentions, memory-transfer opportunities, routed turns, checked response acts, counted in the
+faulty variant). With fewer
+than ``min_opportunities`` (default ``MIN_OPPORTUNITIES`` = 5) the verdict is *not enough
+opportunities* (``caught`` None), neither caught nor missed: before, memory_transfer was marked
+caught on 1 opportunity in 30 sessions.
 """
 from __future__ import annotations
 
@@ -28,7 +39,18 @@ RULES = {  # fault -> (metric, source, test on faulty, test on clean)
     "invent_entity": ("text_hallucination_micro", "dataset", lambda v: v is not None and v > 0),
     "forget_area": ("memory_transfer_macro", "dataset", lambda v: v is not None and v < 1),
     "misroute": ("domain_routing", "metrics", lambda v: v is not None and v < 1),
+    "silent_actions": ("response_grounding_micro", "dataset", lambda v: v is not None and v < 1),
 }
+# fault -> the dataset count of its opportunities (unsupervised / supervised); None: no minimum
+OPPORTUNITIES = {
+    "book_missing_slots": ("bookings_blocked", "bookings_blocked"),
+    "ungrounded_action": ("db_mentions_proposed", "db_mentions_proposed"),
+    "invent_entity": ("text_mentions", "text_mentions"),
+    "forget_area": ("memory_transfer_opportunities", "memory_transfer_opportunities"),
+    "misroute": ("domain_routing_micro_n_turns", "domain_routing_micro_n_turns"),
+    "silent_actions": ("response_acts_checked", "response_acts_checked"),
+}
+MIN_OPPORTUNITIES = 5
 SUPERVISED = {  # what an enabled supervisor claims to catch: metric after it, and its corrections
     "book_missing_slots": ("policy_violation_rate", lambda v: v == 0),
     "ungrounded_action": ("db_grounding_micro", lambda v: v == 1),
@@ -41,8 +63,10 @@ def _value(variant: dict, metric: str, source: str):
     return (variant.get("metrics", {}).get(metric) or {}).get("mean")
 
 
-def fault_rows(summary: dict, variant_params: dict[str, dict]) -> list[dict]:
-    """One row per fault variant: its metric, the clean value, and whether it was caught."""
+def fault_rows(summary: dict, variant_params: dict[str, dict],
+               min_opportunities: int = MIN_OPPORTUNITIES) -> list[dict]:
+    """One row per fault variant: its metric, the clean value, its opportunities, and the verdict
+    (``caught`` True / False, or None with verdict "not enough opportunities")."""
     variants = summary["variants"]
     clean = {p.get("supervisor", True): name for name, p in variant_params.items()
              if p.get("fault", "none") == "none" and name in variants}
@@ -69,11 +93,20 @@ def fault_rows(summary: dict, variant_params: dict[str, dict]) -> list[dict]:
             value = _value(v, metric, source)
             caught = bool(test(value))
             expect = {"policy_violation_rate": "> 0", "text_hallucination_micro": "> 0"}.get(metric, "< 1")
+        key = OPPORTUNITIES.get(fault, (None, None))[1 if supervised else 0]
+        opportunities = v.get("dataset", {}).get(key) if key else None
+        if key and opportunities is None:  # a summary without the count cannot tell
+            caught, verdict = None, f"not enough opportunities ({key} not counted)"
+        elif key and opportunities < min_opportunities:
+            caught, verdict = None, f"not enough opportunities ({opportunities} < {min_opportunities})"
+        else:
+            verdict = "caught" if caught else "missed"
         rows.append({"variant": name, "fault": fault, "supervisor": supervised,
                      "fault_rate": params.get("fault_rate", 1.0), "metric": metric,
                      "clean": _value(base, metric, "dataset" if metric.endswith(("_rate", "_micro", "_macro"))
                                      else "metrics"),
-                     "faulty": value, "expected": expect, "caught": caught, "n": v.get("n")})
+                     "faulty": value, "expected": expect, "caught": caught, "verdict": verdict,
+                     "opportunities": opportunities, "opportunity_key": key, "n": v.get("n")})
     return rows
 
 
@@ -82,23 +115,26 @@ def _fmt(x) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| variant | fault | supervisor | metric | clean | faulty | expected | caught |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| variant | fault | supervisor | metric | clean | faulty | expected | opportunities | caught |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        verdict = r.get("verdict") or ("caught" if r["caught"] else "missed")
+        shown = {"caught": "yes", "missed": "NO"}.get(verdict, verdict)
+        opp = "—" if not r.get("opportunity_key") else f"{_fmt(r.get('opportunities'))} {r['opportunity_key']}"
         lines.append(f"| {r['variant']} | {r['fault']} (rate {r['fault_rate']}) | {'on' if r['supervisor'] else 'off'} "
                      f"| {r['metric']} | {_fmt(r['clean'])} | {_fmt(r['faulty'])} | {r['expected']} "
-                     f"| {'yes' if r['caught'] else 'NO'} |")
+                     f"| {opp} | {shown} |")
     return "\n".join(lines) + "\n"
 
 
-def write_fault_check(run_dir: Path) -> list[dict]:
+def write_fault_check(run_dir: Path, min_opportunities: int = MIN_OPPORTUNITIES) -> list[dict]:
     """Analysis hook: writes fault_check.md/json into the run directory and prints the table."""
     run_dir = Path(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
     base = cfg.get("params") or {}
     params = {v["name"]: {**base, **(v.get("params") or {})} for v in cfg.get("variants") or []}
-    rows = fault_rows(summary, params)
+    rows = fault_rows(summary, params, min_opportunities)
     if not rows:
         return rows
     (run_dir / "fault_check.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")

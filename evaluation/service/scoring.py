@@ -79,6 +79,11 @@ def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion
     said = sum(t.get("text_mentions", 0) for t in turns)
     out["text_hallucination"] = sum(t.get("text_ungrounded", 0) for t in turns) / said if said else None
     out["text_mentions"] = said
+    checked = sum(t.get("response_acts_checked", 0) or 0 for t in turns)
+    out["response_grounding"] = (sum(t.get("response_acts_stated", 0) or 0 for t in turns) / checked
+                                 if checked else None)
+    out["response_acts_checked"] = checked
+    out["response_ungrounded_turns"] = sum(t.get("response_ungrounded") or 0 for t in turns)
     for name, turn_key in (("supervisor_corrections", "supervisor_correction"),
                            ("booking_unconfirmed", "booking_unconfirmed"), ("unsupported_turns", "unsupported_domain"),
                            ("system_correct_unscored", "system_correct_unscored")):
@@ -124,7 +129,8 @@ def score_dataset(records: list[dict]) -> dict:
     out["memory_transfer_opportunities"] = sum(d["memory_transfer_opportunities"] for d in with_opp)
     turns = sum(d.get("n_turns", 0) for d in dms)
     out["policy_violation_rate"] = sum(d.get("policy_violations", 0) for d in dms) / turns if turns else None
-    for name in ("task_completion", "task_completion_gated", "task_success", "sim_complete"):
+    for name in ("task_completion", "task_completion_gated", "task_success", "task_success_structured",
+                 "sim_complete"):
         vals = [d.get(name) for d in dms if d.get(name) is not None]
         out[f"{name}_rate"] = sum(vals) / len(vals) if vals else None
     both = [d for d in dms if d.get("task_success") is not None and d.get("sim_complete") is not None]
@@ -145,6 +151,14 @@ def score_dataset(records: list[dict]) -> dict:
         n = sum(t.get(den, 0) for r in records for t in r.get("turn_metrics", []))
         out[name] = sum(t.get(num, 0) for r in records for t in r.get("turn_metrics", [])) / n if n else None
     out["text_mentions"] = sum(d.get("text_mentions", 0) for d in dms)
+    for name, turn_key in (("db_mentions_proposed", "db_mentions_proposed"), ("bookings_made", "bookings_made"),
+                           ("bookings_blocked", "booking_blocked")):  # opportunities of the fault check
+        out[name] = sum(t.get(turn_key, 0) or 0 for r in records for t in r.get("turn_metrics", []))
+    checked = sum(t.get("response_acts_checked", 0) or 0 for r in records for t in r.get("turn_metrics", []))
+    out["response_grounding_micro"] = (sum(t.get("response_acts_stated", 0) or 0 for r in records
+                                           for t in r.get("turn_metrics", [])) / checked if checked else None)
+    out["response_acts_checked"] = checked
+    out["response_ungrounded_turns"] = sum(d.get("response_ungrounded_turns", 0) or 0 for d in dms)
     for name in ("supervisor_corrections", "booking_unconfirmed", "unsupported_turns", "system_correct_unscored"):
         out[name] = sum(d.get(name, 0) for d in dms)
     excluded = Counter(d["task_completion_excluded"] for d in dms if d.get("task_completion_excluded"))

@@ -25,7 +25,11 @@ def simulator_checks(state: dict) -> list[dict]:
     * ``early_goodbye``: the user says goodbye on a turn whose own act is not a goodbye;
     * ``user_error``: the user node raised (the session ended ``user_error``);
     * ``goal_unstated``: the user ended the dialogue (``user_stop``) before stating a constraint
-      of every domain of its goal.
+      of every domain of its goal;
+    * ``user_misstated``: a user utterance stated a slot value other than the one the simulator
+      meant to disclose (the user node's ``meta.misstated``: the rule NLU's parse of the text
+      against the move's values, ``agents/service/fidelity.py:misstated_values``), e.g. "for 3
+      people" when its goal says 5. The agent then answered a customer who is not the goal's.
     """
     flags: list[dict] = []
     mode, termination = state.get("mode"), state.get("termination")
@@ -47,6 +51,10 @@ def simulator_checks(state: dict) -> list[dict]:
             flags.append({"check": "user_speaks_as_agent", "detail": f"turn {entry.get('turn')}: {text[:120]}"})
         if GOAL_LEAK.search(text):
             flags.append({"check": "goal_leak", "detail": f"turn {entry.get('turn')}: {text[:120]}"})
+        for m in meta.get("misstated") or []:
+            flags.append({"check": "user_misstated",
+                          "detail": f"turn {entry.get('turn')}: said {m['slot']}={m['said']!r}, meant "
+                                    f"{m['meant']!r}: {text[:100]}"})
         if EARLY_BYE.search(text) and meta.get("move") not in ("bye", "give_up", None):
             flags.append({"check": "early_goodbye", "detail": f"turn {entry.get('turn')} ({meta.get('move')}): "
                                                               f"{text[:120]}"})

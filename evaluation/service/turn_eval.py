@@ -12,6 +12,7 @@ from typing import Callable
 from catalog.service.db import ServiceDB, ServiceSchema
 from evaluation.service import metrics
 from evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
+from evaluation.service.response_grounding import response_grounding
 from evaluation.service.scoring import score_turn
 from evaluation.service.text_check import text_mentions
 
@@ -38,6 +39,9 @@ def evaluate_turn_state(state: dict, *, schema: ServiceSchema, db: ServiceDB, ac
     audit = booking_audit(act, schema, db, gold_state if gd is not None else None)
     before, after = action_grounding(state["proposed"], db), action_grounding(act, db)
     said = text_mentions(state["response"], db, action_entity=(d, act.get("entity")) if act.get("entity") else None)
+    # what of the action the reply text states (the customer reads the text, not the action)
+    spoken = response_grounding(state["response"], act, text_mentions=said)
+    unstated = {i["act"] for i in spoken["items"] if not i["stated"]}
     acts = [a.get("intent") for a in u.get("user_acts", [])]
     user_act = ("bye" if "bye" in acts else "thank" if "thank" in acts and gd == "general"
                 else "request" if "request" in acts else "inform")
@@ -51,10 +55,14 @@ def evaluate_turn_state(state: dict, *, schema: ServiceSchema, db: ServiceDB, ac
     text_ok = not any(not m["grounded"] for m in said)
     judge = None
     if judge_fn is not None:
+        # a requested fact counts as answered only when its value is in the reply text
         checks = {"requested": [r for r in t.get("requested", []) if act.get("kind") == "inform"],
-                  "informed": act.get("informed", {}), "grounded": all(x["grounded"] for x in mentions) and text_ok,
+                  "informed": {k: v for k, v in act.get("informed", {}).items() if f"fact:{k}" not in unstated},
+                  "grounded": all(x["grounded"] for x in mentions) and text_ok,
                   "compliant": bool(audit["compliant"]), "action_ok": expected in (None, actual),
-                  "refusal": act["kind"] == "unsupported"}
+                  "refusal": act["kind"] == "unsupported",
+                  "unstated": sorted(unstated & {"entity", "reference"}),
+                  "text_ungrounded": bool(spoken["ungrounded"])}
         judge = judge_fn(user=u["text"], response=state["response"], checks=checks)
     scores = score_turn(user=u, triage=t, pred_state=pred, action=act, mentions=mentions,
                         missing_required=audit["missing"], expected=expected, actual=actual, judge=judge,
@@ -73,6 +81,8 @@ def evaluate_turn_state(state: dict, *, schema: ServiceSchema, db: ServiceDB, ac
                        for n, out in (("triage", t), ("policy", pol), ("action", state["proposed"]))
                        if n in llm_failed}
     scores.update(policy_decision_accuracy=policy_ok, llm_failures=len(llm_failed), llm_failed_nodes=llm_failed,
+                  # a booking asked for that the policy blocks: where a booking without its slots can happen
+                  booking_blocked=int(bool(pol.get("booking_requested")) and not pol.get("allowed")),
                   llm_failure_raw=llm_failure_raw or None,
                   action_selection_accuracy=None if expected is None else
                   int(action_class.get(state["proposed"]["kind"], state["proposed"]["kind"]) == expected))
@@ -80,9 +90,20 @@ def evaluate_turn_state(state: dict, *, schema: ServiceSchema, db: ServiceDB, ac
                   db_mentions_proposed=before["mentions"], db_grounded_proposed=before["grounded"],
                   supervisor_blocks=len(state["supervision"]["violations"]),
                   supervisor_correction=supervisor_correction(state["proposed"], act),
-                  booking_unconfirmed=len(audit["unconfirmed"]), unsupported_domain=int(gd in UNSUPPORTED),
+                  booking_unconfirmed=len(audit["unconfirmed"]), bookings_made=audit["booked"],
+                  unsupported_domain=int(gd in UNSUPPORTED),
                   text_mention_log=[f"{m['slot']}={m['value']}:{'ok' if m['grounded'] else 'UNGROUNDED'}"
-                                    for m in said])
+                                    for m in said],
+                  response_grounding=spoken["score"], response_acts_checked=spoken["checked"],
+                  response_acts_stated=spoken["stated"], response_ungrounded=spoken["ungrounded"],
+                  response_unstated=sorted(unstated) or None)
     log = {"turn": state["turn"], "gold_domain": gd, "gold_state": gold_state, "pred_state": pred,
-           "offered_domain": d if act.get("entity") else None, "gold_intent": u.get("gold_intent")}
+           "offered_domain": d if act.get("entity") else None, "gold_intent": u.get("gold_intent"),
+           # what reached the customer in text: the named entity, the reference, the stated facts
+           "said": {"domain": d, "entity": act.get("entity") if act.get("entity") and "entity" not in unstated
+                    else None,
+                    "reference": act.get("reference") if act.get("kind") == "book" and "reference" not in unstated
+                    else None, "entity_of_facts": act.get("entity"),
+                    "facts": {k: v for k, v in (act.get("informed") or {}).items()
+                              if k != "ref" and f"fact:{k}" not in unstated}}}
     return scores, log
