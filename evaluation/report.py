@@ -21,7 +21,6 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from convsim import read_jsonl
 from convsim.recordset import RecordSet, keys_of, statuses_of
 from convsim.textio import load_json
 from convsim.usage import REPORT_COLUMNS, UsageTally
@@ -125,8 +124,6 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     several = len(run.variants) > 1
     warnings = [w for w in statistics.get("warnings", [])
                 if several or not any(t in w for t in BETWEEN_VARIANT_TESTS)]
-    errors_path = run.run_dir / "errors.jsonl"
-    infra = read_jsonl(errors_path) if errors_path.exists() else []
     trials = max((k[2] for k in keys_of(run.records)), default=0) + 1
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["fmt"] = _fmt
@@ -146,7 +143,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
         variants=run.variants, baseline=baseline, baseline_warning=baseline_warning, several=several,
         headline=headline, headline_figures=headline_figures,
-        status=fidelity.status_counts(run.records, run.variants, infra),
+        status=fidelity.status_counts(run.records, run.variants),
         flags=fidelity.simulator_flags(run.records),
         unchecked=fidelity.simulator_unchecked(run.records),
         decomposition=fidelity.variance_decomposition(clean, [r["metric"] for r in headline["rows"]]),

@@ -52,9 +52,9 @@ def test_status_counts_and_flags():
     recs = [_rec("a", "s1", 1.0), _rec("a", "s2", None, status="simulator_failure",
                                        flags=[{"check": "_check_persona", "detail": "spoke as the agent"}]),
             _rec("a", "s3", 0.0, status="agent_failure"), _rec("b", "s1", 1.0, status="code_error")]
-    counts = status_counts(recs, ["a", "b"], [{"variant": "b", "session_id": "s2"}])
+    counts = status_counts(recs, ["a", "b"])
     assert counts == {"a": {"ok": 1, "agent_failure": 1, "simulator_failure": 1, "errors": 0},
-                      "b": {"ok": 0, "agent_failure": 0, "simulator_failure": 0, "errors": 2}}
+                      "b": {"ok": 0, "agent_failure": 0, "simulator_failure": 0, "errors": 1}}
     flags = simulator_flags(recs)
     assert flags["_check_persona"]["count"] == {"a": 1}
     assert flags["_check_persona"]["example"]["session_id"] == "s2"
