@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -150,10 +152,72 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         metric_rows=metric_rows(run, statistics, metrics), stats=statistics, warning_groups=group_warnings(warnings),
         dataset_rows=_dataset_rows(run), usage=_usage(run), usage_columns=REPORT_COLUMNS, figures=_figures(run.run_dir, statistics.get("figures", [])),
         sessions=sessions, sessions_total=len(run.records), sessions_per_variant=SESSIONS_PER_VARIANT,
-        viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"])
+        viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"],
+        progress=run_progress(run, module))
     out = run.run_dir / "report.html"
     out.write_text(html, encoding="utf-8")
     return out
+
+
+_FEWER = re.compile(r"^variant (.+): the graph yields (\d+) sessions, fewer than the \d+ asked")
+
+
+def _planned_sessions(run: RunData, module, variant: Mapping) -> int | None:
+    """Sessions one variant plans, when config.yaml says so without iterating the graph's
+    ``sessions()``: ``sessions: N``, else an ``n_sessions`` param of a graph that has one."""
+    cfg = run.config
+    if isinstance(cfg.get("sessions"), int) and not isinstance(cfg.get("sessions"), bool):
+        return cfg["sessions"]
+    fields = getattr(getattr(module, "Params", None), "model_fields", {}) if module is not None else {}
+    if "n_sessions" not in fields:
+        return None
+    params = {**(cfg.get("params") or {}), **((variant.get("params") or {}) if isinstance(variant, Mapping) else {})}
+    n = params.get("n_sessions", fields["n_sessions"].default)
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def run_progress(run: RunData, module=None) -> dict:
+    """What config.yaml planned beside what results.jsonl holds, so a run stopped half-way never
+    reads as a complete smaller experiment: ``planned`` {variant: session attempts or None},
+    ``landed`` {variant: records with a final status}, ``errored`` {variant: infra/code errors,
+    re-run on resume}, ``missing`` (configured variants with no record), ``incomplete``, the
+    planned total (None when the config cannot tell without iterating the graph's sessions())
+    and the ``resume`` command."""
+    cfg = run.config or {}
+    if not cfg or cfg.get("fork"):  # no config, or a fork (its one session is the plan)
+        return {"incomplete": False, "planned": {}, "missing": [], "total": None}
+    configured = [v for v in cfg.get("variants") or [] if isinstance(v, Mapping) and v.get("name")] \
+        or [{"name": "default"}]
+    trials = cfg.get("trials") if isinstance(cfg.get("trials"), int) else 1
+    fewer = {}
+    for w in (run.summary or {}).get("run_warnings") or []:
+        m = _FEWER.match(str(w))
+        if m:
+            fewer[m.group(1)] = int(m.group(2))
+    statuses = statuses_of(run.records)
+    landed: dict[str, int] = {}
+    errored: dict[str, int] = {}
+    for (variant, _, _), status in zip(keys_of(run.records), statuses):
+        bucket = errored if status in fidelity.ERROR_STATUSES else landed
+        bucket[variant] = bucket.get(variant, 0) + 1
+    planned = {}
+    for v in configured:
+        n = fewer.get(v["name"], _planned_sessions(run, module, v))
+        planned[v["name"]] = None if n is None else n * trials
+    names = [v["name"] for v in configured]
+    missing = [v for v in names if not landed.get(v) and not errored.get(v)]
+    short = [v for v in names if planned[v] is not None and landed.get(v, 0) < planned[v]]
+    known = all(n is not None for n in planned.values())
+    total = sum(planned.values()) if known else None
+    done = sum(landed.get(v, 0) for v in names)
+    out_dir = run.run_dir.resolve().parent
+    resume = (f"convsim run {shlex.quote(str(run.run_dir.resolve() / 'config.yaml'))} "
+              f"--run-id {shlex.quote(run.run_dir.name)} --out {shlex.quote(str(out_dir))}")
+    sessions = sorted({n // trials for n in planned.values() if n is not None})
+    return {"incomplete": bool(missing or short or any(errored.values())), "planned": planned,
+            "landed": landed, "errored": errored, "missing": missing, "short": short, "total": total,
+            "done": done, "n_errored": sum(errored.values()), "n_variants": len(names), "trials": trials,
+            "sessions": sessions[0] if len(sessions) == 1 else None, "resume": resume}
 
 
 def _usage(run: RunData) -> dict[str, dict]:

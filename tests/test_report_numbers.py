@@ -4,6 +4,9 @@ as such (findings of a browser audit of report.html)."""
 
 import json
 import re
+import shlex
+import subprocess
+import sys
 
 from convsim.config import config_from_dict
 from convsim.runner import run
@@ -15,7 +18,7 @@ def _status_table(html: str) -> dict[str, list[int]]:
     rows = {}
     for tr in re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]:
         cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
-        rows[cells[0]] = [int(c) for c in cells[1:]]
+        rows[cells[0]] = [int(c) if c.isdigit() else c for c in cells[1:6]]
     return rows
 
 
@@ -43,3 +46,37 @@ def test_errored_sessions_are_counted_once_as_in_summary_json(tmp_path, monkeypa
         assert table[v] == [c["sessions"], c["ok"], c["agent_failure"], c["simulator_failure"], d["errors"]], v
     assert table["fine"][-1] == 1 and table["broken"] == [3, 0, 0, 0, 3]
     assert "3 error(s)" in html and "6 error(s)" not in html  # the lede of the variant with no clean session
+
+
+def test_an_interrupted_run_says_what_was_planned_and_how_to_resume(tmp_path):
+    """A run stopped half-way read as a complete smaller experiment: the variants with no record
+    vanished and nothing compared config.yaml with the records."""
+    cfg = config_from_dict({"graph": "hello_chat", "sessions": 4, "out_dir": str(tmp_path), "run_id": "cut",
+                            "trace": False, "analysis": [],
+                            "variants": [{"name": "a"}, {"name": "b", "params": {"n_turns": 2}},
+                                         {"name": "c", "params": {"n_turns": 1}}]})
+    run_dir = run(cfg, analyze=False)
+    html = build_report(run_dir).read_text()
+    assert 'id="incomplete"' not in html and "Incomplete run" not in html  # the whole plan landed
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    kept = [ln for ln in lines if json.loads(ln)["variant"] == "a"
+            or (json.loads(ln)["variant"] == "b" and json.loads(ln)["session_id"] in ("s000", "s001"))]
+    (run_dir / "results.jsonl").write_text("\n".join(kept) + "\n")  # as if killed: c never ran, b half
+    for stale in ("summary.json", "stats.json", "metrics.csv"):
+        (run_dir / stale).unlink(missing_ok=True)
+    html = build_report(run_dir).read_text()
+    note = re.search(r'<span class="warn" id="incomplete">(.*?)</span>', html, re.S).group(1)
+    text = re.sub(r"<[^>]+>", "", note)
+    assert "3 variant(s) × 4 session(s) × 1 trial(s) = 12 session attempts; 6 finished" in text
+    assert "no record at all for 1 variant(s): c" in text
+    table = _status_table(html)
+    assert table["b"][0] == 2 and "not run yet" in html
+    resume = re.search(r"<code>(convsim run .*?)</code>", note).group(1)
+    import html as html_lib
+    argv = shlex.split(html_lib.unescape(resume))
+    assert argv[:2] == ["convsim", "run"]
+    subprocess.run([sys.executable, "-m", "convsim", *argv[1:], "--no-analysis", "--quiet"], check=True,
+                   cwd=str(tmp_path), env={**__import__("os").environ})
+    assert len((run_dir / "results.jsonl").read_text().splitlines()) == 12  # the command resumed this run
+    html = build_report(run_dir).read_text()
+    assert "Incomplete run" not in html
