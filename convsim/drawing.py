@@ -272,12 +272,12 @@ def write_png(graph: Any, path: str | Path, *, dpi: int = 120) -> Path:
                                      linestyle="--" if conditional else "-"))
         if label:
             mx, my = pts[len(pts) // 2]
-            ax.text(mx, my, label, fontsize=7, ha="center")
+            ax.text(mx, my, label, fontsize=7, ha="center", parse_math=False)
     for n in nodes:
         x, y = pos[n]
         ax.add_patch(FancyBboxPatch((x - NODE_W / 2, y - NODE_H / 2), NODE_W, NODE_H,
                                     boxstyle="round,pad=0,rounding_size=6", fc="#f2f0ff", ec="#6b5fd3"))
-        ax.text(x, y, n, ha="center", va="center", fontsize=8)
+        ax.text(x, y, n, ha="center", va="center", fontsize=8, parse_math=False)  # "$" is a name
     path = Path(path)
     try:
         if path.is_dir():

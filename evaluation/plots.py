@@ -2,10 +2,13 @@
 
 Each function writes ``<out_dir>/<stem>.png`` and ``.svg`` and returns the stems it wrote
 (none when the data does not allow the figure, e.g. a radar with fewer than 3 judge metrics).
+Metric, variant and session names are user text: every figure is drawn with mathtext off
+(``text.parse_math``), so a "$" in a name is a dollar sign, never a formula that fails to parse.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +21,15 @@ import numpy as np  # noqa: E402
 
 from convsim.recordset import keys_of  # noqa: E402
 from evaluation.records import MetricTable, metric_table  # noqa: E402
+
+
+def _plain_text(draw):
+    """Draw with mathtext off: names are shown as written ("$5 vs $10", "$\\frac{a$")."""
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+    return wrapper
 
 
 def _save(fig, out_dir: Path, stem: str, **margins) -> str:
@@ -35,6 +47,7 @@ def safe_stem(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "metric"
 
 
+@_plain_text
 def bar_charts(describe: Mapping[str, Mapping[str, Mapping]], out_dir: Path) -> list[str]:
     """One bar chart per metric: mean per variant with its 95% bootstrap CI as error bars.
     ``describe`` is ``{metric: {variant: {"mean", "ci_low", "ci_high", "n"}}}``."""
@@ -57,6 +70,7 @@ def bar_charts(describe: Mapping[str, Mapping[str, Mapping]], out_dir: Path) -> 
     return stems
 
 
+@_plain_text
 def judge_radar(means: Mapping[str, Mapping[str, float]], out_dir: Path, *, lo: float = 1, hi: float = 5) -> list[str]:
     """Radar of the judge metrics, one polygon per variant; ``means`` is ``{variant: {metric: mean}}``."""
     metrics = sorted({m for d in means.values() for m, v in d.items() if v is not None})
@@ -76,6 +90,7 @@ def judge_radar(means: Mapping[str, Mapping[str, float]], out_dir: Path, *, lo: 
     return [_save(fig, out_dir, "radar_judge")]
 
 
+@_plain_text
 def correlation_heatmap(records: Sequence[Mapping] | MetricTable, metrics: Sequence[str], out_dir: Path) -> list[str]:
     """Spearman correlations between metrics, pooled over all sessions (pairwise complete)."""
     import pandas as pd
@@ -96,6 +111,7 @@ def correlation_heatmap(records: Sequence[Mapping] | MetricTable, metrics: Seque
     return [_save(fig, out_dir, "correlation_heatmap", left=0.3, bottom=0.3, right=0.95)]
 
 
+@_plain_text
 def distributions(values: Mapping[str, Mapping[str, Sequence[float]]], out_dir: Path, *, per_row: int = 4) -> list[str]:
     """Box plots of every metric's per-session values per variant; ``{metric: {variant: [values]}}``."""
     metrics = [m for m, d in values.items() if any(len(v) for v in d.values())]
@@ -113,6 +129,7 @@ def distributions(values: Mapping[str, Mapping[str, Sequence[float]]], out_dir: 
     return [_save(fig, out_dir, "distributions")]
 
 
+@_plain_text
 def scatter_against(records: Sequence[Mapping] | MetricTable, x_metrics: Sequence[str], y_metrics: Sequence[str],
                     out_dir: Path, *, stem: str = "tas_vs_judge") -> list[str]:
     """Scatter of each x metric (e.g. tas_*) against each y metric (judge_*), colour = variant."""
@@ -150,6 +167,7 @@ def shift_turns(transcript: Sequence[Mapping]) -> list[int]:
                    if str(t.get("speaker", "")).lower() == "user" and _turn_meta(t).get("shift_event")})
 
 
+@_plain_text
 def tas_timelines(records: Sequence[Mapping], out_dir: Path, *, max_sessions: int = 6, prefix: str = "tas") -> list[str]:
     """Per session: every turn metric whose name starts with ``prefix`` against the turn, one line per
     variant, with the simulator's true shifts as dashed vertical lines."""
@@ -181,6 +199,7 @@ def tas_timelines(records: Sequence[Mapping], out_dir: Path, *, max_sessions: in
     return stems
 
 
+@_plain_text
 def headline_figure(metric: str, values: Mapping[str, Sequence[float]], describe: Mapping[str, Mapping],
                     out_dir: Path) -> list[str]:
     """One headline metric: every clean session as a dot, the mean with its 95% CI as a bar over

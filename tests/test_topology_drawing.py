@@ -105,3 +105,12 @@ def test_nodes_whose_names_mermaid_escapes_keep_every_node_and_edge():
     assert sorted(boxes) == sorted(["plain", "check answer", "rank+filter", "a&lt;b", "endpoint", "é☕",
                                     "__start__", "__end__"])
     assert svg.count('class="cs-edge"') == 8 and "a<b" not in svg
+
+
+def test_png_of_a_node_named_like_mathtext(tmp_path):
+    """matplotlib read "$\\frac{a$" as a formula and raised."""
+    from convsim.drawing import write_png
+    text = "graph TD;\n\t__start__([<p>__start__</p>]):::first\n\tn(n)\n\t__end__([<p>__end__</p>]):::last\n" \
+           "\t__start__ -. &nbsp;$\\frac{a$&nbsp; .-> n;\n\tn --> __end__;\n"
+    text = text.replace("\tn(n)", "\tn($\\frac{a$ b_c^d)")
+    assert write_png(text, tmp_path / "t.png").stat().st_size > 0
