@@ -40,9 +40,17 @@ def sig3(x) -> str:
 
 
 def headline_metrics(declared: Sequence[str], records: Sequence[Mapping] | MetricTable) -> list[str]:
+    return headline_choice(declared, records)["metrics"]
+
+
+def headline_choice(declared: Sequence[str], records: Sequence[Mapping] | MetricTable) -> dict:
+    """``metrics``: the declared metrics with a finite value in some clean session, else the first
+    ``FALLBACK_HEADLINES`` metrics; ``empty``: the declared ones with no finite value (shown as such,
+    never silently dropped); ``fallback``: True when the headline is not the declared metrics."""
     present = [m for m in metric_names(records) if m not in JUDGE_FLAGS]
     chosen = [m for m in declared if m in present]
-    return chosen or present[:FALLBACK_HEADLINES]
+    return {"metrics": chosen or present[:FALLBACK_HEADLINES], "declared": list(declared),
+            "empty": [m for m in declared if m not in present], "fallback": not chosen}
 
 
 def choose_baseline(configured: str | None, variants: Sequence[str]) -> tuple[str | None, str | None]:

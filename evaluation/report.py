@@ -27,8 +27,8 @@ from convsim.recordset import RecordSet, keys_of, statuses_of
 from convsim.textio import load_json
 from convsim.usage import REPORT_COLUMNS, UsageTally
 from evaluation import fidelity, plots
-from evaluation.headline import choose_baseline, group_warnings, headline_metrics, headline_table, sig3
-from evaluation.records import RunData, flat_numeric, load_run, metric_names
+from evaluation.headline import FALLBACK_HEADLINES, choose_baseline, group_warnings, headline_choice, headline_table, sig3
+from evaluation.records import RunData, load_run, metric_names
 from evaluation.run_stats import _graph_module, write_statistics
 from evaluation.trace_html import report_fragments
 
@@ -68,25 +68,52 @@ def session_view(record: Mapping) -> dict:
             "seed": record.get("seed"), "status": record.get("status", "ok"), "error": record.get("error"),
             "flags": list(record.get("simulator_flags") or []),
             "prefix_turns": (record.get("prefix") or {}).get("turns") if isinstance(record.get("prefix"), dict) else None,
-            "rows": rows, "dialogue_metrics": {k: _fmt(v) for k, v in flat_numeric(record.get("dialogue_metrics")).items()},
+            "rows": rows, "dialogue_metrics": shown_metrics(record.get("dialogue_metrics")),
             "judges": {k: json.dumps(v, indent=1, default=str) for k, v in judges.items()}}
+
+
+NO_FINITE = "no finite value (n=0)"
 
 
 def metric_rows(run: RunData, statistics: Mapping, metrics: list[str]) -> list[dict]:
     """Every metric as a row, one ``mean [95% CI] (n)`` cell per variant (from summary.json when
     the engine wrote it, else from stats.json): the full dump, transposed so it never scrolls
-    sideways however many metrics a graph has."""
+    sideways however many metrics a graph has. Metrics the sessions name with no finite value
+    (all None, inf or NaN; summary.json's n=0) are rows too, their cells ``no finite value (n=0)``;
+    "—" is a variant that does not have the metric."""
     variants_summary = (run.summary or {}).get("variants", {})
+    names = dict.fromkeys(metrics)
+    names.update(dict.fromkeys(run.table.empty))
+    for d in variants_summary.values():
+        names.update(dict.fromkeys((d or {}).get("metrics") or {}))
     rows = []
-    for m in metrics:
+    for m in names:
         cells = {}
         for v in run.variants:
             d = variants_summary.get(v, {}).get("metrics", {}).get(m) or \
                 statistics.get("metrics", {}).get(m, {}).get("variants", {}).get(v) or {}
-            cells[v] = "—" if d.get("mean") is None else (
-                f"{sig3(d['mean'])} [{sig3(d.get('ci_low'))}, {sig3(d.get('ci_high'))}] (n={d.get('n', '?')})")
+            if d.get("mean") is not None:
+                cells[v] = f"{sig3(d['mean'])} [{sig3(d.get('ci_low'))}, {sig3(d.get('ci_high'))}] (n={d.get('n', '?')})"
+            else:
+                cells[v] = NO_FINITE if d.get("n") == 0 or (not d and m not in metrics) else "—"
         rows.append({"metric": m, "cells": cells})
     return rows
+
+
+def shown_metrics(metrics, prefix: str = "") -> dict[str, str]:
+    """A record's metrics as the drill-down prints them, nested dicts flattened as ``a.b``: numbers
+    to 3 significant digits, inf, -inf and nan as such (summary.json leaves them out as not finite),
+    None as "—" (not applicable)."""
+    out: dict[str, str] = {}
+    for key, value in (metrics or {}).items() if isinstance(metrics, Mapping) else ():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(shown_metrics(value, name + "."))
+        elif isinstance(value, bool):
+            out[name] = sig3(float(value))
+        elif isinstance(value, (int, float)) or value is None:
+            out[name] = sig3(value)
+    return out
 
 
 def _figures(run_dir: Path, stems: list[str]) -> list[dict]:
@@ -121,8 +148,8 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     metrics = metric_names(clean)
     module = _graph_module(run)
     baseline, baseline_warning = choose_baseline(run.config.get("baseline"), run.variants)
-    headline = headline_table(clean, run.variants, headline_metrics(getattr(module, "SUMMARY_METRICS", []), clean),
-                              baseline, alpha=statistics.get("alpha", 0.05))
+    choice = headline_choice(list(getattr(module, "SUMMARY_METRICS", None) or []), clean)
+    headline = headline_table(clean, run.variants, choice["metrics"], baseline, alpha=statistics.get("alpha", 0.05))
     several = len(run.variants) > 1
     warnings = [w for w in statistics.get("warnings", [])
                 if several or not any(t in w for t in BETWEEN_VARIANT_TESTS)]
@@ -134,8 +161,8 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     sessions = []
     for r in shown:
         view = session_view(r)
-        dm = flat_numeric(r.get("dialogue_metrics"))
-        view["headline"] = {row["metric"]: sig3(dm.get(row["metric"])) for row in headline["rows"][:3]}
+        view["headline"] = {row["metric"]: view["dialogue_metrics"].get(row["metric"], "—")
+                            for row in headline["rows"][:3]}
         view["trace"] = viewer["sessions"].get((str(r.get("variant")), str(r.get("session_id")),
                                                 int(r.get("trial", 0))), "")
         sessions.append(view)
@@ -153,7 +180,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         dataset_rows=_dataset_rows(run), usage=_usage(run), usage_columns=REPORT_COLUMNS, figures=_figures(run.run_dir, statistics.get("figures", [])),
         sessions=sessions, sessions_total=len(run.records), sessions_per_variant=SESSIONS_PER_VARIANT,
         viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"],
-        progress=run_progress(run, module))
+        progress=run_progress(run, module), choice=choice, no_finite=NO_FINITE, fallback_n=FALLBACK_HEADLINES)
     out = run.run_dir / "report.html"
     out.write_text(html, encoding="utf-8")
     return out

@@ -80,3 +80,38 @@ def test_an_interrupted_run_says_what_was_planned_and_how_to_resume(tmp_path):
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == 12  # the command resumed this run
     html = build_report(run_dir).read_text()
     assert "Incomplete run" not in html
+
+
+def test_metrics_with_no_finite_value_are_shown_as_such(tmp_path, monkeypatch):
+    """A declared headline metric with no finite value vanished without a note and was missing
+    from All metrics; with none of the declared metrics present the first 8 metrics were the
+    headline silently; an inf in a session showed as "—" like not-applicable."""
+    import types
+
+    from analysis_runs import make_run
+    from evaluation import report as report_mod
+
+    run_dir = make_run(tmp_path, variants=("a", "b"), sessions=3)
+    lines = []
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        r["dialogue_metrics"].update({"nanm": None, "infm": float("inf")})
+        lines.append(json.dumps(r))
+    (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
+    graph = types.SimpleNamespace(SUMMARY_METRICS=["tas_grounded", "nanm", "infm"])
+    monkeypatch.setattr(report_mod, "_graph_module", lambda run: graph)
+    html = build_report(run_dir).read_text()
+    rows = re.findall(r'<tr class="headline-row[^"]*"><th>(.*?)</th>(.*?)</tr>', html, re.S)
+    assert [m for m, _ in rows] == ["tas_grounded", "nanm", "infm"]
+    assert all("no finite value (n=0)" in cells for m, cells in rows[1:])
+    assert 'id="headline-fallback"' not in html
+    dump = re.search(r'<table id="summary-table">(.*?)</table>', html, re.S).group(1)
+    for m in ("nanm", "infm"):
+        row = re.search(rf'<tr class="metric-row"><th>{m}</th>(.*?)</tr>', dump, re.S).group(1)
+        assert row.count("no finite value (n=0)") == 2
+    assert "infm=inf;" in html and "nanm=—;" in html  # the drill-down: inf is not "not applicable"
+    graph.SUMMARY_METRICS = ["nanm"]
+    html = build_report(run_dir).read_text()
+    note = re.search(r'<p class="note warn" id="headline-fallback">(.*?)</p>', html, re.S).group(1)
+    assert "None of the graph's SUMMARY_METRICS (nanm) has a finite value" in note
+    assert "first 8 metrics" in note
