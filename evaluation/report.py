@@ -116,12 +116,21 @@ def shown_metrics(metrics, prefix: str = "") -> dict[str, str]:
     return out
 
 
+HEADLINE_PX_PER_INCH = 78  # a headline figure's inch on the page (the 3.2-inch figure: 250 px)
+
+
 def _figures(run_dir: Path, stems: list[str]) -> list[dict]:
+    """The PNGs, base64, with the width to show each at: ``HEADLINE_PX_PER_INCH`` per inch of
+    figure (the PNG's width over its dpi), so a figure drawn wider for more variants is shown wider
+    rather than squeezed into the same box."""
     out = []
     for stem in stems:
         png = run_dir / "figures" / f"{stem}.png"
         if png.exists():
-            out.append({"name": stem, "data": base64.b64encode(png.read_bytes()).decode("ascii")})
+            data = png.read_bytes()
+            px = int.from_bytes(data[16:20], "big") if data[12:16] == b"IHDR" else 0
+            out.append({"name": stem, "data": base64.b64encode(data).decode("ascii"),
+                        "width": round(px / plots.DPI * HEADLINE_PX_PER_INCH) if px else None})
     return out
 
 
