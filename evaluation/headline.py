@@ -92,7 +92,8 @@ def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[st
     return {"rows": rows, "values": values, "n_comparisons": sum(d["p"] is not None for d in flat)}
 
 
-_NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
+# a number standing alone ("got 2", "p = 0.03"), never the digits of a name ("C3", "ndcg@10", "v1.2")
+_NUMBER = re.compile(r"(?<![\w.@#:/-])-?\d+(\.\d+)?(e-?\d+)?(?![\w@#:/-]|\.\w)")
 
 
 def group_warnings(warnings: Sequence[str]) -> list[dict]:

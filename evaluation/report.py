@@ -40,6 +40,17 @@ def _fmt(x, digits: int = 3) -> str:
     return sig3(x)
 
 
+DELTA_NOISE = 1e-12  # a difference this small is floating-point noise (0.1 + 0.2 - 0.3), shown as 0
+
+
+def _fmt_delta(x) -> str:
+    """A difference or its CI bound: as :func:`_fmt`, but |x| < ``DELTA_NOISE`` is 0, so two means
+    shown as equal never show a Δ of −1.85e-17."""
+    if isinstance(x, float) and abs(x) < DELTA_NOISE:
+        return "0"
+    return sig3(x)
+
+
 def _user_meta(turn: Mapping) -> dict:
     meta = turn.get("meta") or {}
     inner = meta.get("user_meta")
@@ -63,7 +74,7 @@ def session_view(record: Mapping) -> dict:
                      "focus": focus, "shift": bool(meta.get("shift_event")), "stage": meta.get("stage", ""),
                      "metrics": {k: _fmt(v) for k, v in metrics.items()
                                  if isinstance(v, (int, float, str, bool)) or v is None}})
-    judges = {k: v for k, v in record.items() if k.startswith("judge") and isinstance(v, (dict, list))}
+    judges = {k: v for k, v in record.items() if k.startswith("judge") and isinstance(v, (dict, list)) and v}
     return {"variant": record.get("variant"), "session_id": record.get("session_id"), "trial": record.get("trial", 0),
             "seed": record.get("seed"), "status": record.get("status", "ok"), "error": record.get("error"),
             "flags": list(record.get("simulator_flags") or []),
@@ -165,6 +176,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     trials = max((k[2] for k in keys_of(run.records)), default=0) + 1
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["fmt"] = _fmt
+    env.filters["delta"] = _fmt_delta
     shown = shown_sessions(run.records, run.variants)
     viewer = report_fragments(run.run_dir, records=shown)
     sessions = []
@@ -177,7 +189,8 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         sessions.append(view)
     headline_figures = _headline_figures(headline, run.run_dir / "figures")
     html = env.get_template("report.html.j2").render(
-        run_id=run.run_dir.name, graph=run.config.get("graph") or run.config.get("name") or "convsim", trials=trials,
+        run_id=run.run_dir.name, graph=run.config.get("graph"), trials=trials,
+        experiment=run.config.get("name") if run.config.get("name") not in (None, "", "experiment") else None,
         config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
         variants=run.variants, baseline=baseline, baseline_warning=baseline_warning, several=several,
         headline=headline, headline_figures=headline_figures,

@@ -81,3 +81,11 @@ def test_variance_decomposition_more_simulator_noise_raises_the_share():
     assert high["share_within"] > low["share_within"]
     flagged = recs(0.1) + [_rec("a", "s9", 100.0, trial=t, status="simulator_failure") for t in range(3)]
     assert variance_decomposition(flagged, ["m"])[0]["sessions"] == 4  # flagged sessions are left out
+
+
+def test_warning_kinds_keep_the_digits_of_names():
+    """Every digit became '#': "C3 vs C4" read "C# vs C#"."""
+    groups = group_warnings(["m1: Wilcoxon C3 vs C4 needs 6 pairs, got 3", "m2: Wilcoxon C3 vs C4 needs 6 pairs, got 2",
+                             "ndcg@10: Tukey of v1.2 p = 0.03"])
+    assert [g["kind"] for g in groups] == ["Wilcoxon C3 vs C4 needs # pairs, got #", "Tukey of v1.2 p = #"]
+    assert groups[0]["count"] == 2

@@ -115,3 +115,29 @@ def test_metrics_with_no_finite_value_are_shown_as_such(tmp_path, monkeypatch):
     note = re.search(r'<p class="note warn" id="headline-fallback">(.*?)</p>', html, re.S).group(1)
     assert "None of the graph's SUMMARY_METRICS (nanm) has a finite value" in note
     assert "first 8 metrics" in note
+
+
+def test_report_small_print(tmp_path):
+    """Floating-point noise was shown as a Δ (−1.85e-17 beside means shown equal); an empty
+    judgements list got a fold of its own in every session; the <h1> named the graph, not the
+    experiment."""
+    from analysis_runs import make_run
+
+    run_dir = make_run(tmp_path, variants=("a", "b"), sessions=3)
+    lines = []
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        r["dialogue_metrics"]["noisy"] = 0.3 if r["variant"] == "a" else 0.1 + 0.2
+        r["judgements"] = []
+        lines.append(json.dumps(r))
+    (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
+    cfg = run_dir / "config.yaml"
+    cfg.write_text(cfg.read_text().replace("name: synthetic", "name: my_experiment\ngraph: hello_chat"))
+    html = build_report(run_dir).read_text()
+    row = re.search(r'<tr class="headline-row"><th>noisy</th>(.*?)</tr>', html, re.S).group(1)
+    assert "e-17" not in row and "e-16" not in row
+    assert "<summary>judgements</summary>" not in html and "<summary>judge_verdict</summary>" in html
+    h1 = re.search(r"<h1>(.*?)</h1>", html, re.S).group(1)
+    assert h1.startswith("my_experiment") and "graph hello_chat" in h1
+    from evaluation.report import _fmt_delta
+    assert _fmt_delta(-1.85e-17) == "0" and _fmt_delta(5.551115123125783e-17) == "0" and _fmt_delta(0.0012) == "0.0012"
