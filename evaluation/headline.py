@@ -72,12 +72,13 @@ def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[fl
 
 
 def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
-                   *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
+                   *, alpha: float = stats.ALPHA, seed: int = 0, references: Sequence[str] = ()) -> dict:
     """``{"rows": [{metric, cells: {variant: describe}, diffs: {variant: compare row}}], "values",
-    "n_comparisons"}`` over the scored records (status ok or agent_failure)."""
+    "n_comparisons"}`` over the scored records (status ok or agent_failure). ``references``:
+    variants described but never compared (no diff, no test, not in the Holm family)."""
     table = clean if isinstance(clean, MetricTable) else metric_table(clean)
     rows, values = [], {}
-    others = [v for v in variants if v != baseline]
+    others = [v for v in variants if v != baseline and v not in references]
     for m in metrics:
         per_variant = {v: _values(table, v, m) for v in variants}
         values[m] = {v: [x for x, _ in vals.values()] for v, vals in per_variant.items()}

@@ -155,6 +155,14 @@ def _headline_figures(headline: Mapping, out_dir: Path) -> list[dict]:
     return _figures(out_dir.parent, stems)
 
 
+def reference_variants(run: RunData) -> list[str]:
+    """Variants config.yaml marks ``reference: true``: shown beside the others but never compared
+    with them (e.g. courses' given_lists, whose fixed lists say nothing about a retriever)."""
+    marked = {v.get("name") for v in (run.config or {}).get("variants") or []
+              if isinstance(v, Mapping) and v.get("reference") is True}
+    return [v for v in run.variants if v in marked]
+
+
 def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     """(Re)build ``report.html`` from the run's files; computes stats.json first if it is missing.
     ``run``: the run as the caller already loaded it (its records are not read again)."""
@@ -167,9 +175,13 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     clean = run.table  # the scored sessions' metrics, one pass over the records
     metrics = metric_names(clean)
     module = _graph_module(run)
-    baseline, baseline_warning = choose_baseline(run.config.get("baseline"), run.variants)
+    references = reference_variants(run)
+    baseline, baseline_warning = choose_baseline(run.config.get("baseline"),
+                                                 [v for v in run.variants if v not in references])
+    compared = [v for v in run.variants if v != baseline and v not in references]
     choice = headline_choice(list(getattr(module, "SUMMARY_METRICS", None) or []), clean)
-    headline = headline_table(clean, run.variants, choice["metrics"], baseline, alpha=statistics.get("alpha", 0.05))
+    headline = headline_table(clean, run.variants, choice["metrics"], baseline, alpha=statistics.get("alpha", 0.05),
+                              references=references)
     several = len(run.variants) > 1
     warnings = [w for w in statistics.get("warnings", [])
                 if several or not any(t in w for t in BETWEEN_VARIANT_TESTS)]
@@ -193,6 +205,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         experiment=run.config.get("name") if run.config.get("name") not in (None, "", "experiment") else None,
         config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
         variants=run.variants, baseline=baseline, baseline_warning=baseline_warning, several=several,
+        compared=compared, references=references,
         headline=headline, headline_figures=headline_figures,
         status=fidelity.status_counts(run.records, run.variants),
         flags=fidelity.simulator_flags(run.records),

@@ -141,3 +141,24 @@ def test_report_small_print(tmp_path):
     assert h1.startswith("my_experiment") and "graph hello_chat" in h1
     from evaluation.report import _fmt_delta
     assert _fmt_delta(-1.85e-17) == "0" and _fmt_delta(5.551115123125783e-17) == "0" and _fmt_delta(0.0012) == "0.0012"
+
+
+def test_a_reference_variant_is_shown_but_never_compared(tmp_path):
+    """courses' given_lists 'are never mixed into a retriever's mean', yet the headline printed a
+    Δ given_lists − tfidf with a test and counted it in the Holm family."""
+    import yaml
+
+    from analysis_runs import make_run
+
+    run_dir = make_run(tmp_path, variants=("tfidf", "bm25", "given_lists"), sessions=4)
+    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+    cfg["variants"][2]["reference"] = True
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg))
+    html = build_report(run_dir).read_text()
+    heads = re.search(r'<table id="headline-table">\s*<thead>(.*?)</thead>', html, re.S).group(1)
+    assert "bm25 − tfidf" in heads and "given_lists −" not in heads and "− given_lists" not in heads
+    assert "given_lists (reference)" in heads
+    n_metrics = len(re.findall(r'<tr class="headline-row">', html))
+    n_tests = int(re.search(r"Holm-corrected over the (\d+) tests", html).group(1))
+    assert 0 < n_tests <= n_metrics  # at most one per metric: bm25 − tfidf only
+    assert 'id="references"' in html
