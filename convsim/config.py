@@ -34,6 +34,8 @@ class Variant(BaseModel):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, ModelValue] = Field(default_factory=dict)
+    # shown in the report beside the others, never compared with them (no difference, no test)
+    reference: StrictBool = False
 
     @field_validator("name")
     @classmethod

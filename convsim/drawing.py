@@ -16,8 +16,12 @@ from typing import Any
 
 from .errors import ConvsimError
 
-_NODE = re.compile(r"^\s*([\w.\-:]+)\s*(\(\[|\(|\[|\{)(.*?)(\]\)|\)|\]|\})(:::\w+)?\s*;?\s*$")
-_EDGE = re.compile(r"^\s*([\w.\-:]+)\s*(-->|-\.->|-\.\s*(.*?)\s*\.->|--\s*(.*?)\s*-->)\s*([\w.\-:]+)\s*;?\s*$")
+# a node id: LangGraph keeps [A-Za-z0-9_-] and writes every other character as a backslash and its
+# lowercase hex code point ("check answer" -> check\20answer, "a<b" -> a\3cb)
+_ID = r"(?:[\w.\-:]|\\[0-9a-fA-F]+)+"
+_NODE = re.compile(rf"^\s*({_ID})\s*(\(\[|\(|\[|\{{)(.*?)(\]\)|\)|\]|\}})(:::\w+)?\s*;?\s*$")
+_EDGE = re.compile(rf"^\s*({_ID})\s*(-->|-\.->|-\.\s*(.*?)\s*\.->|--\s*(.*?)\s*-->)\s*({_ID})\s*;?\s*$")
+_ESCAPE = re.compile(r"\\([0-9a-fA-F]{2})")
 _TAG = re.compile(r"<[^>]+>")
 NODE_W, NODE_H, GAP_X, GAP_Y = 150.0, 34.0, 30.0, 56.0
 
@@ -31,32 +35,54 @@ def mermaid_text(graph: Any) -> str:
     return graph.draw_mermaid()
 
 
+def _safe_id(name: str) -> str:
+    """LangGraph's Mermaid id of a node name (langchain_core's ``_to_safe_id``)."""
+    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "_-" else "\\" + format(ord(ch), "x")
+                   for ch in name)
+
+
+def _node_name(node_id: str, label: str | None) -> str:
+    """The node's name: its label when the label is what the id escapes (the escapes have no fixed
+    width, so only the label says whether ``a\3cb`` is "a<b" or "aϋ"), else the id with each
+    backslash and two hex digits decoded."""
+    if "\\" not in node_id:
+        return node_id
+    if label is not None:
+        for candidate in (label, html.unescape(label), _TAG.sub("", label.split("<hr")[0]).strip()):
+            if _safe_id(candidate) == node_id:
+                return candidate
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), node_id)
+
+
 def parse_mermaid(text: str) -> tuple[list[str], list[tuple[str, str, bool, str]]]:
-    """Nodes and edges ``(source, target, conditional, label)`` of a LangGraph Mermaid flowchart."""
-    nodes: list[str] = []
-    edges: list[tuple[str, str, bool, str]] = []
+    """Nodes and edges ``(source, target, conditional, label)`` of a LangGraph Mermaid flowchart,
+    by node name (an escaped id such as ``check\20answer`` read back as "check answer")."""
+    ids: list[str] = []
+    raw_edges: list[tuple[str, str, bool, str]] = []
     labels: dict[str, str] = {}
     body = text.split("---", 2)[-1] if text.lstrip().startswith("---") else text
     for line in body.splitlines():
         s = line.strip()
-        if not s or s.startswith(("graph ", "flowchart ", "classDef", "subgraph", "end", "%%", "style ")):
+        if not s or s == "end" or s.startswith(("graph ", "flowchart ", "classDef", "subgraph ", "%%", "style ")):
             continue
         m = _EDGE.match(s)
         if m:
             src, arrow, dlabel, slabel, dst = m.groups()
             label = html.unescape(dlabel or slabel or "").replace("\xa0", " ").strip()
-            edges.append((src, dst, arrow.startswith("-."), label))
+            raw_edges.append((src, dst, arrow.startswith("-."), label))
             for n in (src, dst):
-                if n not in nodes:
-                    nodes.append(n)
+                if n not in ids:
+                    ids.append(n)
             continue
         m = _NODE.match(s)
-        if m and m.group(1) not in nodes:
-            nodes.append(m.group(1))
-            labels[m.group(1)] = _TAG.sub("", m.group(3)).strip()
-    if not nodes:
+        if m:
+            if m.group(1) not in ids:
+                ids.append(m.group(1))
+            labels.setdefault(m.group(1), m.group(3).strip())
+    if not ids:
         raise ConvsimError("no nodes found in the Mermaid text", field="mermaid")
-    return nodes, edges
+    name = {i: _node_name(i, labels.get(i)) for i in ids}
+    return [name[i] for i in ids], [(name[a], name[b], c, lab) for a, b, c, lab in raw_edges]
 
 
 def _back_edges(nodes: list[str], edges: list[tuple]) -> set[tuple[str, str]]:
@@ -246,12 +272,12 @@ def write_png(graph: Any, path: str | Path, *, dpi: int = 120) -> Path:
                                      linestyle="--" if conditional else "-"))
         if label:
             mx, my = pts[len(pts) // 2]
-            ax.text(mx, my, label, fontsize=7, ha="center")
+            ax.text(mx, my, label, fontsize=7, ha="center", parse_math=False)
     for n in nodes:
         x, y = pos[n]
         ax.add_patch(FancyBboxPatch((x - NODE_W / 2, y - NODE_H / 2), NODE_W, NODE_H,
                                     boxstyle="round,pad=0,rounding_size=6", fc="#f2f0ff", ec="#6b5fd3"))
-        ax.text(x, y, n, ha="center", va="center", fontsize=8)
+        ax.text(x, y, n, ha="center", va="center", fontsize=8, parse_math=False)  # "$" is a name
     path = Path(path)
     try:
         if path.is_dir():

@@ -19,18 +19,17 @@ STATUSES = ("ok", "agent_failure", "simulator_failure")
 ERROR_STATUSES = ("infra_error", "code_error")
 
 
-def status_counts(records: Sequence[Mapping], variants: Sequence[str], infra_errors: Sequence[Mapping] = ()
-                  ) -> dict[str, dict[str, int]]:
-    """Per variant: ok, agent_failure, simulator_failure and errors (code errors kept in the results
-    plus infrastructure errors of ``errors.jsonl``, which never reach the results)."""
+def status_counts(records: Sequence[Mapping], variants: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Per variant: ok, agent_failure, simulator_failure and errors (``infra_error`` and
+    ``code_error``), each session attempt counted once, from the records alone: results.jsonl is
+    the record of every session (errors included), ``errors.jsonl`` only the log of failed attempts
+    (the same sessions again), so the counts are summary.json's."""
     out = {v: {**{s: 0 for s in STATUSES}, "errors": 0} for v in variants}
     pairs = zip((k[0] for k in records.keys), records.statuses) if isinstance(records, RecordSet) else \
         ((str(r.get("variant")), r.get("status", "ok")) for r in records)
     for variant, status in pairs:
         row = out.setdefault(variant, {**{s: 0 for s in STATUSES}, "errors": 0})
         row[status if status in STATUSES else "errors"] += 1
-    for e in infra_errors:
-        out.setdefault(str(e.get("variant")), {**{s: 0 for s in STATUSES}, "errors": 0})["errors"] += 1
     return out
 
 

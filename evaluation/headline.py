@@ -40,9 +40,17 @@ def sig3(x) -> str:
 
 
 def headline_metrics(declared: Sequence[str], records: Sequence[Mapping] | MetricTable) -> list[str]:
+    return headline_choice(declared, records)["metrics"]
+
+
+def headline_choice(declared: Sequence[str], records: Sequence[Mapping] | MetricTable) -> dict:
+    """``metrics``: the declared metrics with a finite value in some clean session, else the first
+    ``FALLBACK_HEADLINES`` metrics; ``empty``: the declared ones with no finite value (shown as such,
+    never silently dropped); ``fallback``: True when the headline is not the declared metrics."""
     present = [m for m in metric_names(records) if m not in JUDGE_FLAGS]
     chosen = [m for m in declared if m in present]
-    return chosen or present[:FALLBACK_HEADLINES]
+    return {"metrics": chosen or present[:FALLBACK_HEADLINES], "declared": list(declared),
+            "empty": [m for m in declared if m not in present], "fallback": not chosen}
 
 
 def choose_baseline(configured: str | None, variants: Sequence[str]) -> tuple[str | None, str | None]:
@@ -64,12 +72,13 @@ def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[fl
 
 
 def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
-                   *, alpha: float = stats.ALPHA, seed: int = 0) -> dict:
+                   *, alpha: float = stats.ALPHA, seed: int = 0, references: Sequence[str] = ()) -> dict:
     """``{"rows": [{metric, cells: {variant: describe}, diffs: {variant: compare row}}], "values",
-    "n_comparisons"}`` over the scored records (status ok or agent_failure)."""
+    "n_comparisons"}`` over the scored records (status ok or agent_failure). ``references``:
+    variants described but never compared (no diff, no test, not in the Holm family)."""
     table = clean if isinstance(clean, MetricTable) else metric_table(clean)
     rows, values = [], {}
-    others = [v for v in variants if v != baseline]
+    others = [v for v in variants if v != baseline and v not in references]
     for m in metrics:
         per_variant = {v: _values(table, v, m) for v in variants}
         values[m] = {v: [x for x, _ in vals.values()] for v, vals in per_variant.items()}
@@ -84,7 +93,8 @@ def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[st
     return {"rows": rows, "values": values, "n_comparisons": sum(d["p"] is not None for d in flat)}
 
 
-_NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
+# a number standing alone ("got 2", "p = 0.03"), never the digits of a name ("C3", "ndcg@10", "v1.2")
+_NUMBER = re.compile(r"(?<![\w.@#:/-])-?\d+(\.\d+)?(e-?\d+)?(?![\w@#:/-]|\.\w)")
 
 
 def group_warnings(warnings: Sequence[str]) -> list[dict]:

@@ -2,11 +2,15 @@
 
 Each function writes ``<out_dir>/<stem>.png`` and ``.svg`` and returns the stems it wrote
 (none when the data does not allow the figure, e.g. a radar with fewer than 3 judge metrics).
+Metric, variant and session names are user text: every figure is drawn with mathtext off
+(``text.parse_math``), so a "$" in a name is a dollar sign, never a formula that fails to parse.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,21 +24,61 @@ from convsim.recordset import keys_of  # noqa: E402
 from evaluation.records import MetricTable, metric_table  # noqa: E402
 
 
+def _plain_text(draw):
+    """Draw with mathtext off: names are shown as written ("$5 vs $10", "$\\frac{a$")."""
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+    return wrapper
+
+
 def _save(fig, out_dir: Path, stem: str, **margins) -> str:
     out_dir.mkdir(parents=True, exist_ok=True)
     # Fixed margins rather than tight_layout: layout solving dominated analysis time.
     fig.subplots_adjust(**{"left": 0.14, "right": 0.97, "bottom": 0.2, "top": 0.88, "wspace": 0.45,
                            "hspace": 0.7, **margins})
     for ext in ("png", "svg"):
-        fig.savefig(out_dir / f"{stem}.{ext}", dpi=110)
+        fig.savefig(out_dir / f"{stem}.{ext}", dpi=DPI)
     plt.close(fig)
     return stem
+
+
+DPI = 110
+CHAR_IN = 0.0085  # inches one character takes per point of font size (DejaVu Sans, on average)
+
+
+def wrap(text: str, inches: float, fontsize: float, *, max_lines: int = 3) -> str:
+    """``text`` in lines that fit ``inches`` at ``fontsize`` (long words broken), at most
+    ``max_lines`` (the last ends in "…" when cut): titles and tick labels never run off the figure."""
+    width = max(4, int(inches / (CHAR_IN * fontsize)))
+    lines = textwrap.wrap(str(text), width, break_long_words=True, break_on_hyphens=False) or [""]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][:max(1, width - 1)] + "…"
+    return "\n".join(lines)
+
+
+def variant_ticks(ax, positions, names: Sequence[str], notes: Sequence[str], fig_width: float,
+                  fontsize: float = 7) -> int:
+    """Variant names under the x axis, each wrapped to its share of the width (with its note, e.g.
+    n, on its own line); rotated 30° when a share is too narrow for 8 characters. Returns the
+    lines of the tallest label (for the bottom margin)."""
+    share = 0.8 * fig_width / max(1, len(names))
+    rotate = share < 8 * CHAR_IN * fontsize
+    labels = [wrap(v, 1.0 if rotate else share, fontsize, max_lines=2 if rotate else 3) + (f"\n{note}" if note else "")
+              for v, note in zip(names, notes)]
+    ax.set_xticks(positions, labels, fontsize=fontsize, rotation=30 if rotate else 0,
+                  ha="right" if rotate else "center", rotation_mode="anchor" if rotate else "default")
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    return lines + 3 if rotate else lines
 
 
 def safe_stem(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "metric"
 
 
+@_plain_text
 def bar_charts(describe: Mapping[str, Mapping[str, Mapping]], out_dir: Path) -> list[str]:
     """One bar chart per metric: mean per variant with its 95% bootstrap CI as error bars.
     ``describe`` is ``{metric: {variant: {"mean", "ci_low", "ci_high", "n"}}}``."""
@@ -48,15 +92,22 @@ def bar_charts(describe: Mapping[str, Mapping[str, Mapping]], out_dir: Path) -> 
                          for v in variants])
         highs = np.array([per_variant[v]["ci_high"] if per_variant[v]["ci_high"] is not None else per_variant[v]["mean"]
                           for v in variants])
-        fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(variants) + 2), 3.2))
+        width = min(12.0, max(4, 1.1 * len(variants) + 2))
+        fig, ax = plt.subplots(figsize=(width, 3.2))
         ax.bar(range(len(variants)), means, color="#4C78A8",
                yerr=[np.maximum(means - lows, 0), np.maximum(highs - means, 0)], capsize=4)
-        ax.set_xticks(range(len(variants)), [f"{v}\n(n={per_variant[v]['n']})" for v in variants], fontsize=8)
-        ax.set_title(f"{metric} (mean, 95% CI)", fontsize=10)
-        stems.append(_save(fig, out_dir, f"bar_{safe_stem(metric)}"))
+        lines = variant_ticks(ax, range(len(variants)), variants, [f"(n={per_variant[v]['n']})" for v in variants],
+                              width, fontsize=8)
+        title = wrap(f"{metric} (mean, 95% CI)", 0.9 * width, 10, max_lines=2)
+        height = 3.2 + 0.14 * max(0, lines - 2) + 0.18 * title.count("\n")
+        fig.set_size_inches(width, height)
+        ax.set_title(title, fontsize=10)
+        stems.append(_save(fig, out_dir, f"bar_{safe_stem(metric)}", bottom=(0.25 + 0.14 * lines) / height,
+                           top=1 - (0.3 + 0.18 * title.count("\n")) / height))
     return stems
 
 
+@_plain_text
 def judge_radar(means: Mapping[str, Mapping[str, float]], out_dir: Path, *, lo: float = 1, hi: float = 5) -> list[str]:
     """Radar of the judge metrics, one polygon per variant; ``means`` is ``{variant: {metric: mean}}``."""
     metrics = sorted({m for d in means.values() for m, v in d.items() if v is not None})
@@ -76,6 +127,7 @@ def judge_radar(means: Mapping[str, Mapping[str, float]], out_dir: Path, *, lo: 
     return [_save(fig, out_dir, "radar_judge")]
 
 
+@_plain_text
 def correlation_heatmap(records: Sequence[Mapping] | MetricTable, metrics: Sequence[str], out_dir: Path) -> list[str]:
     """Spearman correlations between metrics, pooled over all sessions (pairwise complete)."""
     import pandas as pd
@@ -96,23 +148,34 @@ def correlation_heatmap(records: Sequence[Mapping] | MetricTable, metrics: Seque
     return [_save(fig, out_dir, "correlation_heatmap", left=0.3, bottom=0.3, right=0.95)]
 
 
+@_plain_text
 def distributions(values: Mapping[str, Mapping[str, Sequence[float]]], out_dir: Path, *, per_row: int = 4) -> list[str]:
     """Box plots of every metric's per-session values per variant; ``{metric: {variant: [values]}}``."""
     metrics = [m for m, d in values.items() if any(len(v) for v in d.values())]
     if not metrics:
         return []
+    n_variants = max(len(values[m]) for m in metrics)
+    # a panel widens with the variants (their labels side by side), fewer panels to a row then
+    panel = min(13.0, max(3.2, 0.65 * n_variants))
+    per_row = max(1, min(per_row, int(13.0 // panel)))
     rows = -(-len(metrics) // per_row)
-    fig, axes = plt.subplots(rows, per_row, figsize=(3.2 * per_row, 2.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, per_row, figsize=(panel * per_row, 2.6 * rows), squeeze=False)
+    lines = 1
     for ax, metric in zip(axes.ravel(), metrics):
         variants = list(values[metric])
         ax.boxplot([values[metric][v] or [np.nan] for v in variants], showmeans=True)
-        ax.set_xticks(range(1, len(variants) + 1), variants, fontsize=6, rotation=20)
-        ax.set_title(metric, fontsize=8)
+        lines = max(lines, variant_ticks(ax, range(1, len(variants) + 1), variants, [""] * len(variants), panel,
+                                         fontsize=6))
+        ax.set_title(wrap(metric, 0.9 * panel, 8, max_lines=2), fontsize=8)
     for ax in axes.ravel()[len(metrics):]:
         ax.axis("off")
-    return [_save(fig, out_dir, "distributions")]
+    height = (2.6 + 0.1 * max(0, lines - 2)) * rows
+    fig.set_size_inches(panel * per_row, height)
+    return [_save(fig, out_dir, "distributions", hspace=0.7 + 0.12 * max(0, lines - 2),
+                  bottom=(0.3 + 0.1 * lines) / height, top=1 - 0.45 / height)]
 
 
+@_plain_text
 def scatter_against(records: Sequence[Mapping] | MetricTable, x_metrics: Sequence[str], y_metrics: Sequence[str],
                     out_dir: Path, *, stem: str = "tas_vs_judge") -> list[str]:
     """Scatter of each x metric (e.g. tas_*) against each y metric (judge_*), colour = variant."""
@@ -150,6 +213,7 @@ def shift_turns(transcript: Sequence[Mapping]) -> list[int]:
                    if str(t.get("speaker", "")).lower() == "user" and _turn_meta(t).get("shift_event")})
 
 
+@_plain_text
 def tas_timelines(records: Sequence[Mapping], out_dir: Path, *, max_sessions: int = 6, prefix: str = "tas") -> list[str]:
     """Per session: every turn metric whose name starts with ``prefix`` against the turn, one line per
     variant, with the simulator's true shifts as dashed vertical lines."""
@@ -181,6 +245,7 @@ def tas_timelines(records: Sequence[Mapping], out_dir: Path, *, max_sessions: in
     return stems
 
 
+@_plain_text
 def headline_figure(metric: str, values: Mapping[str, Sequence[float]], describe: Mapping[str, Mapping],
                     out_dir: Path) -> list[str]:
     """One headline metric: every clean session as a dot, the mean with its 95% CI as a bar over
@@ -188,7 +253,9 @@ def headline_figure(metric: str, values: Mapping[str, Sequence[float]], describe
     variants = [v for v in values if len(values[v])]
     if not variants:
         return []
-    fig, ax = plt.subplots(figsize=(3.2, 2.4))
+    # wider with more variants (about 0.7 inch each beyond three), so their labels never overlap
+    width = min(9.6, max(3.2, 1.1 + 0.7 * len(variants)))
+    fig, ax = plt.subplots(figsize=(width, 2.4))
     rng = np.random.default_rng(0)  # jitter only: fixed so the figure is reproducible
     for i, v in enumerate(variants):
         pts = np.asarray(values[v], dtype=float)
@@ -199,8 +266,12 @@ def headline_figure(metric: str, values: Mapping[str, Sequence[float]], describe
             hi = d["ci_high"] if d.get("ci_high") is not None else d["mean"]
             ax.errorbar([i + 0.28], [d["mean"]], yerr=[[d["mean"] - lo], [hi - d["mean"]]], fmt="o",
                         color="#E45756", capsize=4, markersize=5)
-    ax.set_xticks(range(len(variants)), [f"{v}\nn={len(values[v])}" for v in variants], fontsize=7)
+    lines = variant_ticks(ax, range(len(variants)), variants, [f"n={len(values[v])}" for v in variants], width)
     ax.set_xlim(-0.6, len(variants) - 0.4)
     ax.tick_params(axis="y", labelsize=7)
-    ax.set_title(f"{metric}: sessions, mean ± 95% CI", fontsize=8)
-    return [_save(fig, out_dir, f"headline_{safe_stem(metric)}", left=0.17, bottom=0.22, top=0.88)]
+    title = wrap(f"{metric}: sessions, mean ± 95% CI", 0.92 * width, 8)
+    height = 2.4 + 0.12 * max(0, lines - 2) + 0.14 * title.count("\n")
+    fig.set_size_inches(width, height)
+    ax.set_title(title, fontsize=8)
+    return [_save(fig, out_dir, f"headline_{safe_stem(metric)}", left=0.55 / width, right=1 - 0.1 / width,
+                  bottom=(0.2 + 0.12 * lines) / height, top=1 - (0.28 + 0.14 * title.count("\n")) / height)]

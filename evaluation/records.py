@@ -157,6 +157,7 @@ class MetricTable:
     seeds: list
     columns: dict[str, np.ndarray]
     sessions: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)  # metrics the records name with no finite value
 
     @property
     def names(self) -> list[str]:
@@ -205,7 +206,8 @@ def metric_table(records: Sequence[Mapping]) -> MetricTable:
         if has_value[name]:
             col.extend(_nans(n - len(col)))
             columns[name] = np.frombuffer(col, dtype=float) if n else np.empty(0)
-    return MetricTable(variants=variants, keys=keys, seeds=seeds, columns=columns, sessions=sessions)
+    return MetricTable(variants=variants, keys=keys, seeds=seeds, columns=columns, sessions=sessions,
+                       empty=[name for name in cols if not has_value[name]])
 
 
 def _nans(k: int) -> array:

@@ -60,6 +60,13 @@ def _esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
+def _listed(values: Any, none: str) -> str:
+    """A fork's ``--model``/``--set`` list as text ("n_turns=2, seed=3"), ``none`` when empty."""
+    if not values:
+        return none
+    return ", ".join(map(str, values)) if isinstance(values, (list, tuple)) else str(values)
+
+
 def _value(value: Any, limit: int = _MAX_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str, indent=1)
     if len(text) > limit:
@@ -136,7 +143,7 @@ def trace_timeline_html(trace: Mapping, *, uid: str = "cs", explanations: list[d
     fork = trace.get("fork")
     if fork:
         out.append(f'<p>forked from run {_esc(fork.get("run_id"))} at step {_esc(fork.get("step"))}; '
-                   f'models {_esc(fork.get("models") or "same")}, set {_esc(fork.get("set") or "nothing")}</p>')
+                   f'models {_esc(_listed(fork.get("models"), "same"))}, set {_esc(_listed(fork.get("set"), "nothing"))}</p>')
     out.append(explanations_html(explanations or [], uid))
     out.append('<div class="cs-bar">node <select class="cs-filter" data-by="node"><option value="">all</option>'
                + "".join(f'<option value="{_esc(n)}">{_esc(n)}</option>' for n in nodes)
@@ -181,8 +188,8 @@ def fork_comparison_html(comparison: Mapping) -> str:
     """The turn-by-turn comparison of a forked session with its original (``fork_comparison.json``)."""
     fork = comparison.get("fork") or {}
     head = (f'<p>Fork of {_esc(fork.get("run_id"))} · {_esc(fork.get("variant"))}/{_esc(fork.get("session_id"))} '
-            f'from step {_esc(fork.get("step"))}; models {_esc(fork.get("models") or "same")}, '
-            f'set {_esc(fork.get("set") or "nothing")}. ')
+            f'from step {_esc(fork.get("step"))}; models {_esc(_listed(fork.get("models"), "same"))}, '
+            f'set {_esc(_listed(fork.get("set"), "nothing"))}. ')
     if comparison.get("identical"):
         head += "The fork reproduces the original exactly.</p>"
     else:

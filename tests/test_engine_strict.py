@@ -236,3 +236,10 @@ def test_report_keeps_the_warnings_the_run_raised(tmp_path):
     assert api.report(run_dir) is None  # no analysis hook writes a report; the summary is rebuilt
     after = json.loads((run_dir / "summary.json").read_text())
     assert after["warnings"] == after["run_warnings"] == [capped]
+
+
+def test_a_variant_can_be_marked_as_a_reference_with_a_boolean_only():
+    cfg = config_from_dict({"graph": "hello_chat", "variants": [{"name": "a"}, {"name": "b", "reference": True}]})
+    assert [v.reference for v in cfg.variants] == [False, True]
+    with pytest.raises(Exception, match="reference"):
+        config_from_dict({"graph": "hello_chat", "variants": [{"name": "b", "reference": "yes"}]})

@@ -107,3 +107,27 @@ def test_many_variants_do_not_scroll_sideways(tmp_path, shots):
         # more than four variants: the differences get a table of their own under the means
         assert b.page.locator("#headline-diffs thead th").count() == 5
         assert _in_viewport(b.page.locator("#headline-table"))
+
+
+def test_eight_long_named_variants_fit_the_page(tmp_path, shots):
+    """An 8-variant run with a long variant name was 3187 px wide in a 1400 px viewport (the
+    difference table's headers and cells did not wrap), and its headline figures squeezed eight
+    labels into 250 px."""
+    from evaluation.report import build_report
+    names = ("variant_alpha_with_a_rather_long_descriptive_name", "b2", "c3", "d4", "e5", "f6", "g7",
+             "h8_another_variant_with_a_long_name")
+    run_dir = make_run(tmp_path, variants=names, sessions=3)
+    report = build_report(run_dir)
+    with chromium_page(viewport=VIEWPORT) as b:
+        page = b.page
+        page.goto(report.as_uri())
+        page.wait_for_load_state("load")
+        page.screenshot(path=str(shots / "eight_long_top.png"))
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        page.screenshot(path=str(shots / "eight_long_open.png"), full_page=True)
+        print(f"screenshots: {shots / 'eight_long_top.png'} {shots / 'eight_long_open.png'}")
+        assert b.errors == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]
+        widths = page.eval_on_selector_all("figure.headline-figure img", "els => els.map(e => e.clientWidth)")
+        assert widths and all(w > 400 for w in widths)  # drawn wider for eight variants, shown wider
+        assert page.locator("#headline-diffs thead th").count() == 8

@@ -52,9 +52,9 @@ def test_status_counts_and_flags():
     recs = [_rec("a", "s1", 1.0), _rec("a", "s2", None, status="simulator_failure",
                                        flags=[{"check": "_check_persona", "detail": "spoke as the agent"}]),
             _rec("a", "s3", 0.0, status="agent_failure"), _rec("b", "s1", 1.0, status="code_error")]
-    counts = status_counts(recs, ["a", "b"], [{"variant": "b", "session_id": "s2"}])
+    counts = status_counts(recs, ["a", "b"])
     assert counts == {"a": {"ok": 1, "agent_failure": 1, "simulator_failure": 1, "errors": 0},
-                      "b": {"ok": 0, "agent_failure": 0, "simulator_failure": 0, "errors": 2}}
+                      "b": {"ok": 0, "agent_failure": 0, "simulator_failure": 0, "errors": 1}}
     flags = simulator_flags(recs)
     assert flags["_check_persona"]["count"] == {"a": 1}
     assert flags["_check_persona"]["example"]["session_id"] == "s2"
@@ -81,3 +81,11 @@ def test_variance_decomposition_more_simulator_noise_raises_the_share():
     assert high["share_within"] > low["share_within"]
     flagged = recs(0.1) + [_rec("a", "s9", 100.0, trial=t, status="simulator_failure") for t in range(3)]
     assert variance_decomposition(flagged, ["m"])[0]["sessions"] == 4  # flagged sessions are left out
+
+
+def test_warning_kinds_keep_the_digits_of_names():
+    """Every digit became '#': "C3 vs C4" read "C# vs C#"."""
+    groups = group_warnings(["m1: Wilcoxon C3 vs C4 needs 6 pairs, got 3", "m2: Wilcoxon C3 vs C4 needs 6 pairs, got 2",
+                             "ndcg@10: Tukey of v1.2 p = 0.03"])
+    assert [g["kind"] for g in groups] == ["Wilcoxon C3 vs C4 needs # pairs, got #", "Tukey of v1.2 p = #"]
+    assert groups[0]["count"] == 2

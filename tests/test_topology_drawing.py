@@ -66,3 +66,51 @@ def test_a_loop_enters_its_target_not_the_end():
     end = pts[-1]
     assert ux0 - 1 <= end[0] <= ux1 + 1 and uy0 - 1 <= end[1] <= uy1 + 1
     assert boxes["evaluate_dialogue"][1] > boxes["evaluate_turn"][1]  # the dialogue stage is below the turn loop
+
+
+def test_nodes_whose_names_mermaid_escapes_keep_every_node_and_edge():
+    """LangGraph writes "check answer" as check\\20answer; the id pattern dropped such nodes and
+    every edge touching them (and a line starting with "end", as a node "endpoint" does)."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from convsim.drawing import parse_mermaid
+
+    class S(TypedDict, total=False):
+        x: int
+
+    names = ["plain", "check answer", "rank+filter", "a<b", "endpoint", "é☕"]
+    g = StateGraph(S)
+    for n in names:
+        g.add_node(n, lambda s: {})
+    g.add_edge(START, "plain")
+    g.add_edge("plain", "check answer")
+    g.add_conditional_edges("check answer", lambda s: "x", {"x": "rank+filter", "y": "a<b"})
+    g.add_edge("a<b", "plain")
+    g.add_edge("rank+filter", "endpoint")
+    g.add_edge("endpoint", "é☕")
+    g.add_edge("é☕", END)
+    text = mermaid_text(g)
+    assert "check\\20answer" in text and "a\\3cb" in text  # what LangGraph writes
+    nodes, edges = parse_mermaid(text)
+    assert sorted(nodes) == sorted(names + ["__start__", "__end__"])
+    assert {(a, b, c, lab) for a, b, c, lab in edges} == {
+        ("__start__", "plain", False, ""), ("plain", "check answer", False, ""),
+        ("check answer", "rank+filter", True, "x"), ("check answer", "a<b", True, "y"),
+        ("a<b", "plain", False, ""), ("rank+filter", "endpoint", False, ""), ("endpoint", "é☕", False, ""),
+        ("é☕", "__end__", False, "")}
+    svg = topology_svg(text)
+    boxes = re.findall(r'<g class="cs-node" data-node="([^"]*)"', svg)
+    assert sorted(boxes) == sorted(["plain", "check answer", "rank+filter", "a&lt;b", "endpoint", "é☕",
+                                    "__start__", "__end__"])
+    assert svg.count('class="cs-edge"') == 8 and "a<b" not in svg
+
+
+def test_png_of_a_node_named_like_mathtext(tmp_path):
+    """matplotlib read "$\\frac{a$" as a formula and raised."""
+    from convsim.drawing import write_png
+    text = "graph TD;\n\t__start__([<p>__start__</p>]):::first\n\tn(n)\n\t__end__([<p>__end__</p>]):::last\n" \
+           "\t__start__ -. &nbsp;$\\frac{a$&nbsp; .-> n;\n\tn --> __end__;\n"
+    text = text.replace("\tn(n)", "\tn($\\frac{a$ b_c^d)")
+    assert write_png(text, tmp_path / "t.png").stat().st_size > 0

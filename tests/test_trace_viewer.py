@@ -72,6 +72,13 @@ def test_fork_comparison_html_escapes():
     assert "<script>window" not in html and "First divergent turn: 1" in html and "cs-differs" in html
 
 
+def test_fork_comparison_lists_its_settings_as_text():
+    comp = {"fork": {"run_id": "r", "variant": "v", "session_id": "s", "step": 3,
+                     "set": ["n_turns=2", "seed=3"], "models": ["crs=none"]}, "identical": True, "turns": []}
+    html = fork_comparison_html(comp)
+    assert "set n_turns=2, seed=3." in html and "models crs=none," in html and "[" not in html.split("<p>")[1][:200]
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 @needs_chromium
