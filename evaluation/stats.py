@@ -1,7 +1,8 @@
 """Statistics over any metric and any set of variants (the multi-model CRS experiment: "ANOVA with Tukey HSD"; crs.md §1.8, §4.6).
 
 Generic: the input is a mapping ``variant -> values`` (independent design) or
-``variant -> {pair_key: value}`` (paired design: the same session seeds across variants).
+``variant -> {session: value}`` (paired design: the same session seeds across variants), one
+value per independent unit: a session, its trials averaged first (trials replay one customer).
 Every test reports n, an effect size and, when n is too small for the test to reach
 significance at all, a warning saying so (the original ran Wilcoxon on 5 sessions, whose
 smallest attainable two-sided p is 2/2**5 = 0.0625).
@@ -385,8 +386,9 @@ def describe(values: Sequence[float], *, seed: int = 0, n_boot: int = 1000, alph
 def compare_variants(values: Mapping[str, Mapping[str, float]], *, paired: bool,
                      alpha: float = ALPHA, seed: int = 0) -> dict:
     """Every test for one metric: descriptives per variant, ANOVA + Tukey HSD (all pairs), and, for
-    paired designs (keys = session id + trial, the same seeds in every variant), Friedman and
-    Holm-adjusted paired Wilcoxon over the sessions every variant has.
+    paired designs (keys = session id, the same seeds in every variant), Friedman and
+    Holm-adjusted paired Wilcoxon over the sessions every variant has. Each value must be one
+    independent unit: a session, its trials averaged (``MetricTable.by_session``), never a trial.
     """
     # sorted by variant and pair key: every sum below runs in the same order whatever the record order
     groups = {v: [values[v][k] for k in sorted(values[v])] for v in sorted(values)}
