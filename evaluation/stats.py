@@ -10,8 +10,9 @@ smallest attainable two-sided p is 2/2**5 = 0.0625).
 Fixes relative to the original `context-aware/statistical_analysis.py`: all Tukey pairs are
 reported (not only the significant ones), with effect sizes, and paired designs get paired tests.
 
-Bounds at scale: every p-value comes from scipy (exact Wilcoxon only up to ``EXACT_WILCOXON_MAX``
-differences, the normal approximation above), the smallest attainable p is computed in log space
+Bounds at scale: every p-value comes from scipy or an exact enumeration (Wilcoxon: the exact
+conditional signed-rank distribution, ties included, up to ``EXACT_WILCOXON_MAX`` differences, the
+normal approximation above), the smallest attainable p is computed in log space
 (no factorial or power that overflows a float), and every bootstrap resamples in chunks
 (convsim.aggregate) from data sorted first, so the numbers do not depend on record order.
 """
@@ -29,8 +30,8 @@ from scipy import stats as sps
 from convsim.aggregate import bootstrap_means, bootstrap_statistic
 
 ALPHA = 0.05
-# scipy's exact signed-rank distribution costs O(n^3) time and O(n^2) memory; above this many
-# non-zero differences the normal approximation is within 1e-3 of it.
+# the exact signed-rank distribution (ties included) is enumerated up to this many non-zero
+# differences; above it the normal approximation is within 1e-3 of it.
 EXACT_WILCOXON_MAX = 50
 # A bootstrap of Spearman's rho re-ranks every resample (O(n_boot * n log n)): 11 s per pair at
 # n = 50,000. Above this many pairs the CI is the Fisher z interval with the Bonett-Wright (2000)
@@ -124,17 +125,45 @@ def min_p_friedman(n: int, k: int) -> float:
     return float(sps.chi2.sf(n * (k - 1), k - 1))
 
 
+def _signed_rank_null_counts(doubled_ranks: np.ndarray) -> np.ndarray:
+    """counts[t] = the number of the 2**n sign assignments whose sum of positive doubled ranks is t
+    (ranks doubled so that midranks are integers): the exact null distribution of W+, conditional on
+    the ranks as observed, ties included. Dynamic programming, O(n * sum): n = 50 takes ~1 ms."""
+    total = int(doubled_ranks.sum())
+    counts = np.zeros(total + 1, dtype=np.int64)  # at most 2**50 per cell: exact in int64
+    counts[0] = 1
+    for r in doubled_ranks.astype(int):
+        shifted = np.zeros_like(counts)
+        shifted[r:] = counts[:total + 1 - r]
+        counts = counts + shifted
+    return counts
+
+
 def wilcoxon_p(diffs: np.ndarray) -> tuple[float, float]:
-    """(statistic, two-sided p) of the Wilcoxon signed-rank test on non-zero paired differences:
-    the exact distribution when the |d| have no ties and n <= EXACT_WILCOXON_MAX, else the normal
-    approximation with tie correction (scipy's permutation fallback for tied small samples costs
-    seconds per call; its exact distribution at n = 50,000 would need gigabytes)."""
+    """(statistic, two-sided p) of the Wilcoxon signed-rank test on non-zero paired differences.
+
+    Up to ``EXACT_WILCOXON_MAX`` differences the p is exact: the permutation distribution of W+ over
+    the 2**n sign flips, conditional on the (mid)ranks observed, so ties are handled exactly too
+    (without ties it is scipy's ``method='exact'``; with ties scipy 1.17's default enumerates only up
+    to n = 13 and falls back to the normal approximation above, whose p can fall below the smallest
+    attainable 2/2**n: d = [1]*5 gave 0.0253 where the exact p is 0.0625). p = min(1, 2 * min(P(W+ <=
+    w), P(W+ >= w))), the convention of scipy's permutation_test. Above the limit: the normal
+    approximation with tie correction (scipy ``method='asymptotic'``). The statistic is scipy's,
+    min(W+, W-)."""
     d = np.asarray(diffs, dtype=float)
     d = d[d != 0]
-    tied = len(np.unique(np.abs(d))) < len(d)
-    exact = not tied and len(d) <= EXACT_WILCOXON_MAX
-    res = sps.wilcoxon(d, zero_method="wilcox", method="exact" if exact else "approx")
-    return float(res.statistic), float(res.pvalue)
+    n = len(d)
+    if n > EXACT_WILCOXON_MAX:
+        res = sps.wilcoxon(d, zero_method="wilcox", method="asymptotic")
+        return float(res.statistic), float(res.pvalue)
+    ranks = sps.rankdata(np.abs(d))
+    doubled = np.rint(2 * ranks).astype(int)
+    w_plus2 = int(doubled[d > 0].sum())
+    counts = _signed_rank_null_counts(doubled)
+    below, above = int(counts[:w_plus2 + 1].sum()), int(counts[w_plus2:].sum())
+    p = min(1.0, 2 * min(below, above) / float(2 ** n))
+    w_plus = w_plus2 / 2
+    return float(min(w_plus, ranks.sum() - w_plus)), float(p)
 
 
 def _power_warning(test: str, n: int, min_p: float, alpha: float) -> str | None:
