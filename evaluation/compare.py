@@ -71,7 +71,7 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
         d = pb - pa
         row.update(diff=float(d.mean()), test="paired Wilcoxon", effect_size=stats.cohens_dz(d))
         row["ci_low"], row["ci_high"] = _bootstrap_diff(pa, pb, paired=True)
-        nz = int(np.count_nonzero(d))
+        nz = stats.nonzero_count(d)
         if nz:
             stat, p = stats.wilcoxon_p(d)
             row.update(statistic=stat, p=p)
@@ -81,7 +81,7 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
     else:
         row.update(diff=float(vb.mean() - va.mean()), test="Mann-Whitney U", effect_size=stats.cohens_d(va, vb))
         row["ci_low"], row["ci_high"] = _bootstrap_diff(va, vb, paired=False)
-        if len(set(va) | set(vb)) > 1:
+        if not stats.is_constant(np.concatenate([va, vb])):
             res = sps.mannwhitneyu(va, vb)
             row.update(statistic=float(res.statistic), p=float(res.pvalue))
     return row

@@ -39,6 +39,38 @@ EXACT_WILCOXON_MAX = 50
 SPEARMAN_BOOTSTRAP_MAX = 500
 
 
+# Differences and values closer than this, relative to max(1, the largest magnitude), are equal:
+# b - a of floats carries rounding noise (0.1*i + 0.5 - 0.1*i is not exactly 0.5), and without a
+# tolerance a constant difference became sd ~ 1e-17, d_z ~ 2e16 and a t-test p of 6.5e-83.
+REL_TOL = 1e-12
+
+
+def _scale(x: np.ndarray) -> float:
+    return max(1.0, float(np.max(np.abs(x)))) if len(x) else 1.0
+
+
+def is_constant(values: Sequence[float]) -> bool:
+    """True when every value equals the first up to rounding noise: ptp <= REL_TOL * max(1, max|x|)."""
+    x = np.asarray(values, dtype=float)
+    return len(x) > 0 and float(np.ptp(x)) <= REL_TOL * _scale(x)
+
+
+def snap(values: Sequence[float]) -> np.ndarray:
+    """Values on a grid of REL_TOL * max(1, max|x|): rounding noise gone, so that differences equal
+    up to noise are exactly equal (ties) and noise-sized ones exactly 0. For zero and tie detection
+    (ranks, counts of non-zero differences); means and sds use the values themselves."""
+    x = np.asarray(values, dtype=float)
+    if not len(x):
+        return x
+    step = REL_TOL * _scale(x)
+    return np.round(x / step) * step
+
+
+def nonzero_count(diffs: Sequence[float]) -> int:
+    """Differences that are not 0 up to rounding noise (:func:`snap`)."""
+    return int(np.count_nonzero(snap(diffs)))
+
+
 def _clean(values: Sequence[float]) -> np.ndarray:
     arr = np.asarray([v for v in values if v is not None], dtype=float)
     return arr[np.isfinite(arr)]
@@ -69,9 +101,10 @@ def cohens_d(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 
 def cohens_dz(diffs: Sequence[float]) -> float | None:
-    """Paired effect size d_z = mean(d) / sd(d) over paired differences d. None when n < 2 or sd = 0."""
+    """Paired effect size d_z = mean(d) / sd(d) over paired differences d. None when n < 2 or the
+    differences are constant (up to rounding noise: :func:`is_constant`)."""
     d = _clean(diffs)
-    if len(d) < 2 or d.std(ddof=1) == 0:
+    if len(d) < 2 or is_constant(d):
         return None
     return float(d.mean() / d.std(ddof=1))
 
@@ -79,9 +112,9 @@ def cohens_dz(diffs: Sequence[float]) -> float | None:
 def rank_biserial_paired(diffs: Sequence[float]) -> float | None:
     """Matched-pairs rank-biserial r = (R+ - R-) / (R+ + R-), ranks of |d| over non-zero d (Kerby 2014).
 
-    None when every difference is zero.
+    None when every difference is zero. Zeros and ties up to rounding noise (:func:`snap`).
     """
-    d = _clean(diffs)
+    d = snap(_clean(diffs))
     d = d[d != 0]
     if len(d) == 0:
         return None
@@ -149,8 +182,8 @@ def wilcoxon_p(diffs: np.ndarray) -> tuple[float, float]:
     attainable 2/2**n: d = [1]*5 gave 0.0253 where the exact p is 0.0625). p = min(1, 2 * min(P(W+ <=
     w), P(W+ >= w))), the convention of scipy's permutation_test. Above the limit: the normal
     approximation with tie correction (scipy ``method='asymptotic'``). The statistic is scipy's,
-    min(W+, W-)."""
-    d = np.asarray(diffs, dtype=float)
+    min(W+, W-). Differences equal up to rounding noise are ties, noise-sized ones zeros (:func:`snap`)."""
+    d = snap(np.asarray(diffs, dtype=float))  # zeros and ties up to rounding noise are exact
     d = d[d != 0]
     n = len(d)
     if n > EXACT_WILCOXON_MAX:
@@ -186,7 +219,7 @@ def anova_oneway(groups: Mapping[str, Sequence[float]]) -> dict:
         out["warning"] = "ANOVA needs at least 2 variants with at least 2 values each"
         return out
     allv = np.concatenate(usable)
-    if np.all(allv == allv[0]):
+    if is_constant(allv):
         out["warning"] = "all values are identical; ANOVA is undefined"
         return out
     res = sps.f_oneway(*usable)
@@ -261,7 +294,7 @@ def friedman(paired: Mapping[str, Mapping[str, float]], *, alpha: float = ALPHA)
         out["warning"] = f"Friedman needs at least 2 paired sessions, got {n}"
         return out
     out["warning"] = _power_warning("Friedman", n, out["min_attainable_p"], alpha)
-    if np.all(mat == mat[:, :1]):
+    if np.all(np.ptp(mat, axis=1) <= REL_TOL * _scale(mat.ravel())):
         out["warning"] = "every session has identical values across variants; Friedman is undefined"
         return out
     res = sps.friedmanchisquare(*mat.T)
@@ -287,9 +320,9 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 
 def paired_t(diffs: np.ndarray) -> tuple[float | None, float | None]:
     """(t, two-sided p) of the paired t-test (scipy.stats.ttest_rel on d against 0); None when n < 2
-    or every difference is equal (t is undefined)."""
+    or every difference is equal up to rounding noise (:func:`is_constant`: t is undefined)."""
     d = np.asarray(diffs, dtype=float)
-    if len(d) < 2 or np.all(d == d[0]):
+    if len(d) < 2 or is_constant(d):
         return None, None
     res = sps.ttest_rel(d, np.zeros_like(d))
     return _f(res.statistic), _f(res.pvalue)
@@ -307,7 +340,7 @@ def paired_wilcoxon_holm(paired: Mapping[str, Mapping[str, float]], *, alpha: fl
     for g1, g2 in combinations(variants, 2):
         _, keys, mat = paired_matrix({g1: paired[g1], g2: paired[g2]})
         diffs = mat[:, 1] - mat[:, 0] if len(keys) else np.array([])
-        nz = int(np.count_nonzero(diffs))
+        nz = nonzero_count(diffs)
         row = {"group1": g1, "group2": g2, "n_paired": len(keys), "n_nonzero": nz,
                "mean_diff": _f(diffs.mean()) if len(diffs) else None, "statistic": None, "p": None,
                "cohens_dz": cohens_dz(diffs), "rank_biserial": rank_biserial_paired(diffs),
@@ -365,7 +398,8 @@ def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
         out["ci_undefined"] = out["warning"]
         return out
     xa, ya = np.array([a for a, _ in keep], float), np.array([b for _, b in keep], float)
-    if np.all(xa == xa[0]) or np.all(ya == ya[0]):
+    xa, ya = snap(xa), snap(ya)  # values equal up to rounding noise tie
+    if is_constant(xa) or is_constant(ya):
         out["warning"] = "a variable is constant; Spearman's rho is undefined"
         out["ci_undefined"] = out["warning"]
         return out

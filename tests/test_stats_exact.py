@@ -45,3 +45,52 @@ def test_wilcoxon_with_ties_above_n_13_is_exact_not_the_normal_approximation(d, 
     # exhaustive enumeration (20-90 s each, so stored here); scipy's default above n = 13 with ties
     # is the normal approximation
     assert stats.wilcoxon_p(np.array(d, float))[1] == pytest.approx(p, rel=1e-12)
+
+
+# ---------------------------------------------------------------- F3: rounding noise
+
+def _noisy_constant():
+    a = [0.1 * i for i in range(6)]
+    b = [x + 0.5 for x in a]
+    return a, b, np.array(b) - np.array(a)  # 0.5 up to rounding noise: the differences are not all equal
+
+
+def test_a_constant_difference_up_to_rounding_noise_is_constant():
+    a, b, d = _noisy_constant()
+    assert len(set(d.tolist())) > 1  # the noise the old code took for variance
+    assert stats.cohens_dz(d) is None
+    assert stats.paired_t(d) == (None, None)
+    assert stats.wilcoxon_p(d) == (0.0, 0.03125)
+    row = stats.paired_wilcoxon_holm({"A": dict(enumerate(a)), "B": dict(enumerate(b))})["pairs"][0]
+    assert (row["p"], row["p_t"], row["cohens_dz"], row["n_nonzero"]) == (0.03125, None, None, 6)
+
+
+def test_noise_sized_differences_are_zeros_and_noisy_ties_are_ties():
+    assert stats.nonzero_count([0.3 - 0.1 - 0.2, 0.0, 1.0]) == 1
+    d = np.array([0.1 + 0.2, 0.3, 0.3, -0.3, 0.6])  # 0.1 + 0.2 != 0.3: a tie up to noise
+    assert stats.wilcoxon_p(d) == pytest.approx(stats.wilcoxon_p(np.array([0.3, 0.3, 0.3, -0.3, 0.6])))
+    assert stats.rank_biserial_paired(d) == pytest.approx(stats.rank_biserial_paired([0.3, 0.3, 0.3, -0.3, 0.6]))
+
+
+def test_retrieval_paired_tests_and_compare_use_the_tolerance():
+    from evaluation.compare import compare_metric
+    from evaluation.retrieval.compare import paired_tests
+    a, b, _ = _noisy_constant()
+    out = paired_tests(a, b)
+    assert (out["tP"], out["tStatistic"], out["wilcoxonP"]) == (None, None, 0.03125)
+    row = compare_metric({i: (x, None) for i, x in enumerate(a)}, {i: (x, None) for i, x in enumerate(b)})
+    assert (row["p"], row["p_t"], row["effect_size"]) == (0.03125, None, None)
+
+
+def test_constant_groups_up_to_noise_are_constant_for_anova_friedman_spearman():
+    x = [0.1 * 3, 0.3, 0.1 + 0.2, 0.3]
+    assert stats.anova_oneway({"a": x[:2], "b": x[2:]})["p"] is None
+    base = {i: 0.1 * i for i in range(4)}
+    fr = stats.friedman({"a": base, "b": {i: v + 0.2 for i, v in base.items()},
+                         "c": {i: v + 0.1 + 0.1 for i, v in base.items()}})
+    assert fr["p"] is not None  # b and c differ from a: defined
+    same = stats.friedman({"a": {i: 0.3 for i in range(4)}, "b": {i: 0.1 + 0.2 for i in range(4)},
+                           "c": {i: 0.3 for i in range(4)}})
+    assert same["p"] is None and "identical" in same["warning"]
+    sp = stats.spearman_bootstrap([0.3, 0.1 + 0.2, 0.3, 0.3], [1, 2, 3, 4])
+    assert sp["rho"] is None and "constant" in sp["warning"]

@@ -89,9 +89,10 @@ def _finite_or_none(x: float) -> float | None:
 def paired_tests(a: Sequence[float], b: Sequence[float], *, seed: int = 0) -> dict:
     """Mean difference (b - a) with a bootstrap CI, Wilcoxon signed-rank and paired t-test.
 
-    A test is ``None`` where it does not apply (fewer than 2 pairs, all differences 0).
+    A test is ``None`` where it does not apply (fewer than 2 pairs, all differences 0; the t-test
+    also when the differences are constant), zeros and constants judged up to rounding noise.
     """
-    from scipy import stats
+    from evaluation import stats
     if len(a) != len(b):
         raise ValueError("paired samples must have the same length")
     diffs = [y - x for x, y in zip(a, b)]
@@ -102,11 +103,13 @@ def paired_tests(a: Sequence[float], b: Sequence[float], *, seed: int = 0) -> di
         return out
     ci = bootstrap_ci(diffs, seed=seed)
     out.update(meanDiff=ci["mean"], diffCiLow=ci["ci_low"], diffCiHigh=ci["ci_high"])
-    if len(diffs) >= 2 and any(d != 0 for d in diffs):
-        w = stats.wilcoxon(a, b, zero_method="wilcox")
-        out.update(wilcoxonStatistic=_finite_or_none(w.statistic), wilcoxonP=_finite_or_none(w.pvalue))
-        t = stats.ttest_rel(b, a)
-        out.update(tStatistic=_finite_or_none(t.statistic), tP=_finite_or_none(t.pvalue))
+    if len(diffs) >= 2 and stats.nonzero_count(diffs):
+        # evaluation.stats: zeros and ties up to rounding noise, the exact p with ties up to n = 50,
+        # no t (None) when the differences are constant up to noise
+        w_stat, w_p = stats.wilcoxon_p(np.asarray(diffs, dtype=float))
+        out.update(wilcoxonStatistic=_finite_or_none(w_stat), wilcoxonP=_finite_or_none(w_p))
+        t_stat, t_p = stats.paired_t(np.asarray(diffs, dtype=float))
+        out.update(tStatistic=t_stat, tP=t_p)
     return out
 
 
