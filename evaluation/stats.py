@@ -37,6 +37,10 @@ EXACT_WILCOXON_MAX = 50
 # n = 50,000. Above this many pairs the CI is the Fisher z interval with the Bonett-Wright (2000)
 # variance (1 + rho^2 / 2) / (n - 3), which at such n agrees with the bootstrap to about 1e-3.
 SPEARMAN_BOOTSTRAP_MAX = 500
+# Up to this many pairs Spearman's p is exact (all n! pairings enumerated: 9! = 362,880, ~30 ms);
+# above, scipy's t approximation, which at n <= 9 can fall below the smallest attainable p (n = 4,
+# rho = 1 gave p ~ 0 where the exact p is 2/4! = 0.083).
+SPEARMAN_EXACT_MAX = 9
 
 
 # Differences and values closer than this, relative to max(1, the largest magnitude), are equal:
@@ -148,6 +152,8 @@ def min_p_wilcoxon(n: int) -> float:
 def min_p_spearman(n: int) -> float:
     """Smallest two-sided exact permutation p of Spearman's rho with n pairs: 2 / n!, computed as
     exp(ln 2 - lgamma(n + 1)) so that it underflows to 0.0 (n >= 171) instead of overflowing."""
+    if 0 < n <= 20:  # exactly 2/n! (a float from exp/lgamma is a few ulp off: 2/4! came out above 1/12)
+        return min(1.0, 2.0 / math.factorial(n))
     return min(1.0, math.exp(math.log(2.0) - math.lgamma(n + 1))) if n > 0 else 1.0
 
 
@@ -372,6 +378,27 @@ def spearman_fisher_ci(rho: float, n: int, *, alpha: float = ALPHA) -> tuple[flo
     return _f(math.tanh(math.atanh(rho) - half)), _f(math.tanh(math.atanh(rho) + half))
 
 
+@functools.lru_cache(maxsize=SPEARMAN_EXACT_MAX + 1)
+def _permutations(n: int) -> np.ndarray:
+    """Every permutation of range(n) as rows (n! x n, int8): 3.3 MB at n = 9."""
+    from itertools import permutations
+    return np.array(list(permutations(range(n))), dtype=np.int8).reshape(-1, n)
+
+
+def spearman_exact_p(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided exact permutation p of Spearman's rho: the share of the n! pairings of y's (mid)ranks
+    with x's whose |rho| is at least the observed |rho| (ties up to 1e-12). n <= SPEARMAN_EXACT_MAX."""
+    rx, ry = sps.rankdata(x), sps.rankdata(y)
+    n = len(rx)
+    if n > SPEARMAN_EXACT_MAX:
+        raise ValueError(f"exact Spearman p enumerates n! pairings: n = {n} > {SPEARMAN_EXACT_MAX}")
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    denom = math.sqrt(float((rx ** 2).sum() * (ry ** 2).sum()))
+    observed = abs(float(rx @ ry)) / denom
+    perm = ry[_permutations(n)] @ rx / denom
+    return float(np.count_nonzero(np.abs(perm) >= observed - 1e-12)) / len(perm)
+
+
 def _centered_ranks(values: np.ndarray) -> np.ndarray:
     r = sps.rankdata(values, axis=1)
     return r - r.mean(axis=1, keepdims=True)
@@ -380,6 +407,9 @@ def _centered_ranks(values: np.ndarray) -> np.ndarray:
 def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 1000,
                        seed: int = 0, alpha: float = ALPHA) -> dict:
     """Spearman's rho (scipy.stats.spearmanr) with a percentile bootstrap CI over resampled pairs.
+
+    p: exact (every pairing enumerated, :func:`spearman_exact_p`) up to SPEARMAN_EXACT_MAX pairs,
+    scipy's t approximation above; ``p_method`` says which.
 
     Pairs with a missing value in either list are dropped. rho, p and the CI are None (with a
     warning saying why) when n < 3 or a side is constant. The CI is also None, with ``ci_undefined``
@@ -391,7 +421,7 @@ def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
     keep = sorted((float(a), float(b)) for a, b in zip(x, y) if a is not None and b is not None
                   and math.isfinite(float(a)) and math.isfinite(float(b)))
     n = len(keep)
-    out = {"n": n, "rho": None, "p": None, "ci_low": None, "ci_high": None, "ci_method": None, "ci_undefined": None,
+    out = {"n": n, "rho": None, "p": None, "p_method": None, "ci_low": None, "ci_high": None, "ci_method": None, "ci_undefined": None,
            "min_attainable_p": min_p_spearman(n), "warning": None}
     if n < 3:
         out["warning"] = f"Spearman needs at least 3 pairs, got {n}"
@@ -404,7 +434,10 @@ def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
         out["ci_undefined"] = out["warning"]
         return out
     res = sps.spearmanr(xa, ya)
-    out.update(rho=_f(res.statistic), p=_f(res.pvalue), ci_method="percentile bootstrap",
+    exact = n <= SPEARMAN_EXACT_MAX
+    out.update(rho=_f(res.statistic), p=spearman_exact_p(xa, ya) if exact else _f(res.pvalue),
+               p_method="exact permutation" if exact else "t approximation (scipy)",
+               ci_method="percentile bootstrap",
                warning=_power_warning("Spearman", n, out["min_attainable_p"], alpha))
     if n > SPEARMAN_BOOTSTRAP_MAX:
         out["ci_low"], out["ci_high"] = spearman_fisher_ci(float(res.statistic), n, alpha=alpha)

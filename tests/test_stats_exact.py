@@ -94,3 +94,33 @@ def test_constant_groups_up_to_noise_are_constant_for_anova_friedman_spearman():
     assert same["p"] is None and "identical" in same["warning"]
     sp = stats.spearman_bootstrap([0.3, 0.1 + 0.2, 0.3, 0.3], [1, 2, 3, 4])
     assert sp["rho"] is None and "constant" in sp["warning"]
+
+
+# ---------------------------------------------------------------- F4: exact Spearman p at small n
+
+@pytest.mark.parametrize("x, y, p", [
+    ([1, 2, 3, 4], [1, 2, 3, 4], 2 / 24),               # the smallest attainable p at n = 4
+    ([1, 2, 3, 4, 5], [1, 3, 2, 4, 5], 10 / 120),
+    ([1, 2, 3, 4, 5, 6], [2, 1, 3, 4, 6, 5], 24 / 720)])
+def test_spearman_small_n_p_is_the_exact_permutation_p(x, y, p):
+    res = stats.spearman_bootstrap(x, y)
+    assert res["p"] == pytest.approx(p, rel=1e-12) and res["p_method"] == "exact permutation"
+    assert res["p"] >= res["min_attainable_p"]
+
+
+def test_spearman_exact_p_equals_scipys_permutation_test():
+    rng = np.random.default_rng(4)
+    for n in (5, 7):
+        x, y = rng.normal(size=n), rng.normal(size=n)
+        y = x + rng.normal(0, 0.5, n)
+        # scipy's recipe for a correlation: permute one sample's pairings (exhaustive: n! <= 5040)
+        ref = sps.permutation_test((x,), lambda a: sps.spearmanr(a, y).statistic, permutation_type="pairings",
+                                   n_resamples=math.factorial(n), vectorized=False)
+        assert stats.spearman_bootstrap(x, y)["p"] == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_spearman_above_nine_pairs_keeps_scipys_p():
+    x = np.arange(12.0)
+    y = x + np.random.default_rng(0).normal(0, 3, 12)
+    res = stats.spearman_bootstrap(x, y)
+    assert res["p"] == pytest.approx(sps.spearmanr(x, y).pvalue) and res["p_method"].startswith("t approximation")
