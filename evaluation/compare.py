@@ -76,14 +76,24 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
             stat, p = stats.wilcoxon_p(d)
             row.update(statistic=stat, p=p)
         row["t"], row["p_t"] = stats.paired_t(d)
-        row["warning"] = (stats._power_warning("Wilcoxon", nz, stats.min_p_wilcoxon(nz), alpha)
-                          if nz else "no non-zero paired differences")
+        warnings = [stats._power_warning("Wilcoxon", nz, stats.min_p_wilcoxon(nz), alpha)
+                    if nz else "no non-zero paired differences", stats.small_n_warning(len(shared))]
+        row["warning"] = "; ".join(w for w in warnings if w) or None
     else:
         row.update(diff=float(vb.mean() - va.mean()), test="Mann-Whitney U", effect_size=stats.cohens_d(va, vb))
-        row["ci_low"], row["ci_high"] = _bootstrap_diff(va, vb, paired=False)
+        warnings = []
+        if min(len(va), len(vb)) >= 2:
+            row["ci_low"], row["ci_high"] = _bootstrap_diff(va, vb, paired=False)
+            warnings.append(stats.small_n_warning(min(len(va), len(vb))))
+        else:
+            warnings.append(f"no interval: a run has {min(len(va), len(vb))} session(s) (at least 2 each needed)")
         if not stats.is_constant(np.concatenate([va, vb])):
             res = sps.mannwhitneyu(va, vb)
             row.update(statistic=float(res.statistic), p=float(res.pvalue))
+        # p < alpha out of reach: complete separation has p = 2 / C(n_a + n_b, n_a) (1 vs 2: 0.667)
+        warnings.append(stats._power_warning(f"Mann-Whitney U ({len(va)} vs {len(vb)})", len(va) + len(vb),
+                                             stats.min_p_mannwhitney(len(va), len(vb)), alpha))
+        row["warning"] = "; ".join(w for w in warnings if w) or None
     return row
 
 

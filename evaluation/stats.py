@@ -157,6 +157,17 @@ def min_p_spearman(n: int) -> float:
     return min(1.0, math.exp(math.log(2.0) - math.lgamma(n + 1))) if n > 0 else 1.0
 
 
+def min_p_mannwhitney(n_a: int, n_b: int) -> float:
+    """Smallest two-sided exact p of the Mann-Whitney U test with n_a and n_b values and no ties:
+    2 / C(n_a + n_b, n_a) (complete separation), computed in log space."""
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    log_c = math.lgamma(n_a + n_b + 1) - math.lgamma(n_a + 1) - math.lgamma(n_b + 1)
+    if n_a + n_b <= 60:
+        return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+    return min(1.0, math.exp(math.log(2.0) - log_c))
+
+
 def min_p_friedman(n: int, k: int) -> float:
     """p of the largest Friedman statistic, chi² = n(k-1) (all blocks rank identically), df = k-1."""
     if n < 1 or k < 2:
@@ -206,7 +217,7 @@ def wilcoxon_p(diffs: np.ndarray) -> tuple[float, float]:
 
 
 def _power_warning(test: str, n: int, min_p: float, alpha: float) -> str | None:
-    if min_p > alpha:
+    if min_p >= alpha:
         return (f"{test} with n={n} cannot reach p<{alpha:g}: its smallest attainable p is "
                 f"{min_p:.4g}; a non-significant result here says nothing")
     return None
@@ -464,18 +475,33 @@ def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
 
 # ---------------------------------------------------------------- one metric, all tests
 
+SMALL_N = 5  # below this many sessions an interval is flagged (percentile bootstrap: [min, max] at n = 2)
+
+
+def small_n_warning(n: int) -> str | None:
+    """The flag printed beside an interval over fewer than SMALL_N units (None otherwise)."""
+    if 2 <= n < SMALL_N:
+        return f"n={n} < {SMALL_N}: the interval is unreliable (a bootstrap over {n} sessions)"
+    return None
+
+
 def describe(values: Sequence[float], *, seed: int = 0, n_boot: int = 1000, alpha: float = ALPHA) -> dict:
-    """n, mean, sd, median and a percentile-bootstrap (1-alpha) CI of the mean; mean None when n = 0.
+    """n, mean, sd, median and a percentile-bootstrap (1-alpha) CI of the mean; mean None when n = 0,
+    the CI None when n < 2 (as convsim.aggregate.bootstrap_ci), and ``warning`` set when n < SMALL_N.
 
     Values are sorted first, so neither the mean's last bits nor the CI depend on their order."""
     arr = np.sort(_clean(values))
     n = len(arr)
-    out = {"n": n, "mean": None, "sd": None, "median": None, "ci_low": None, "ci_high": None}
+    out = {"n": n, "mean": None, "sd": None, "median": None, "ci_low": None, "ci_high": None, "warning": None}
     if n == 0:
         return out
+    out.update(mean=_f(arr.mean()), sd=_f(arr.std(ddof=1)) if n > 1 else None, median=_f(np.median(arr)))
+    if n < 2:
+        out["warning"] = "n=1: no interval"
+        return out
     means = bootstrap_means(arr, n_boot=n_boot, seed=seed)
-    out.update(mean=_f(arr.mean()), sd=_f(arr.std(ddof=1)) if n > 1 else None, median=_f(np.median(arr)),
-               ci_low=_f(np.quantile(means, alpha / 2)), ci_high=_f(np.quantile(means, 1 - alpha / 2)))
+    out.update(ci_low=_f(np.quantile(means, alpha / 2)), ci_high=_f(np.quantile(means, 1 - alpha / 2)),
+               warning=small_n_warning(n))
     return out
 
 

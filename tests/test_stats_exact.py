@@ -124,3 +124,34 @@ def test_spearman_above_nine_pairs_keeps_scipys_p():
     y = x + np.random.default_rng(0).normal(0, 3, 12)
     res = stats.spearman_bootstrap(x, y)
     assert res["p"] == pytest.approx(sps.spearmanr(x, y).pvalue) and res["p_method"].startswith("t approximation")
+
+
+# ---------------------------------------------------------------- F6, F7: small n
+
+def test_describe_gives_no_interval_at_n_1_and_flags_small_n():
+    one = stats.describe([0.4])
+    assert one["mean"] == 0.4 and (one["ci_low"], one["ci_high"]) == (None, None)
+    two = stats.describe([0.7, 0.9])
+    assert two["ci_low"] is not None and "n=2 < 5" in two["warning"]
+    assert stats.describe([1, 2, 3, 4, 5])["warning"] is None
+
+
+def test_one_against_two_sessions_gives_no_interval_and_says_mwu_cannot_reach_alpha():
+    from evaluation.compare import compare_metric
+    row = compare_metric({"x": (0.4, 1)}, {"y": (0.9, 2), "z": (0.7, 3)})
+    assert row["test"] == "Mann-Whitney U" and (row["ci_low"], row["ci_high"]) == (None, None)
+    assert "no interval" in row["warning"] and "0.6667" in row["warning"]
+
+
+def test_mann_whitney_warning_quotes_the_smallest_attainable_p():
+    from evaluation.compare import compare_metric
+    assert stats.min_p_mannwhitney(3, 3) == pytest.approx(0.1)
+    assert stats.min_p_mannwhitney(4, 4) == pytest.approx(2 / 70)
+    # complete separation at 3 vs 3: scipy's exact p is the minimum
+    assert sps.mannwhitneyu([0.1, 0.2, 0.3], [0.7, 0.8, 0.9]).pvalue == pytest.approx(stats.min_p_mannwhitney(3, 3))
+    row = compare_metric({f"x{i}": (v, 1) for i, v in enumerate([0.1, 0.2, 0.3])},
+                         {f"y{i}": (v, 2) for i, v in enumerate([0.7, 0.8, 0.9])})
+    assert "Mann-Whitney U (3 vs 3) with n=6 cannot reach p<0.05" in row["warning"] and "0.1" in row["warning"]
+    big = compare_metric({f"x{i}": (float(i), 1) for i in range(6)}, {f"y{i}": (float(i) + 3, 2) for i in range(6)})
+    assert "cannot reach" not in (big["warning"] or "")
+
