@@ -40,6 +40,21 @@ def sig3(x) -> str:
     return f"{rounded:.2e}"
 
 
+def fmt_p(p, alpha: float = stats.ALPHA) -> str:
+    """A p-value as :func:`sig3` prints it, with more significant digits where 3 would carry it across
+    ``alpha`` (so a star for p < alpha never sits beside a printed value >= alpha): 0.04996 ->
+    0.04996, not 0.05; 0.0312 -> 0.0312; 0.05004 -> 0.05; None -> an em dash."""
+    text = sig3(p)
+    if p is None or isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or p == 0:
+        return text
+    for digits in range(4, 17):
+        if (float(text) < alpha) == (p < alpha):
+            return text
+        text = f"{p:.{digits}g}"
+        text = f"{float(text):.{digits - 1}e}" if "e" in text else text
+    return text
+
+
 def headline_metrics(declared: Sequence[str], records: Sequence[Mapping] | MetricTable) -> list[str]:
     present = [m for m in metric_names(records) if m not in JUDGE_FLAGS]
     chosen = [m for m in declared if m in present]

@@ -239,9 +239,14 @@ def anova_oneway(groups: Mapping[str, Sequence[float]]) -> dict:
     if is_constant(allv):
         out["warning"] = "all values are identical; ANOVA is undefined"
         return out
+    out.update(df_between=len(usable) - 1, df_within=int(len(allv) - len(usable)), eta_squared=eta_squared(arrays))
+    if all(is_constant(a) for a in usable):
+        # scipy: F = inf, p = 0 (with a warning); F was reported None beside p = 0.0
+        out["warning"] = ("every variant is constant within itself while their means differ (zero "
+                          "within-group variance): F is infinite and the p-value undefined; none is reported")
+        return out
     res = sps.f_oneway(*usable)
-    out.update(F=_f(res.statistic), p=_f(res.pvalue), df_between=len(usable) - 1,
-               df_within=int(len(allv) - len(usable)), eta_squared=eta_squared(arrays))
+    out.update(F=_f(res.statistic), p=_f(res.pvalue))
     return out
 
 
@@ -273,10 +278,13 @@ def tukey_hsd(groups: Mapping[str, Sequence[float]], *, alpha: float = ALPHA) ->
         a, b = arrays[g1], arrays[g2]
         diff = float(b.mean() - a.mean())
         se = math.sqrt(mse / 2 * (1 / len(a) + 1 / len(b)))
-        if se == 0:
-            p = 1.0 if diff == 0 else 0.0
-        else:
-            p = float(sps.studentized_range.sf(abs(diff) / se, k, df))
+        if se <= REL_TOL * _scale(np.concatenate([a, b])):
+            # zero within-group variance: q is infinite or undefined, as in ANOVA; no p, no interval
+            out["warning"] = "zero within-group variance: Tukey HSD's p and intervals are undefined"
+            out["pairs"].append({"group1": g1, "group2": g2, "meandiff": diff, "p_adj": None, "ci_low": None,
+                                 "ci_high": None, "reject": None, "cohens_d": cohens_d(a, b)})
+            continue
+        p = float(sps.studentized_range.sf(abs(diff) / se, k, df))
         out["pairs"].append({
             "group1": g1, "group2": g2, "meandiff": diff, "p_adj": min(1.0, p),
             "ci_low": diff - q_crit * se, "ci_high": diff + q_crit * se,

@@ -155,3 +155,30 @@ def test_mann_whitney_warning_quotes_the_smallest_attainable_p():
     big = compare_metric({f"x{i}": (float(i), 1) for i in range(6)}, {f"y{i}": (float(i) + 3, 2) for i in range(6)})
     assert "cannot reach" not in (big["warning"] or "")
 
+
+# ---------------------------------------------------------------- F8, F10: what the text says
+
+def test_compare_text_names_the_family_holm_corrected_over():
+    from evaluation.compare_text import format_comparison
+    base = {"variant_a": "v", "variant_b": "v", "mean_a_shown": 0.1, "mean_b_shown": 0.2, "diff": 0.1,
+            "ci_low": 0.0, "ci_high": 0.2, "basis": "paired", "n_shown": 8, "test": "paired Wilcoxon"}
+    rows = [{**base, "metric": f"m{i}", "p": 0.01 if i < 3 else None, "p_holm": 0.03 if i < 3 else None,
+             "significant": True if i < 3 else None} for i in range(10)]
+    text = format_comparison({"run_a": "A", "run_b": "B", "alpha": 0.05, "rows": rows})
+    assert "Holm-adjusted over the 3 row(s) with a p (of 10" in text
+
+
+def test_a_starred_p_is_never_printed_as_alpha():
+    from evaluation.compare_text import _p
+    from evaluation.headline import fmt_p
+    assert fmt_p(0.04996) == "0.04996" and fmt_p(0.05004) == "0.05" and fmt_p(0.0312) == "0.0312"
+    assert _p({"p_holm": 0.04996, "significant": True}) == "0.04996*"
+    for p in np.linspace(0.0495, 0.0505, 41):
+        assert (float(fmt_p(p)) < 0.05) == (p < 0.05)
+
+
+def test_anova_and_tukey_with_zero_within_group_variance_report_no_p():
+    res = stats.anova_oneway({"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0]})
+    assert (res["F"], res["p"]) == (None, None) and "within-group variance" in res["warning"]
+    tk = stats.tukey_hsd({"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0]})
+    assert tk["pairs"][0]["p_adj"] is None and tk["pairs"][0]["meandiff"] == 1.0
