@@ -29,6 +29,41 @@ def record_sort_key(record: Mapping) -> tuple[str, str, int]:
             trial if is_int(trial) else 0)
 
 
+def session_means(triples: Iterable[tuple[object, object, object]]) -> dict[str, tuple[float, int]]:
+    """``(session, trial, value)`` triples -> ``{session: (mean over its trials, trials)}``, sessions
+    (as str) in sorted order, each session's trials summed in trial order.
+
+    The session is the unit of every interval and test: with ``--trials K`` a session's trials replay
+    the same customer (the same seeds but the trial) and are not independent observations, so a
+    session is averaged over its trials before anything is resampled or tested. Non-finite and
+    ``None`` values are left out; a session with none left is dropped. With one trial per session
+    the means are the values themselves (the same bits)."""
+    by: dict[str, list[tuple[int, float]]] = {}
+    for session, trial, value in triples:
+        kept = _finite([value])
+        if kept:
+            by.setdefault(str(session), []).append((trial if is_int(trial) else 0, kept[0]))
+    out = {}
+    for session in sorted(by):
+        vals = [v for _, v in sorted(by[session])]
+        out[session] = (vals[0] if len(vals) == 1 else float(np.mean(vals)), len(vals))
+    return out
+
+
+def trials_info(counts: Iterable[int]) -> dict:
+    """``{"n_values", "trials_per_session"}`` beside a session-level n: the trial values averaged
+    and the trials per session (an int when every session has the same number, else their mean)."""
+    counts = list(counts)
+    total = int(sum(counts))
+    if not counts:
+        per = None
+    elif min(counts) == max(counts):
+        per = int(counts[0])
+    else:
+        per = round(total / len(counts), 2)
+    return {"n_values": total, "trials_per_session": per}
+
+
 def _finite(values: Iterable[object]) -> list[float]:
     out = []
     for v in values:

@@ -2,7 +2,8 @@
 
 Per variant: how every session ended (``ok``, ``agent_failure``, ``simulator_failure``,
 ``infra_error``, ``code_error``; ``errors`` = the last two), and mean, n and bootstrap CI of every
-dialogue metric over the scored sessions (``ok`` and ``agent_failure``, convsim.status.SCORED).
+dialogue metric over the scored sessions (``ok`` and ``agent_failure``, convsim.status.SCORED), a
+session's trials averaged first (n: sessions; ``n_values``, ``trials_per_session``: its trials).
 Top level: the run's totals, the first error message, and warnings: ``run_warnings`` are those the
 run raised (e.g. a capped session count), kept when the summary is rebuilt (``convsim report``);
 ``warnings`` adds those of the summary itself (a metric out of range, a dataset hook that raised).
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .aggregate import bootstrap_ci
+from .aggregate import bootstrap_ci, session_means, trials_info
 from .errors import ConvsimError, HookError
 from .recordset import RecordSet, check_record, statuses_of
 from .status import SCORED, Status
@@ -98,7 +99,9 @@ def metric_columns(records: Iterable[Mapping], *,
 
 
 def variant_summary(records: Iterable[Mapping], *, seed: int = 0) -> dict[str, dict]:
-    """Mean, n and bootstrap 95% CI of every numeric dialogue metric over scored sessions."""
+    """Mean, n and bootstrap 95% CI of every numeric dialogue metric over scored sessions: the unit
+    is the session, its trials averaged first (n counts sessions; ``n_values`` the trial values and
+    ``trials_per_session`` the trials each, see :func:`convsim.aggregate.session_means`)."""
     return _metrics_and_usage(records, seed=seed)[0]
 
 
@@ -113,8 +116,16 @@ def _metrics_and_usage(records: Iterable[Mapping], *, seed: int = 0,
             tally.add(r)
             if r.get("status", "ok") in SCORED_STATUSES:
                 yield r
-    columns = metric_columns(scored(), out_of_range=out_of_range)
-    return {name: bootstrap_ci(values, seed=seed) for name, values in columns.items()}, tally.table()
+    columns: dict[str, list[tuple[object, object, float | None]]] = {}
+    for r in scored():
+        unit = (r.get("session_id"), r.get("trial", 0))
+        for name, value in flatten_metrics(r.get("dialogue_metrics") or {}, out_of_range=out_of_range).items():
+            columns.setdefault(name, []).append((*unit, value))
+    out = {}
+    for name, triples in columns.items():
+        units = session_means(triples).values()
+        out[name] = {**bootstrap_ci([m for m, _ in units], seed=seed), **trials_info(k for _, k in units)}
+    return out, tally.table()
 
 
 def _scalar_items(d: dict, prefix: str = "") -> dict[str, Any]:

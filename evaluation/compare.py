@@ -2,11 +2,13 @@
 
 Variants are matched by name (or, when each run has exactly one variant, with each other).
 Per matched variant and shared metric: means, the difference B - A with a bootstrap 95% CI, and a
-test: paired Wilcoxon over the sessions both runs have (same session id and trial, and the same
-seed where both record one), else Mann-Whitney U over all sessions; paired rows also carry the
+test: paired Wilcoxon over the sessions both runs have (same session id, and the same seeds on the
+trials both ran where both record one), else Mann-Whitney U over all sessions; paired rows also carry the
 paired t-test (``t``, ``p_t``). p-values are Holm-adjusted over all rows, i.e. across every metric
 and variant compared (``p_holm``, ``p_t_holm``); effect sizes are d_z (paired) or Cohen's d
-(independent). Values are taken in sorted order and resampled in chunks (convsim.aggregate), so
+(independent). The unit is the session: with ``--trials K`` a session's trials are averaged first
+(they replay the same customer and are not independent), so n counts sessions and
+``trials_a``/``trials_b`` the trials per session. Values are taken in sorted order and resampled in chunks (convsim.aggregate), so
 the rows do not depend on record order and memory stays flat in the number of sessions.
 """
 
@@ -20,15 +22,24 @@ from scipy import stats as sps
 from convsim import ConvsimError
 from convsim.aggregate import bootstrap_means
 from evaluation import stats
-from evaluation.records import JUDGE_FLAGS, MetricTable, load_run, metric_table
+from convsim.aggregate import trials_info
+from evaluation.records import JUDGE_FLAGS, MetricTable, load_run, metric_table, seeds_match
 
 NOT_COMPARED = JUDGE_FLAGS  # bookkeeping counters: summarised, not tested (as in stats.json)
 
 
-def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object]]:
-    col = table.columns[metric]
-    return {k: (float(col[i]), seed) for i, (v, k, seed) in enumerate(zip(table.variants, table.keys, table.seeds))
-            if v == variant and not np.isnan(col[i])}
+def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object, int]]:
+    """``{session id: (mean over its trials, its (trial, seed) pairs, trials)}`` of one variant."""
+    return {s: unit for (_, s), unit in table.units(metric, variant).items()}
+
+
+def _shared(a: dict, b: dict) -> list[str]:
+    """The sessions both sides have with the same seeds (:func:`evaluation.records.seeds_match`)."""
+    return sorted(k for k in a.keys() & b.keys() if seeds_match(a[k][1], b[k][1]))
+
+
+def _trials(d: dict) -> int | float | None:
+    return trials_info(t[2] if len(t) > 2 else 1 for t in d.values())["trials_per_session"]
 
 
 def _bootstrap_diff(a: np.ndarray, b: np.ndarray, *, paired: bool, seed: int = 0, n_boot: int = 1000):
@@ -42,11 +53,13 @@ def _bootstrap_diff(a: np.ndarray, b: np.ndarray, *, paired: bool, seed: int = 0
 
 
 def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
-    """One row: ``a``/``b`` are ``{pair_key: (value, seed)}``."""
-    shared = sorted(k for k in a.keys() & b.keys() if a[k][1] is None or b[k][1] is None or a[k][1] == b[k][1])
-    va = np.sort(np.array([v for v, _ in a.values()], dtype=float))
-    vb = np.sort(np.array([v for v, _ in b.values()], dtype=float))
-    row = {"n_a": len(va), "n_b": len(vb), "n_paired": len(shared),
+    """One row: ``a``/``b`` are ``{session: (value, seeds[, trials])}``, one entry per independent
+    unit (a session, its trials averaged: :meth:`MetricTable.units`); n_a, n_b and n_paired count
+    them, ``trials_a``/``trials_b`` give the trials per session."""
+    shared = _shared(a, b)
+    va = np.sort(np.array([t[0] for t in a.values()], dtype=float))
+    vb = np.sort(np.array([t[0] for t in b.values()], dtype=float))
+    row = {"n_a": len(va), "n_b": len(vb), "n_paired": len(shared), "trials_a": _trials(a), "trials_b": _trials(b),
            "mean_a": float(va.mean()) if len(va) else None, "mean_b": float(vb.mean()) if len(vb) else None,
            "diff": None, "ci_low": None, "ci_high": None, "test": None, "statistic": None, "p": None,
            "t": None, "p_t": None, "effect_size": None, "warning": None}
@@ -58,19 +71,29 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
         d = pb - pa
         row.update(diff=float(d.mean()), test="paired Wilcoxon", effect_size=stats.cohens_dz(d))
         row["ci_low"], row["ci_high"] = _bootstrap_diff(pa, pb, paired=True)
-        nz = int(np.count_nonzero(d))
+        nz = stats.nonzero_count(d)
         if nz:
             stat, p = stats.wilcoxon_p(d)
             row.update(statistic=stat, p=p)
         row["t"], row["p_t"] = stats.paired_t(d)
-        row["warning"] = (stats._power_warning("Wilcoxon", nz, stats.min_p_wilcoxon(nz), alpha)
-                          if nz else "no non-zero paired differences")
+        warnings = [stats._power_warning("Wilcoxon", nz, stats.min_p_wilcoxon(nz), alpha)
+                    if nz else "no non-zero paired differences", stats.small_n_warning(len(shared))]
+        row["warning"] = "; ".join(w for w in warnings if w) or None
     else:
         row.update(diff=float(vb.mean() - va.mean()), test="Mann-Whitney U", effect_size=stats.cohens_d(va, vb))
-        row["ci_low"], row["ci_high"] = _bootstrap_diff(va, vb, paired=False)
-        if len(set(va) | set(vb)) > 1:
+        warnings = []
+        if min(len(va), len(vb)) >= 2:
+            row["ci_low"], row["ci_high"] = _bootstrap_diff(va, vb, paired=False)
+            warnings.append(stats.small_n_warning(min(len(va), len(vb))))
+        else:
+            warnings.append(f"no interval: a run has {min(len(va), len(vb))} session(s) (at least 2 each needed)")
+        if not stats.is_constant(np.concatenate([va, vb])):
             res = sps.mannwhitneyu(va, vb)
             row.update(statistic=float(res.statistic), p=float(res.pvalue))
+        # p < alpha out of reach: complete separation has p = 2 / C(n_a + n_b, n_a) (1 vs 2: 0.667)
+        warnings.append(stats._power_warning(f"Mann-Whitney U ({len(va)} vs {len(vb)})", len(va) + len(vb),
+                                             stats.min_p_mannwhitney(len(va), len(vb)), alpha))
+        row["warning"] = "; ".join(w for w in warnings if w) or None
     return row
 
 
@@ -78,7 +101,7 @@ def same_denominator_means(a: dict, b: dict) -> dict:
     """The means of A and B over the sessions the difference is taken over, so that A, B and B - A
     share one denominator: the paired sessions when two or more pair (the paired test), else all of
     each run's sessions (the independent test). The sessions left out are counted, not hidden."""
-    shared = sorted(k for k in a.keys() & b.keys() if a[k][1] is None or b[k][1] is None or a[k][1] == b[k][1])
+    shared = _shared(a, b)
     if len(shared) >= 2:
         keys_a = keys_b = shared
         basis = "paired"

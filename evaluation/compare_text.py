@@ -1,5 +1,6 @@
 """``convsim compare`` as plain text that fits 80 columns: one block per matched variant, one row
-per metric with A, B, B - A, its 95% CI, the Holm-adjusted p and the number of pairs.
+per metric with A, B, B - A, its 95% CI, the Holm-adjusted p (over the rows that have a p) and the
+number of pairs (marked ``!`` below SMALL_N sessions).
 
 A and B are means over the same sessions as B - A (``same_denominator_means``): the paired
 sessions when the runs share at least two, else each run's own sessions (then n shows "a/b" and
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evaluation.headline import sig3
+from evaluation.headline import fmt_p, sig3
+from evaluation.stats import SMALL_N
 
 NUM_W, CI_W, P_W, N_W = 7, 16, 6, 5
 
@@ -20,13 +22,21 @@ def _ci(row: Mapping) -> str:
     return f"[{sig3(row['ci_low'])}, {sig3(row['ci_high'])}]"
 
 
-def _p(row: Mapping) -> str:
+def _p(row: Mapping, alpha: float = 0.05) -> str:
+    """Holm p with enough digits that the star (p < alpha) never contradicts the printed number."""
     p = row.get("p_holm")
-    return "—" if p is None else sig3(p) + ("*" if row.get("significant") else "")
+    return "—" if p is None else fmt_p(p, alpha) + ("*" if row.get("significant") else "")
+
+
+def _small(row: Mapping) -> bool:
+    """Fewer than SMALL_N sessions behind the interval (paired: the pairs; else the smaller run)."""
+    n = row.get("n_shown") if row.get("basis") == "paired" else min(row.get("n_a") or 0, row.get("n_b") or 0)
+    return n is not None and n < SMALL_N
 
 
 def _n(row: Mapping) -> str:
-    return str(row["n_shown"]) if row.get("basis") == "paired" else f"{row.get('n_a')}/{row.get('n_b')}"
+    n = str(row["n_shown"]) if row.get("basis") == "paired" else f"{row.get('n_a')}/{row.get('n_b')}"
+    return n + ("!" if _small(row) else "")
 
 
 def headline_first(result: Mapping) -> list[str]:
@@ -39,8 +49,8 @@ def headline_first(result: Mapping) -> list[str]:
         return []
 
 
-def _cells(r: Mapping) -> tuple[str, ...]:
-    return (sig3(r.get("mean_a_shown")), sig3(r.get("mean_b_shown")), sig3(r.get("diff")), _ci(r), _p(r), _n(r))
+def _cells(r: Mapping, alpha: float = 0.05) -> tuple[str, ...]:
+    return (sig3(r.get("mean_a_shown")), sig3(r.get("mean_b_shown")), sig3(r.get("diff")), _ci(r), _p(r, alpha), _n(r))
 
 
 def format_comparison(result: Mapping, *, width: int = 80) -> str:
@@ -49,7 +59,9 @@ def format_comparison(result: Mapping, *, width: int = 80) -> str:
     columns widen for wide cells (a p of 0.000123*, a CI of tiny values), and the metric column gives
     up what they take."""
     first = {m: i for i, m in enumerate(headline_first(result))}
-    cells = [_cells(r) for r in result["rows"]]
+    alpha = result.get("alpha", 0.05)
+    cells = [_cells(r, alpha) for r in result["rows"]]
+    tested = sum(r.get("p") is not None for r in result["rows"])  # the family Holm corrected over
     widths = [max([w] + [len(c[i]) for c in cells])
               for i, w in enumerate((NUM_W, NUM_W, NUM_W, CI_W, P_W, N_W))]
     numbers = sum(widths) + len(widths) - 1  # A, B, B-A, CI, p, n and the spaces between them
@@ -73,9 +85,11 @@ def format_comparison(result: Mapping, *, width: int = 80) -> str:
         rows = [r for r, _ in rows]
         tests = sorted({r["test"] for r in rows if r.get("test")})
         unpaired = [r for r in rows if r.get("unpaired_a") or r.get("unpaired_b")]
-        lines.append(f"test: {', '.join(tests) or 'none'}; p Holm-adjusted over {len(result['rows'])} rows, "
-                     f"* p < {result.get('alpha', 0.05)}")
-        lines.append("n: sessions paired by id, trial and seed (a/b: none pair, all sessions used)")
+        lines.append(f"test: {', '.join(tests) or 'none'}; p Holm-adjusted over the {tested} row(s) with a p "
+                     f"(of {len(result['rows'])}, every variant), * p < {alpha}")
+        lines.append("n: sessions paired by id and seeds, trials averaged (a/b: none pair, all sessions used)")
+        if any(_small(r) for r in rows):
+            lines.append(f"!: n < {SMALL_N}: the CI (and any test) at such n is unreliable or out of reach")
         if unpaired:
             ua = max(r.get("unpaired_a") or 0 for r in unpaired)
             ub = max(r.get("unpaired_b") or 0 for r in unpaired)

@@ -1,5 +1,5 @@
-"""The answer a report leads with: each headline metric per variant (mean, 95% CI, n over clean
-sessions) and the paired difference of every other variant to the baseline variant.
+"""The answer a report leads with: each headline metric per variant (mean, 95% CI, n over scored
+sessions, status ok or agent_failure; a session's trials averaged first, n counts sessions) and the paired difference of every other variant to the baseline variant.
 
 Headline metrics are the graph file's ``SUMMARY_METRICS`` (every metric when it declares none,
 capped at ``FALLBACK_HEADLINES``). The baseline is the config's ``baseline:`` (default: the first
@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from convsim.aggregate import trials_info
 from evaluation import stats
 from evaluation.compare import compare_metric
 from evaluation.records import JUDGE_FLAGS, MetricTable, metric_names, metric_table
@@ -39,6 +40,21 @@ def sig3(x) -> str:
     return f"{rounded:.2e}"
 
 
+def fmt_p(p, alpha: float = stats.ALPHA) -> str:
+    """A p-value as :func:`sig3` prints it, with more significant digits where 3 would carry it across
+    ``alpha`` (so a star for p < alpha never sits beside a printed value >= alpha): 0.04996 ->
+    0.04996, not 0.05; 0.0312 -> 0.0312; 0.05004 -> 0.05; None -> an em dash."""
+    text = sig3(p)
+    if p is None or isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or p == 0:
+        return text
+    for digits in range(4, 17):
+        if (float(text) < alpha) == (p < alpha):
+            return text
+        text = f"{p:.{digits}g}"
+        text = f"{float(text):.{digits - 1}e}" if "e" in text else text
+    return text
+
+
 def headline_metrics(declared: Sequence[str], records: Sequence[Mapping] | MetricTable) -> list[str]:
     return headline_choice(declared, records)["metrics"]
 
@@ -62,13 +78,10 @@ def choose_baseline(configured: str | None, variants: Sequence[str]) -> tuple[st
     return configured or variants[0], None
 
 
-def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object]]:
-    """``{pair key: (value, seed)}`` of one variant's sessions that have the metric."""
-    col = table.columns.get(metric)
-    if col is None:
-        return {}
-    return {k: (float(col[i]), table.seeds[i]) for i, (v, k) in enumerate(zip(table.variants, table.keys))
-            if v == variant and not math.isnan(col[i])}
+def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object, int]]:
+    """``{session id: (mean over its trials, seeds, trials)}`` of one variant's sessions that have the
+    metric: the session is the unit (trials replay the same customer; :meth:`MetricTable.units`)."""
+    return {s: unit for (_, s), unit in table.units(metric, variant).items()}
 
 
 def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
@@ -81,8 +94,9 @@ def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[st
     others = [v for v in variants if v != baseline and v not in references]
     for m in metrics:
         per_variant = {v: _values(table, v, m) for v in variants}
-        values[m] = {v: [x for x, _ in vals.values()] for v, vals in per_variant.items()}
-        cells = {v: stats.describe(values[m][v], seed=seed) for v in variants}
+        values[m] = {v: [x for x, _, _ in vals.values()] for v, vals in per_variant.items()}
+        cells = {v: {**stats.describe(values[m][v], seed=seed),
+                     **trials_info(k for _, _, k in per_variant[v].values())} for v in variants}
         diffs = {v: compare_metric(per_variant[baseline], per_variant[v], alpha=alpha) for v in others} \
             if baseline else {}
         rows.append({"metric": m, "cells": cells, "diffs": diffs})

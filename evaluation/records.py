@@ -141,8 +141,23 @@ def is_heuristic_metric(name: str) -> bool:
 
 
 def pair_key(record: Mapping) -> str:
-    """Sessions pair across variants by session id and trial (the engine derives the seed from them)."""
+    """One session attempt: session id and trial (the engine derives the seed from them). Tests and
+    intervals never treat these as units: trials of one session are averaged first
+    (:meth:`MetricTable.units`)."""
     return f"{record.get('session_id')}#{record.get('trial', 0)}"
+
+
+def seeds_match(x, y) -> bool:
+    """Whether two units ran with the same seeds: True when either records none; for session
+    signatures (tuples of ``(trial, seed)``, :meth:`MetricTable.units`) when they share a trial and
+    agree on every trial they share (a seed None matches any); otherwise plain equality."""
+    if x is None or y is None:
+        return True
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        dx, dy = dict(x), dict(y)
+        common = dx.keys() & dy.keys()
+        return bool(common) and all(dx[t] is None or dy[t] is None or dx[t] == dy[t] for t in common)
+    return x == y
 
 
 @dataclass
@@ -158,13 +173,53 @@ class MetricTable:
     columns: dict[str, np.ndarray]
     sessions: list[str] = field(default_factory=list)
     empty: list[str] = field(default_factory=list)  # metrics the records name with no finite value
+    trials: list[int] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
         return list(self.columns)
 
+    def units(self, metric: str, variant: str | None = None) -> dict[tuple[str, str], tuple[float, object, int]]:
+        """The statistical units: ``{(variant, session id): (mean over its trials, seeds, trials)}``
+        over the records that have the metric (only ``variant``'s when given), sorted by key.
+
+        A session's trials replay the same customer with the same inputs but the trial, so they are
+        not independent observations: every test and interval is over sessions, each the mean of its
+        trials (summed in trial order). ``seeds`` is the tuple of ``(trial, seed)`` of the trials
+        averaged (None when no trial records a seed), for :func:`seeds_match`."""
+        col = self.columns.get(metric)
+        groups: dict[tuple[str, str], list[tuple[int, float, object]]] = {}
+        if col is not None:
+            trials = self.trials or [0] * len(self.keys)
+            for i, (v, s) in enumerate(zip(self.variants, self.sessions)):
+                if (variant is None or v == variant) and not np.isnan(col[i]):
+                    groups.setdefault((v, s), []).append((trials[i], float(col[i]), self.seeds[i]))
+        out = {}
+        for key in sorted(groups):
+            rows = sorted(groups[key], key=lambda r: r[0])
+            vals = [x for _, x, _ in rows]
+            seeds = tuple((t, seed) for t, _, seed in rows)
+            out[key] = (vals[0] if len(vals) == 1 else float(np.mean(vals)),
+                        None if all(seed is None for _, seed in seeds) else seeds, len(vals))
+        return out
+
+    def by_session(self, metric: str) -> dict[str, dict[str, float]]:
+        """``{variant: {session id: mean over its trials}}``: what every test and interval is over."""
+        out: dict[str, dict[str, float]] = {v: {} for v in dict.fromkeys(self.variants)}
+        for (v, s), (x, _, _) in self.units(metric).items():
+            out[v][s] = x
+        return out
+
+    def trial_counts(self, metric: str) -> dict[str, list[int]]:
+        """``{variant: [trials averaged per session]}`` (sessions in :meth:`by_session` order)."""
+        out: dict[str, list[int]] = {v: [] for v in dict.fromkeys(self.variants)}
+        for (v, _), (_, _, k) in self.units(metric).items():
+            out[v].append(k)
+        return out
+
     def by_variant(self, metric: str) -> dict[str, dict[str, float]]:
-        """``{variant: {pair_key: value}}`` (pair keys: :func:`pair_key`)."""
+        """``{variant: {pair_key: value}}``, one value per trial (pair keys: :func:`pair_key`): for
+        figures of every record; tests and intervals use :meth:`by_session`."""
         out: dict[str, dict[str, float]] = {}
         col = self.columns.get(metric)
         for i, (v, k) in enumerate(zip(self.variants, self.keys)):
@@ -185,7 +240,7 @@ def metric_table(records: Sequence[Mapping]) -> MetricTable:
     built in one streaming pass: a column grows by one float per record."""
     cols: dict[str, array] = {}
     has_value: dict[str, bool] = {}
-    variants, keys, seeds, sessions = [], [], [], []
+    variants, keys, seeds, sessions, trials = [], [], [], [], []
     for i, r in enumerate(records):
         for name, value in flat_numeric(r.get("dialogue_metrics")).items():
             col = cols.get(name)
@@ -200,6 +255,8 @@ def metric_table(records: Sequence[Mapping]) -> MetricTable:
         keys.append(pair_key(r))
         seeds.append(r.get("seed"))
         sessions.append(str(r.get("session_id")))
+        trial = r.get("trial", 0)
+        trials.append(trial if isinstance(trial, int) and not isinstance(trial, bool) else 0)
     n = len(keys)
     columns = {}
     for name, col in cols.items():
@@ -207,7 +264,7 @@ def metric_table(records: Sequence[Mapping]) -> MetricTable:
             col.extend(_nans(n - len(col)))
             columns[name] = np.frombuffer(col, dtype=float) if n else np.empty(0)
     return MetricTable(variants=variants, keys=keys, seeds=seeds, columns=columns, sessions=sessions,
-                       empty=[name for name in cols if not has_value[name]])
+                       empty=[name for name in cols if not has_value[name]], trials=trials)
 
 
 def _nans(k: int) -> array:

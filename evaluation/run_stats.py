@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from convsim import ConvsimError, load_graph_module
+from convsim.aggregate import trials_info
 from evaluation import plots, stats
 from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_heuristic_metric, is_judge_metric,
                                 is_paired, MetricTable, metric_table, sort_records)
@@ -43,17 +44,21 @@ def judge_failures(records: Sequence[Mapping]) -> dict[str, dict]:
 def correlations(records: Sequence[Mapping] | MetricTable, metrics: Sequence[str], *, seed: int = 0,
                  variant: str | None = None) -> list[dict]:
     """Spearman (bootstrap CI) of every automatic metric against every judge metric: all sessions
-    pooled, or one variant's sessions when ``variant`` is given (then each row names it). Heuristic
+    pooled, or one variant's sessions when ``variant`` is given (then each row names it); one pair per
+    session (its trials averaged: trials of one session are not independent). Heuristic
     judges' scores are on neither side (``is_heuristic_metric``)."""
     table = records if isinstance(records, MetricTable) else metric_table(records)
     judge = [m for m in metrics if is_judge_metric(m) and not is_heuristic_metric(m) and m in table.columns]
     auto = [m for m in metrics if not m.startswith("judge_") and m not in JUDGE_FLAGS
             and not is_heuristic_metric(m) and m in table.columns]
     out = []
+    units = {m: table.units(m, variant) for m in auto + judge}  # one pair per session, trials averaged
+    keys = sorted(set().union(*(u.keys() for u in units.values()))) if units else []
     for a in auto:
-        xs = table.values(a, variant)
+        xs = [units[a][k][0] if k in units[a] else None for k in keys]
         for j in judge:
-            res = stats.spearman_bootstrap(xs, table.values(j, variant), seed=seed, n_boot=500)
+            ys = [units[j][k][0] if k in units[j] else None for k in keys]
+            res = stats.spearman_bootstrap(xs, ys, seed=seed, n_boot=500)
             out.append({**({"variant": variant} if variant is not None else {}), "automatic": a, "judge": j, **res})
     return out
 
@@ -104,12 +109,17 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
     for m in metrics:
         if m in NOT_TESTED:
             continue
+        by_session, counts = table.by_session(m), table.trial_counts(m)
         if m in uncompared:
-            described[m] = {"variants": {v: stats.describe([vals[k] for k in sorted(vals)], seed=seed)
-                                         for v, vals in sorted(table.by_variant(m).items())},
+            described[m] = {"variants": {v: {**stats.describe([vals[k] for k in sorted(vals)], seed=seed),
+                                             **trials_info(counts.get(v, []))}
+                                         for v, vals in sorted(by_session.items())},
                             "not_compared": uncompared[m]}
             continue
-        res = stats.compare_variants(table.by_variant(m), paired=paired, alpha=alpha, seed=seed)
+        res = stats.compare_variants(by_session, paired=paired, alpha=alpha, seed=seed)
+        for v, per_session in counts.items():
+            if v in res["variants"]:
+                res["variants"][v].update(trials_info(per_session))
         per_metric[m] = res
         for test in ("anova", "tukey", "friedman"):
             if res.get(test, {}).get("warning"):
@@ -123,6 +133,7 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
     corr_by_variant = [row for v in variants for row in correlations(table, metrics, seed=seed, variant=v)] \
         if len(variants) > 1 else []
     return {"alpha": alpha, "design": "paired" if paired else "independent", "n_records": len(records),
+            "unit": "session (a session's trials averaged before any test or interval)",
             "metrics": {**per_metric, **described}, "across_metrics": across_metrics(per_metric, alpha=alpha),
             "correlations": corr, "correlations_by_variant": corr_by_variant,
             "judge_failures": judge_failures(records), "warnings": sorted(set(warnings))}

@@ -1,7 +1,8 @@
 """Statistics over any metric and any set of variants (the multi-model CRS experiment: "ANOVA with Tukey HSD"; crs.md §1.8, §4.6).
 
 Generic: the input is a mapping ``variant -> values`` (independent design) or
-``variant -> {pair_key: value}`` (paired design: the same session seeds across variants).
+``variant -> {session: value}`` (paired design: the same session seeds across variants), one
+value per independent unit: a session, its trials averaged first (trials replay one customer).
 Every test reports n, an effect size and, when n is too small for the test to reach
 significance at all, a warning saying so (the original ran Wilcoxon on 5 sessions, whose
 smallest attainable two-sided p is 2/2**5 = 0.0625).
@@ -9,8 +10,9 @@ smallest attainable two-sided p is 2/2**5 = 0.0625).
 Fixes relative to the original `context-aware/statistical_analysis.py`: all Tukey pairs are
 reported (not only the significant ones), with effect sizes, and paired designs get paired tests.
 
-Bounds at scale: every p-value comes from scipy (exact Wilcoxon only up to ``EXACT_WILCOXON_MAX``
-differences, the normal approximation above), the smallest attainable p is computed in log space
+Bounds at scale: every p-value comes from scipy or an exact enumeration (Wilcoxon: the exact
+conditional signed-rank distribution, ties included, up to ``EXACT_WILCOXON_MAX`` differences, the
+normal approximation above), the smallest attainable p is computed in log space
 (no factorial or power that overflows a float), and every bootstrap resamples in chunks
 (convsim.aggregate) from data sorted first, so the numbers do not depend on record order.
 """
@@ -28,13 +30,49 @@ from scipy import stats as sps
 from convsim.aggregate import bootstrap_means, bootstrap_statistic
 
 ALPHA = 0.05
-# scipy's exact signed-rank distribution costs O(n^3) time and O(n^2) memory; above this many
-# non-zero differences the normal approximation is within 1e-3 of it.
+# the exact signed-rank distribution (ties included) is enumerated up to this many non-zero
+# differences; above it the normal approximation is within 1e-3 of it.
 EXACT_WILCOXON_MAX = 50
 # A bootstrap of Spearman's rho re-ranks every resample (O(n_boot * n log n)): 11 s per pair at
 # n = 50,000. Above this many pairs the CI is the Fisher z interval with the Bonett-Wright (2000)
 # variance (1 + rho^2 / 2) / (n - 3), which at such n agrees with the bootstrap to about 1e-3.
 SPEARMAN_BOOTSTRAP_MAX = 500
+# Up to this many pairs Spearman's p is exact (all n! pairings enumerated: 9! = 362,880, ~30 ms);
+# above, scipy's t approximation, which at n <= 9 can fall below the smallest attainable p (n = 4,
+# rho = 1 gave p ~ 0 where the exact p is 2/4! = 0.083).
+SPEARMAN_EXACT_MAX = 9
+
+
+# Differences and values closer than this, relative to max(1, the largest magnitude), are equal:
+# b - a of floats carries rounding noise (0.1*i + 0.5 - 0.1*i is not exactly 0.5), and without a
+# tolerance a constant difference became sd ~ 1e-17, d_z ~ 2e16 and a t-test p of 6.5e-83.
+REL_TOL = 1e-12
+
+
+def _scale(x: np.ndarray) -> float:
+    return max(1.0, float(np.max(np.abs(x)))) if len(x) else 1.0
+
+
+def is_constant(values: Sequence[float]) -> bool:
+    """True when every value equals the first up to rounding noise: ptp <= REL_TOL * max(1, max|x|)."""
+    x = np.asarray(values, dtype=float)
+    return len(x) > 0 and float(np.ptp(x)) <= REL_TOL * _scale(x)
+
+
+def snap(values: Sequence[float]) -> np.ndarray:
+    """Values on a grid of REL_TOL * max(1, max|x|): rounding noise gone, so that differences equal
+    up to noise are exactly equal (ties) and noise-sized ones exactly 0. For zero and tie detection
+    (ranks, counts of non-zero differences); means and sds use the values themselves."""
+    x = np.asarray(values, dtype=float)
+    if not len(x):
+        return x
+    step = REL_TOL * _scale(x)
+    return np.round(x / step) * step
+
+
+def nonzero_count(diffs: Sequence[float]) -> int:
+    """Differences that are not 0 up to rounding noise (:func:`snap`)."""
+    return int(np.count_nonzero(snap(diffs)))
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -67,9 +105,10 @@ def cohens_d(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 
 def cohens_dz(diffs: Sequence[float]) -> float | None:
-    """Paired effect size d_z = mean(d) / sd(d) over paired differences d. None when n < 2 or sd = 0."""
+    """Paired effect size d_z = mean(d) / sd(d) over paired differences d. None when n < 2 or the
+    differences are constant (up to rounding noise: :func:`is_constant`)."""
     d = _clean(diffs)
-    if len(d) < 2 or d.std(ddof=1) == 0:
+    if len(d) < 2 or is_constant(d):
         return None
     return float(d.mean() / d.std(ddof=1))
 
@@ -77,9 +116,9 @@ def cohens_dz(diffs: Sequence[float]) -> float | None:
 def rank_biserial_paired(diffs: Sequence[float]) -> float | None:
     """Matched-pairs rank-biserial r = (R+ - R-) / (R+ + R-), ranks of |d| over non-zero d (Kerby 2014).
 
-    None when every difference is zero.
+    None when every difference is zero. Zeros and ties up to rounding noise (:func:`snap`).
     """
-    d = _clean(diffs)
+    d = snap(_clean(diffs))
     d = d[d != 0]
     if len(d) == 0:
         return None
@@ -113,7 +152,20 @@ def min_p_wilcoxon(n: int) -> float:
 def min_p_spearman(n: int) -> float:
     """Smallest two-sided exact permutation p of Spearman's rho with n pairs: 2 / n!, computed as
     exp(ln 2 - lgamma(n + 1)) so that it underflows to 0.0 (n >= 171) instead of overflowing."""
+    if 0 < n <= 20:  # exactly 2/n! (a float from exp/lgamma is a few ulp off: 2/4! came out above 1/12)
+        return min(1.0, 2.0 / math.factorial(n))
     return min(1.0, math.exp(math.log(2.0) - math.lgamma(n + 1))) if n > 0 else 1.0
+
+
+def min_p_mannwhitney(n_a: int, n_b: int) -> float:
+    """Smallest two-sided exact p of the Mann-Whitney U test with n_a and n_b values and no ties:
+    2 / C(n_a + n_b, n_a) (complete separation), computed in log space."""
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    log_c = math.lgamma(n_a + n_b + 1) - math.lgamma(n_a + 1) - math.lgamma(n_b + 1)
+    if n_a + n_b <= 60:
+        return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+    return min(1.0, math.exp(math.log(2.0) - log_c))
 
 
 def min_p_friedman(n: int, k: int) -> float:
@@ -123,21 +175,49 @@ def min_p_friedman(n: int, k: int) -> float:
     return float(sps.chi2.sf(n * (k - 1), k - 1))
 
 
+def _signed_rank_null_counts(doubled_ranks: np.ndarray) -> np.ndarray:
+    """counts[t] = the number of the 2**n sign assignments whose sum of positive doubled ranks is t
+    (ranks doubled so that midranks are integers): the exact null distribution of W+, conditional on
+    the ranks as observed, ties included. Dynamic programming, O(n * sum): n = 50 takes ~1 ms."""
+    total = int(doubled_ranks.sum())
+    counts = np.zeros(total + 1, dtype=np.int64)  # at most 2**50 per cell: exact in int64
+    counts[0] = 1
+    for r in doubled_ranks.astype(int):
+        shifted = np.zeros_like(counts)
+        shifted[r:] = counts[:total + 1 - r]
+        counts = counts + shifted
+    return counts
+
+
 def wilcoxon_p(diffs: np.ndarray) -> tuple[float, float]:
-    """(statistic, two-sided p) of the Wilcoxon signed-rank test on non-zero paired differences:
-    the exact distribution when the |d| have no ties and n <= EXACT_WILCOXON_MAX, else the normal
-    approximation with tie correction (scipy's permutation fallback for tied small samples costs
-    seconds per call; its exact distribution at n = 50,000 would need gigabytes)."""
-    d = np.asarray(diffs, dtype=float)
+    """(statistic, two-sided p) of the Wilcoxon signed-rank test on non-zero paired differences.
+
+    Up to ``EXACT_WILCOXON_MAX`` differences the p is exact: the permutation distribution of W+ over
+    the 2**n sign flips, conditional on the (mid)ranks observed, so ties are handled exactly too
+    (without ties it is scipy's ``method='exact'``; with ties scipy 1.17's default enumerates only up
+    to n = 13 and falls back to the normal approximation above, whose p can fall below the smallest
+    attainable 2/2**n: d = [1]*5 gave 0.0253 where the exact p is 0.0625). p = min(1, 2 * min(P(W+ <=
+    w), P(W+ >= w))), the convention of scipy's permutation_test. Above the limit: the normal
+    approximation with tie correction (scipy ``method='asymptotic'``). The statistic is scipy's,
+    min(W+, W-). Differences equal up to rounding noise are ties, noise-sized ones zeros (:func:`snap`)."""
+    d = snap(np.asarray(diffs, dtype=float))  # zeros and ties up to rounding noise are exact
     d = d[d != 0]
-    tied = len(np.unique(np.abs(d))) < len(d)
-    exact = not tied and len(d) <= EXACT_WILCOXON_MAX
-    res = sps.wilcoxon(d, zero_method="wilcox", method="exact" if exact else "approx")
-    return float(res.statistic), float(res.pvalue)
+    n = len(d)
+    if n > EXACT_WILCOXON_MAX:
+        res = sps.wilcoxon(d, zero_method="wilcox", method="asymptotic")
+        return float(res.statistic), float(res.pvalue)
+    ranks = sps.rankdata(np.abs(d))
+    doubled = np.rint(2 * ranks).astype(int)
+    w_plus2 = int(doubled[d > 0].sum())
+    counts = _signed_rank_null_counts(doubled)
+    below, above = int(counts[:w_plus2 + 1].sum()), int(counts[w_plus2:].sum())
+    p = min(1.0, 2 * min(below, above) / float(2 ** n))
+    w_plus = w_plus2 / 2
+    return float(min(w_plus, ranks.sum() - w_plus)), float(p)
 
 
 def _power_warning(test: str, n: int, min_p: float, alpha: float) -> str | None:
-    if min_p > alpha:
+    if min_p >= alpha:
         return (f"{test} with n={n} cannot reach p<{alpha:g}: its smallest attainable p is "
                 f"{min_p:.4g}; a non-significant result here says nothing")
     return None
@@ -156,12 +236,17 @@ def anova_oneway(groups: Mapping[str, Sequence[float]]) -> dict:
         out["warning"] = "ANOVA needs at least 2 variants with at least 2 values each"
         return out
     allv = np.concatenate(usable)
-    if np.all(allv == allv[0]):
+    if is_constant(allv):
         out["warning"] = "all values are identical; ANOVA is undefined"
         return out
+    out.update(df_between=len(usable) - 1, df_within=int(len(allv) - len(usable)), eta_squared=eta_squared(arrays))
+    if all(is_constant(a) for a in usable):
+        # scipy: F = inf, p = 0 (with a warning); F was reported None beside p = 0.0
+        out["warning"] = ("every variant is constant within itself while their means differ (zero "
+                          "within-group variance): F is infinite and the p-value undefined; none is reported")
+        return out
     res = sps.f_oneway(*usable)
-    out.update(F=_f(res.statistic), p=_f(res.pvalue), df_between=len(usable) - 1,
-               df_within=int(len(allv) - len(usable)), eta_squared=eta_squared(arrays))
+    out.update(F=_f(res.statistic), p=_f(res.pvalue))
     return out
 
 
@@ -193,10 +278,13 @@ def tukey_hsd(groups: Mapping[str, Sequence[float]], *, alpha: float = ALPHA) ->
         a, b = arrays[g1], arrays[g2]
         diff = float(b.mean() - a.mean())
         se = math.sqrt(mse / 2 * (1 / len(a) + 1 / len(b)))
-        if se == 0:
-            p = 1.0 if diff == 0 else 0.0
-        else:
-            p = float(sps.studentized_range.sf(abs(diff) / se, k, df))
+        if se <= REL_TOL * _scale(np.concatenate([a, b])):
+            # zero within-group variance: q is infinite or undefined, as in ANOVA; no p, no interval
+            out["warning"] = "zero within-group variance: Tukey HSD's p and intervals are undefined"
+            out["pairs"].append({"group1": g1, "group2": g2, "meandiff": diff, "p_adj": None, "ci_low": None,
+                                 "ci_high": None, "reject": None, "cohens_d": cohens_d(a, b)})
+            continue
+        p = float(sps.studentized_range.sf(abs(diff) / se, k, df))
         out["pairs"].append({
             "group1": g1, "group2": g2, "meandiff": diff, "p_adj": min(1.0, p),
             "ci_low": diff - q_crit * se, "ci_high": diff + q_crit * se,
@@ -231,7 +319,7 @@ def friedman(paired: Mapping[str, Mapping[str, float]], *, alpha: float = ALPHA)
         out["warning"] = f"Friedman needs at least 2 paired sessions, got {n}"
         return out
     out["warning"] = _power_warning("Friedman", n, out["min_attainable_p"], alpha)
-    if np.all(mat == mat[:, :1]):
+    if np.all(np.ptp(mat, axis=1) <= REL_TOL * _scale(mat.ravel())):
         out["warning"] = "every session has identical values across variants; Friedman is undefined"
         return out
     res = sps.friedmanchisquare(*mat.T)
@@ -257,9 +345,9 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 
 def paired_t(diffs: np.ndarray) -> tuple[float | None, float | None]:
     """(t, two-sided p) of the paired t-test (scipy.stats.ttest_rel on d against 0); None when n < 2
-    or every difference is equal (t is undefined)."""
+    or every difference is equal up to rounding noise (:func:`is_constant`: t is undefined)."""
     d = np.asarray(diffs, dtype=float)
-    if len(d) < 2 or np.all(d == d[0]):
+    if len(d) < 2 or is_constant(d):
         return None, None
     res = sps.ttest_rel(d, np.zeros_like(d))
     return _f(res.statistic), _f(res.pvalue)
@@ -277,7 +365,7 @@ def paired_wilcoxon_holm(paired: Mapping[str, Mapping[str, float]], *, alpha: fl
     for g1, g2 in combinations(variants, 2):
         _, keys, mat = paired_matrix({g1: paired[g1], g2: paired[g2]})
         diffs = mat[:, 1] - mat[:, 0] if len(keys) else np.array([])
-        nz = int(np.count_nonzero(diffs))
+        nz = nonzero_count(diffs)
         row = {"group1": g1, "group2": g2, "n_paired": len(keys), "n_nonzero": nz,
                "mean_diff": _f(diffs.mean()) if len(diffs) else None, "statistic": None, "p": None,
                "cohens_dz": cohens_dz(diffs), "rank_biserial": rank_biserial_paired(diffs),
@@ -309,6 +397,27 @@ def spearman_fisher_ci(rho: float, n: int, *, alpha: float = ALPHA) -> tuple[flo
     return _f(math.tanh(math.atanh(rho) - half)), _f(math.tanh(math.atanh(rho) + half))
 
 
+@functools.lru_cache(maxsize=SPEARMAN_EXACT_MAX + 1)
+def _permutations(n: int) -> np.ndarray:
+    """Every permutation of range(n) as rows (n! x n, int8): 3.3 MB at n = 9."""
+    from itertools import permutations
+    return np.array(list(permutations(range(n))), dtype=np.int8).reshape(-1, n)
+
+
+def spearman_exact_p(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided exact permutation p of Spearman's rho: the share of the n! pairings of y's (mid)ranks
+    with x's whose |rho| is at least the observed |rho| (ties up to 1e-12). n <= SPEARMAN_EXACT_MAX."""
+    rx, ry = sps.rankdata(x), sps.rankdata(y)
+    n = len(rx)
+    if n > SPEARMAN_EXACT_MAX:
+        raise ValueError(f"exact Spearman p enumerates n! pairings: n = {n} > {SPEARMAN_EXACT_MAX}")
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    denom = math.sqrt(float((rx ** 2).sum() * (ry ** 2).sum()))
+    observed = abs(float(rx @ ry)) / denom
+    perm = ry[_permutations(n)] @ rx / denom
+    return float(np.count_nonzero(np.abs(perm) >= observed - 1e-12)) / len(perm)
+
+
 def _centered_ranks(values: np.ndarray) -> np.ndarray:
     r = sps.rankdata(values, axis=1)
     return r - r.mean(axis=1, keepdims=True)
@@ -317,6 +426,9 @@ def _centered_ranks(values: np.ndarray) -> np.ndarray:
 def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 1000,
                        seed: int = 0, alpha: float = ALPHA) -> dict:
     """Spearman's rho (scipy.stats.spearmanr) with a percentile bootstrap CI over resampled pairs.
+
+    p: exact (every pairing enumerated, :func:`spearman_exact_p`) up to SPEARMAN_EXACT_MAX pairs,
+    scipy's t approximation above; ``p_method`` says which.
 
     Pairs with a missing value in either list are dropped. rho, p and the CI are None (with a
     warning saying why) when n < 3 or a side is constant. The CI is also None, with ``ci_undefined``
@@ -328,19 +440,23 @@ def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
     keep = sorted((float(a), float(b)) for a, b in zip(x, y) if a is not None and b is not None
                   and math.isfinite(float(a)) and math.isfinite(float(b)))
     n = len(keep)
-    out = {"n": n, "rho": None, "p": None, "ci_low": None, "ci_high": None, "ci_method": None, "ci_undefined": None,
+    out = {"n": n, "rho": None, "p": None, "p_method": None, "ci_low": None, "ci_high": None, "ci_method": None, "ci_undefined": None,
            "min_attainable_p": min_p_spearman(n), "warning": None}
     if n < 3:
         out["warning"] = f"Spearman needs at least 3 pairs, got {n}"
         out["ci_undefined"] = out["warning"]
         return out
     xa, ya = np.array([a for a, _ in keep], float), np.array([b for _, b in keep], float)
-    if np.all(xa == xa[0]) or np.all(ya == ya[0]):
+    xa, ya = snap(xa), snap(ya)  # values equal up to rounding noise tie
+    if is_constant(xa) or is_constant(ya):
         out["warning"] = "a variable is constant; Spearman's rho is undefined"
         out["ci_undefined"] = out["warning"]
         return out
     res = sps.spearmanr(xa, ya)
-    out.update(rho=_f(res.statistic), p=_f(res.pvalue), ci_method="percentile bootstrap",
+    exact = n <= SPEARMAN_EXACT_MAX
+    out.update(rho=_f(res.statistic), p=spearman_exact_p(xa, ya) if exact else _f(res.pvalue),
+               p_method="exact permutation" if exact else "t approximation (scipy)",
+               ci_method="percentile bootstrap",
                warning=_power_warning("Spearman", n, out["min_attainable_p"], alpha))
     if n > SPEARMAN_BOOTSTRAP_MAX:
         out["ci_low"], out["ci_high"] = spearman_fisher_ci(float(res.statistic), n, alpha=alpha)
@@ -367,26 +483,42 @@ def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
 
 # ---------------------------------------------------------------- one metric, all tests
 
+SMALL_N = 5  # below this many sessions an interval is flagged (percentile bootstrap: [min, max] at n = 2)
+
+
+def small_n_warning(n: int) -> str | None:
+    """The flag printed beside an interval over fewer than SMALL_N units (None otherwise)."""
+    if 2 <= n < SMALL_N:
+        return f"n={n} < {SMALL_N}: the interval is unreliable (a bootstrap over {n} sessions)"
+    return None
+
+
 def describe(values: Sequence[float], *, seed: int = 0, n_boot: int = 1000, alpha: float = ALPHA) -> dict:
-    """n, mean, sd, median and a percentile-bootstrap (1-alpha) CI of the mean; mean None when n = 0.
+    """n, mean, sd, median and a percentile-bootstrap (1-alpha) CI of the mean; mean None when n = 0,
+    the CI None when n < 2 (as convsim.aggregate.bootstrap_ci), and ``warning`` set when n < SMALL_N.
 
     Values are sorted first, so neither the mean's last bits nor the CI depend on their order."""
     arr = np.sort(_clean(values))
     n = len(arr)
-    out = {"n": n, "mean": None, "sd": None, "median": None, "ci_low": None, "ci_high": None}
+    out = {"n": n, "mean": None, "sd": None, "median": None, "ci_low": None, "ci_high": None, "warning": None}
     if n == 0:
         return out
+    out.update(mean=_f(arr.mean()), sd=_f(arr.std(ddof=1)) if n > 1 else None, median=_f(np.median(arr)))
+    if n < 2:
+        out["warning"] = "n=1: no interval"
+        return out
     means = bootstrap_means(arr, n_boot=n_boot, seed=seed)
-    out.update(mean=_f(arr.mean()), sd=_f(arr.std(ddof=1)) if n > 1 else None, median=_f(np.median(arr)),
-               ci_low=_f(np.quantile(means, alpha / 2)), ci_high=_f(np.quantile(means, 1 - alpha / 2)))
+    out.update(ci_low=_f(np.quantile(means, alpha / 2)), ci_high=_f(np.quantile(means, 1 - alpha / 2)),
+               warning=small_n_warning(n))
     return out
 
 
 def compare_variants(values: Mapping[str, Mapping[str, float]], *, paired: bool,
                      alpha: float = ALPHA, seed: int = 0) -> dict:
     """Every test for one metric: descriptives per variant, ANOVA + Tukey HSD (all pairs), and, for
-    paired designs (keys = session id + trial, the same seeds in every variant), Friedman and
-    Holm-adjusted paired Wilcoxon over the sessions every variant has.
+    paired designs (keys = session id, the same seeds in every variant), Friedman and
+    Holm-adjusted paired Wilcoxon over the sessions every variant has. Each value must be one
+    independent unit: a session, its trials averaged (``MetricTable.by_session``), never a trial.
     """
     # sorted by variant and pair key: every sum below runs in the same order whatever the record order
     groups = {v: [values[v][k] for k in sorted(values[v])] for v in sorted(values)}

@@ -1,6 +1,9 @@
 """Figures of a group-planning run: welfare by condition, the paired C4 − C3 welfare difference
 beside the options each condition chose, and a heatmap of M-metrics by condition.
 
+Every number is over the scored sessions (status ok or agent_failure, as the headline table and
+summary.json), one value per session (its trials averaged).
+
 ``group_figures(records, out_dir)`` writes ``group_welfare.png/.svg`` (W1–W3 means with bootstrap
 95% CIs per variant), ``group_c4_minus_c3.png/.svg`` (per-session paired differences C4 − C3 of
 W1–W3 with bootstrap 95% CIs, and the mean options per actionable slot of each condition) and
@@ -21,6 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from convsim import bootstrap_ci  # noqa: E402
+from convsim.aggregate import session_means  # noqa: E402
+from convsim.summary import SCORED_STATUSES  # noqa: E402
 from evaluation.records import slim_records  # noqa: E402
 
 WELFARE = ("W1", "W2", "W3")
@@ -29,15 +34,17 @@ HEATMAP_METRICS = ("M1", "M2", "M3", "M4", "M4b", "M5", "M6", "M8", "M8a", "M8b"
 
 
 def _by_variant(records: Sequence[Mapping], metric: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
+    """``{variant: [one value per session]}`` over the scored sessions (status ok or agent_failure,
+    as every other figure and table), a session's trials averaged (the session is the unit)."""
+    triples: dict[str, list] = {}
     for r in records:
-        if r.get("status", "ok") != "ok":
+        if r.get("status", "ok") not in SCORED_STATUSES:
             continue
         v = (r.get("dialogue_metrics") or {}).get(metric)
-        out.setdefault(str(r.get("variant", "default")), [])
-        if isinstance(v, (int, float)):
-            out[str(r.get("variant", "default"))].append(float(v))
-    return out
+        bucket = triples.setdefault(str(r.get("variant", "default")), [])
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            bucket.append((r.get("session_id"), r.get("trial", 0), float(v)))
+    return {variant: [m for m, _ in session_means(t).values()] for variant, t in triples.items()}
 
 
 def _save(fig, out_dir: Path, stem: str) -> str:
@@ -59,14 +66,17 @@ def welfare_summary(records: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
 
 
 def paired_difference(records: Sequence[Mapping], metric: str, a: str = "C3", b: str = "C4") -> dict:
-    """Mean of ``b − a`` over sessions both variants scored (same session id and trial), with a
-    bootstrap 95% CI: ``{"mean", "ci_low", "ci_high", "n"}``."""
-    by: dict[str, dict] = {a: {}, b: {}}
+    """Mean of ``b − a`` over sessions both variants scored (status ok or agent_failure; same session
+    id, each side's trials averaged: the session is the unit), with a bootstrap 95% CI:
+    ``{"mean", "ci_low", "ci_high", "n"}`` (n: paired sessions)."""
+    by: dict[str, list] = {a: [], b: []}
     for r in records:
         v = (r.get("dialogue_metrics") or {}).get(metric)
-        if r.get("status", "ok") == "ok" and r.get("variant") in by and isinstance(v, (int, float)):
-            by[r["variant"]][(r.get("session_id"), r.get("trial", 0))] = float(v)
-    diffs = [by[b][k] - by[a][k] for k in sorted(set(by[a]) & set(by[b]))]
+        if r.get("status", "ok") in SCORED_STATUSES and r.get("variant") in by and isinstance(v, (int, float)) \
+                and not isinstance(v, bool):
+            by[r["variant"]].append((str(r.get("session_id")), r.get("trial", 0), float(v)))
+    means = {side: {s: m for s, (m, _) in session_means(triples).items()} for side, triples in by.items()}
+    diffs = [means[b][k] - means[a][k] for k in sorted(set(means[a]) & set(means[b]))]
     return bootstrap_ci(diffs, seed=0)
 
 

@@ -1,7 +1,8 @@
 """Compare two course-retrieval runs: paired tests per metric and judge agreement.
 
 Two retrievers on the same test set, or two judge models on the same retrieved lists,
-are paired designs: each case (and trial) is seen by both. Per metric the case-level
+are paired designs: each case (and trial) is seen by both. A case's trials are averaged
+first (they repeat the same query: not independent), so n counts cases. Per metric the case-level
 differences are tested with the Wilcoxon signed-rank test and the paired t-test, and the
 mean difference gets a bootstrap 95% CI. Judge agreement pairs the two runs' scores of the
 same course for the same case: Cohen's kappa (unweighted, linear and quadratic weights),
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from convsim import ConvsimError, bootstrap_ci, read_jsonl
+from convsim.aggregate import trials_info
 
 LABELS = (0, 1, 2, 3)
 
@@ -87,9 +89,10 @@ def _finite_or_none(x: float) -> float | None:
 def paired_tests(a: Sequence[float], b: Sequence[float], *, seed: int = 0) -> dict:
     """Mean difference (b - a) with a bootstrap CI, Wilcoxon signed-rank and paired t-test.
 
-    A test is ``None`` where it does not apply (fewer than 2 pairs, all differences 0).
+    A test is ``None`` where it does not apply (fewer than 2 pairs, all differences 0; the t-test
+    also when the differences are constant), zeros and constants judged up to rounding noise.
     """
-    from scipy import stats
+    from evaluation import stats
     if len(a) != len(b):
         raise ValueError("paired samples must have the same length")
     diffs = [y - x for x, y in zip(a, b)]
@@ -100,12 +103,20 @@ def paired_tests(a: Sequence[float], b: Sequence[float], *, seed: int = 0) -> di
         return out
     ci = bootstrap_ci(diffs, seed=seed)
     out.update(meanDiff=ci["mean"], diffCiLow=ci["ci_low"], diffCiHigh=ci["ci_high"])
-    if len(diffs) >= 2 and any(d != 0 for d in diffs):
-        w = stats.wilcoxon(a, b, zero_method="wilcox")
-        out.update(wilcoxonStatistic=_finite_or_none(w.statistic), wilcoxonP=_finite_or_none(w.pvalue))
-        t = stats.ttest_rel(b, a)
-        out.update(tStatistic=_finite_or_none(t.statistic), tP=_finite_or_none(t.pvalue))
+    if len(diffs) >= 2 and stats.nonzero_count(diffs):
+        # evaluation.stats: zeros and ties up to rounding noise, the exact p with ties up to n = 50,
+        # no t (None) when the differences are constant up to noise
+        w_stat, w_p = stats.wilcoxon_p(np.asarray(diffs, dtype=float))
+        out.update(wilcoxonStatistic=_finite_or_none(w_stat), wilcoxonP=_finite_or_none(w_p))
+        t_stat, t_p = stats.paired_t(np.asarray(diffs, dtype=float))
+        out.update(tStatistic=t_stat, tP=t_p)
     return out
+
+
+def _trials_per_case(counts) -> dict:
+    counts = list(counts)
+    info = trials_info(counts)
+    return {"nValues": info["n_values"], "trialsPerCase": info["trials_per_session"]}
 
 
 def _load(run: str | Path | list[dict], variant: str | None) -> list[dict]:
@@ -130,8 +141,10 @@ def compare_retrieval_runs(run_a: str | Path | list[dict], run_b: str | Path | l
                            metrics: Sequence[str] | None = None, threshold: int = 2, seed: int = 0) -> dict:
     """Compare two runs (run dirs with results.jsonl, or lists of records) case by case.
 
-    Cases pair on (session_id, trial). Returns ``{"pairs", "metrics": {name: paired_tests},
-    "judgeAgreement": judge_agreement over courses both runs scored for the same case}``.
+    Cases pair on session_id, each case's trials (pairing on (session_id, trial)) averaged per side
+    first: a case is one unit, however many trials it ran. Returns ``{"pairs" (cases), "trialPairs",
+    "metrics": {name: paired_tests + nValues, trialsPerCase}, "judgeAgreement": judge_agreement over
+    courses both runs scored for the same case and trial}``.
     Two variants of one run compare with ``run_a == run_b`` and two variant names.
     """
     recs_a = {(r["session_id"], r.get("trial", 0)): r for r in _load(run_a, variant_a)}
@@ -145,13 +158,17 @@ def compare_retrieval_runs(run_a: str | Path | list[dict], run_b: str | Path | l
         metrics = sorted(set.union(*(numeric(recs_a[k]) & numeric(recs_b[k]) for k in keys)))
     per_metric = {}
     for name in metrics:
-        xa, xb = [], []
+        # the case is the unit: its trials (the same query again) are averaged on each side first,
+        # over the trials both runs scored, so a case counts once in every test and interval
+        by_case: dict[object, list[tuple[float, float]]] = {}
         for k in keys:
             va, vb = (recs_a[k].get("dialogue_metrics") or {}).get(name), (recs_b[k].get("dialogue_metrics") or {}).get(name)
             if va is not None and vb is not None:
-                xa.append(float(va))
-                xb.append(float(vb))
-        per_metric[name] = paired_tests(xa, xb, seed=seed)
+                by_case.setdefault(k[0], []).append((float(va), float(vb)))
+        xa = [float(np.mean([x for x, _ in pairs])) if len(pairs) > 1 else pairs[0][0] for pairs in by_case.values()]
+        xb = [float(np.mean([y for _, y in pairs])) if len(pairs) > 1 else pairs[0][1] for pairs in by_case.values()]
+        per_metric[name] = {**paired_tests(xa, xb, seed=seed),
+                            **_trials_per_case(len(pairs) for pairs in by_case.values())}
     sa, sb = [], []
     for k in keys:
         scored_b = {j["code"]: j.get("score") for j in recs_b[k].get("judgements") or []}
@@ -160,7 +177,7 @@ def compare_retrieval_runs(run_a: str | Path | list[dict], run_b: str | Path | l
             if j.get("score") is not None and other is not None:
                 sa.append(j["score"])
                 sb.append(other)
-    return {"pairs": len(keys), "variantA": variant_a, "variantB": variant_b, "metrics": per_metric,
+    return {"pairs": len({k[0] for k in keys}), "trialPairs": len(keys), "variantA": variant_a, "variantB": variant_b, "metrics": per_metric,
             "judgeAgreement": judge_agreement(sa, sb, threshold=threshold) if sa else None}
 
 
