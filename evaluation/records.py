@@ -291,3 +291,11 @@ def is_paired(records: Sequence[Mapping] | MetricTable) -> bool:
         variants_by_key.setdefault(k, set()).add(variant)
     shared = [k for k, vs in variants_by_key.items() if len(vs) > 1]
     return bool(shared) and all(len(seeds[k]) == 1 for k in shared)
+
+
+def reference_variants(run: RunData) -> list[str]:
+    """Variants config.yaml marks ``reference: true``: shown beside the others but never compared
+    with them (e.g. courses' given_lists, whose fixed lists say nothing about a retriever)."""
+    marked = {v.get("name") for v in (run.config or {}).get("variants") or []
+              if isinstance(v, Mapping) and v.get("reference") is True}
+    return [v for v in run.variants if v in marked]

@@ -1,8 +1,9 @@
 """report.html: one self-contained page per run (jinja2 with autoescape; figures embedded).
 
 The page reads like a results section: the headline table (the graph's ``SUMMARY_METRICS`` per
-variant over clean sessions, with 95% CIs, n, the difference to the baseline variant, its test and
-its Holm-corrected p) beside one figure per headline metric; then simulator fidelity (status counts,
+variant over scored sessions (ok and agent failures; trials averaged per session), with 95% CIs,
+n, the difference to the baseline variant, its test and its Holm-corrected p) beside one figure per
+headline metric; then simulator fidelity (status counts,
 simulator-check flags, the variance from re-simulating a user); then the sessions (at most 50 per
 variant drawn in full, failures first: :func:`shown_sessions`); then, folded,
 every metric, every statistic, the figures, the topology and the configuration.
@@ -27,8 +28,9 @@ from convsim.recordset import RecordSet, keys_of, statuses_of
 from convsim.textio import load_json
 from convsim.usage import REPORT_COLUMNS, UsageTally
 from evaluation import fidelity, plots
-from evaluation.headline import FALLBACK_HEADLINES, choose_baseline, group_warnings, headline_choice, headline_table, sig3
-from evaluation.records import RunData, load_run, metric_names
+from evaluation.headline import (FALLBACK_HEADLINES, choose_baseline, fmt_p, group_warnings, headline_choice,
+                                 headline_table, sig3)
+from evaluation.records import RunData, load_run, metric_names, reference_variants
 from evaluation.run_stats import _graph_module, write_statistics
 from evaluation.trace_html import report_fragments
 
@@ -159,14 +161,6 @@ def _headline_figures(headline: Mapping, out_dir: Path) -> list[dict]:
     return _figures(out_dir.parent, stems)
 
 
-def reference_variants(run: RunData) -> list[str]:
-    """Variants config.yaml marks ``reference: true``: shown beside the others but never compared
-    with them (e.g. courses' given_lists, whose fixed lists say nothing about a retriever)."""
-    marked = {v.get("name") for v in (run.config or {}).get("variants") or []
-              if isinstance(v, Mapping) and v.get("reference") is True}
-    return [v for v in run.variants if v in marked]
-
-
 def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     """(Re)build ``report.html`` from the run's files; computes stats.json first if it is missing.
     ``run``: the run as the caller already loaded it (its records are not read again)."""
@@ -196,6 +190,8 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["fmt"] = _fmt
     env.filters["delta"] = _fmt_delta
+    alpha = statistics.get("alpha", 0.05)
+    env.filters["pval"] = lambda p: fmt_p(p, alpha)  # never "0.05" beside a star for p = 0.04996
     shown = shown_sessions(run.records, run.variants)
     viewer = report_fragments(run.run_dir, records=shown)
     sessions = []

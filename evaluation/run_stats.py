@@ -18,7 +18,7 @@ from pathlib import Path
 from convsim import ConvsimError, load_graph_module
 from convsim.aggregate import trials_info
 from evaluation import plots, stats
-from evaluation.records import (JUDGE_FLAGS, RunData, flat_numeric, is_heuristic_metric, is_judge_metric,
+from evaluation.records import (JUDGE_FLAGS, RunData, reference_variants, flat_numeric, is_heuristic_metric, is_judge_metric,
                                 is_paired, MetricTable, metric_table, sort_records)
 
 log = logging.getLogger(__name__)
@@ -92,12 +92,15 @@ def across_metrics(per_metric: Mapping[str, Mapping], *, alpha: float) -> dict:
 
 
 def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, seed: int = 0,
-                   table: MetricTable | None = None, uncompared: Mapping[str, str] | None = None) -> dict:
+                   table: MetricTable | None = None, uncompared: Mapping[str, str] | None = None,
+                   references: Sequence[str] = ()) -> dict:
     """Everything that goes into stats.json for a list of ok records (sorted by variant, session id and
     trial first, so the file does not depend on the order the sessions finished in). ``table``: the
     records' MetricTable when the caller has it (otherwise built here, one pass over the records).
     ``uncompared``: ``{metric: reason}`` of metrics that do not measure the variant (the graph's
-    ``UNCOMPARED_METRICS``): descriptives and the reason only, no ANOVA, Tukey, Friedman or Wilcoxon."""
+    ``UNCOMPARED_METRICS``): descriptives and the reason only, no ANOVA, Tukey, Friedman or Wilcoxon.
+    ``references``: variants shown but never compared (``reference: true`` in the config): their
+    descriptives are in each metric's ``variants`` (marked ``reference``), outside every test."""
     records = sort_records(records)
     table = table if table is not None else metric_table(records)
     metrics = table.names
@@ -116,7 +119,12 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
                                          for v, vals in sorted(by_session.items())},
                             "not_compared": uncompared[m]}
             continue
-        res = stats.compare_variants(by_session, paired=paired, alpha=alpha, seed=seed)
+        res = stats.compare_variants({v: vals for v, vals in by_session.items() if v not in references},
+                                     paired=paired, alpha=alpha, seed=seed)
+        for v in references:
+            if v in by_session:
+                vals = by_session[v]
+                res["variants"][v] = {**stats.describe([vals[k] for k in sorted(vals)], seed=seed), "reference": True}
         for v, per_session in counts.items():
             if v in res["variants"]:
                 res["variants"][v].update(trials_info(per_session))
@@ -179,7 +187,8 @@ def _graph_module(run: RunData):
 def write_statistics(run: RunData) -> dict:
     """Compute stats.json and the figures of a loaded run, write both, and return the statistics."""
     uncompared = getattr(_graph_module(run), "UNCOMPARED_METRICS", None) or {}
-    statistics = run_statistics(run.ok_records, table=run.table, uncompared=uncompared)
+    statistics = run_statistics(run.ok_records, table=run.table, uncompared=uncompared,
+                                references=reference_variants(run))
     figure_dir = run.run_dir / "figures"
     statistics["figures"] = make_figures(run, statistics, figure_dir)
     (run.run_dir / "stats.json").write_text(json.dumps(statistics, indent=1, default=str), encoding="utf-8")

@@ -56,7 +56,8 @@ def test_demo_report_leads_with_the_answer(demo_report, shots):
         assert first.is_visible() and _in_viewport(first)
         assert first.evaluate("i => i.naturalWidth > 0")
         # the graph's headline metrics are the rows, the one variant the column
-        assert page.locator("#headline-table tbody tr.headline-row th").first.inner_text() == "tas_grounded"
+        name, note = page.locator("#headline-table tbody tr.headline-row th").first.inner_text().split("\n", 1)
+        assert name == "tas_grounded" and note.startswith("gameable:")  # the graph's METRIC_NOTES under the name
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scroll
         body = page.locator("body").inner_text()
         assert "ANOVA" not in body and "Tukey" not in body  # a single variant: no between-variant statistics

@@ -162,3 +162,16 @@ def test_a_reference_variant_is_shown_but_never_compared(tmp_path):
     n_tests = int(re.search(r"Holm-corrected over the (\d+) tests", html).group(1))
     assert 0 < n_tests <= n_metrics  # at most one per metric: bm25 − tfidf only
     assert 'id="references"' in html
+    statistics = json.loads((run_dir / "stats.json").read_text())
+    for m, res in statistics["metrics"].items():  # described, outside every between-variant test
+        if "not_compared" in res:
+            continue
+        assert res["variants"]["given_lists"]["reference"] is True
+        tested = {row.get(k) for test in ("tukey", "wilcoxon") for row in (res.get(test) or {}).get("pairs", [])
+                  for k in ("group1", "group2")}
+        assert "given_lists" not in tested, m
+
+
+def test_a_p_value_is_printed_so_that_its_star_agrees_with_it():
+    from evaluation.headline import fmt_p
+    assert fmt_p(0.04996) == "0.04996" and fmt_p(0.05004) == "0.05" and fmt_p(0.0312) == "0.0312"
