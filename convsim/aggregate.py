@@ -50,6 +50,33 @@ def session_means(triples: Iterable[tuple[object, object, object]]) -> dict[str,
     return out
 
 
+def session_means_of_columns(sessions: np.ndarray, trials: np.ndarray, values: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`session_means` over three parallel columns (session index, trial, value; NaN: no value)
+    held as arrays, not tuples (the summary of 50,000 sessions keeps ~24 bytes per value, not ~100):
+    ``(means, trials per session)``, sessions in index order, the same bits as ``session_means``."""
+    means, counts, _ = session_means_by_index(sessions, trials, values)
+    return means, counts
+
+
+def session_means_by_index(sessions: np.ndarray, trials: np.ndarray, values: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`session_means_of_columns` and the session index of each mean: ``(means, trials per
+    session, session indices)``, in index order."""
+    keep = ~np.isnan(values)
+    sessions, trials, values = sessions[keep], trials[keep], values[keep]
+    if values.size == 0:
+        return np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    order = np.lexsort((trials, sessions))  # by session, each session's trials in trial order
+    sessions, values = sessions[order], values[order]
+    starts = np.flatnonzero(np.r_[True, sessions[1:] != sessions[:-1]])
+    counts = np.diff(np.r_[starts, sessions.size])
+    means = values[starts].copy()  # one trial: the value itself
+    for i in np.flatnonzero(counts > 1):
+        means[i] = float(np.mean(values[starts[i]:starts[i] + counts[i]]))
+    return means, counts, sessions[starts]
+
+
 def trials_info(counts: Iterable[int]) -> dict:
     """``{"n_values", "trials_per_session"}`` beside a session-level n: the trial values averaged
     and the trials per session (an int when every session has the same number, else their mean)."""

@@ -14,16 +14,20 @@ import csv
 import json
 import math
 import traceback
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .aggregate import bootstrap_ci, session_means, trials_info
+import numpy as np
+
+from .aggregate import bootstrap_ci, session_means_of_columns, trials_info
 from .errors import ConvsimError, HookError
 from .recordset import RecordSet, check_record, statuses_of
 from .status import SCORED, Status
 from .store import RunStore
+from .textio import is_int
 from .usage import UsageTally
 
 SCORED_STATUSES = frozenset(s.value for s in SCORED)
@@ -116,15 +120,27 @@ def _metrics_and_usage(records: Iterable[Mapping], *, seed: int = 0,
             tally.add(r)
             if r.get("status", "ok") in SCORED_STATUSES:
                 yield r
-    columns: dict[str, list[tuple[object, object, float | None]]] = {}
+    # per metric three compact columns (session index, trial, value), never a tuple per value: the
+    # summary of 50,000 sessions stays small (memory flat in sessions, bench/analysis_scale.py)
+    columns: dict[str, tuple[array, array, array]] = {}
+    index: dict[str, int] = {}
     for r in scored():
-        unit = (r.get("session_id"), r.get("trial", 0))
+        session = index.setdefault(str(r.get("session_id")), len(index))
+        trial = r.get("trial", 0)
+        trial = trial if is_int(trial) else 0
         for name, value in flatten_metrics(r.get("dialogue_metrics") or {}, out_of_range=out_of_range).items():
-            columns.setdefault(name, []).append((*unit, value))
+            col = columns.get(name)
+            if col is None:
+                col = columns[name] = (array("q"), array("q"), array("d"))
+            col[0].append(session)
+            col[1].append(trial)
+            col[2].append(math.nan if value is None else value)
     out = {}
-    for name, triples in columns.items():
-        units = session_means(triples).values()
-        out[name] = {**bootstrap_ci([m for m, _ in units], seed=seed), **trials_info(k for _, k in units)}
+    for name, (sessions, trials, values) in columns.items():
+        means, counts = session_means_of_columns(np.frombuffer(sessions, dtype=np.int64),
+                                                 np.frombuffer(trials, dtype=np.int64),
+                                                 np.frombuffer(values, dtype=float))
+        out[name] = {**bootstrap_ci(means, seed=seed), **trials_info(counts.tolist())}
     return out, tally.table()
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from convsim import ConvsimError, flatten_metrics
-from convsim.aggregate import record_sort_key
+from convsim.aggregate import record_sort_key, session_means_by_index
 from convsim.recordset import RECORD_FIELDS, RecordSet, check_record  # noqa: F401 — re-exported
 from convsim.summary import SCORED_STATUSES
 from convsim.textio import load_json, load_yaml
@@ -201,6 +201,29 @@ class MetricTable:
             seeds = tuple((t, seed) for t, _, seed in rows)
             out[key] = (vals[0] if len(vals) == 1 else float(np.mean(vals)),
                         None if all(seed is None for _, seed in seeds) else seeds, len(vals))
+        return out
+
+    def session_keys(self, variant: str | None = None) -> tuple[list[tuple[str, str]], np.ndarray]:
+        """The sorted ``(variant, session id)`` units (only ``variant``'s when given) and, per record,
+        its unit's index in that list (-1: another variant's record)."""
+        keys = sorted({(v, s) for v, s in zip(self.variants, self.sessions) if variant is None or v == variant})
+        where = {k: i for i, k in enumerate(keys)}
+        codes = np.fromiter((where.get((v, s), -1) for v, s in zip(self.variants, self.sessions)),
+                            dtype=np.int64, count=len(self.sessions))
+        return keys, codes
+
+    def session_column(self, metric: str, codes: np.ndarray, n_keys: int) -> np.ndarray:
+        """The metric's value per unit of :meth:`session_keys` (``codes``, ``n_keys``), each the mean of
+        its trials as :meth:`units` gives it, NaN where the unit has none: one float array, not a
+        dict of tuples (what the correlations hold for every metric at once)."""
+        out = np.full(n_keys, np.nan)
+        col = self.columns.get(metric)
+        if col is None or n_keys == 0:
+            return out
+        mine = codes >= 0
+        trials = np.asarray(self.trials or [0] * len(self.keys), dtype=np.int64)
+        means, _, index = session_means_by_index(codes[mine], trials[mine], col[mine])
+        out[index] = means
         return out
 
     def by_session(self, metric: str) -> dict[str, dict[str, float]]:

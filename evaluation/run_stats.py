@@ -52,13 +52,14 @@ def correlations(records: Sequence[Mapping] | MetricTable, metrics: Sequence[str
     auto = [m for m in metrics if not m.startswith("judge_") and m not in JUDGE_FLAGS
             and not is_heuristic_metric(m) and m in table.columns]
     out = []
-    units = {m: table.units(m, variant) for m in auto + judge}  # one pair per session, trials averaged
-    keys = sorted(set().union(*(u.keys() for u in units.values()))) if units else []
+    # one pair per session, trials averaged; each metric one float array over the same units (NaN:
+    # no value), never a dict per metric: 50,000 sessions x every metric stay small
+    keys, codes = table.session_keys(variant)
+    ys_of = {j: table.session_column(j, codes, len(keys)) for j in judge}
     for a in auto:
-        xs = [units[a][k][0] if k in units[a] else None for k in keys]
+        xs = table.session_column(a, codes, len(keys))
         for j in judge:
-            ys = [units[j][k][0] if k in units[j] else None for k in keys]
-            res = stats.spearman_bootstrap(xs, ys, seed=seed, n_boot=500)
+            res = stats.spearman_bootstrap(xs, ys_of[j], seed=seed, n_boot=500)
             out.append({**({"variant": variant} if variant is not None else {}), "automatic": a, "judge": j, **res})
     return out
 

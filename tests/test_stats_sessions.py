@@ -130,3 +130,36 @@ def test_a_run_with_three_trials_reports_sessions(tmp_path):
             assert row["n_paired"] == 4
     html = (run_dir / "report.html").read_text()
     assert "n=4" in html and "n=12" not in html
+
+
+def test_the_compact_session_means_are_the_same_bits_as_the_per_session_dicts():
+    """The summary and the correlations average trials over arrays (memory flat in sessions,
+    bench/analysis_scale.py); they must give what session_means and MetricTable.units give."""
+    import random
+
+    import numpy as np
+
+    from convsim.aggregate import session_means, session_means_of_columns
+    from evaluation.records import metric_table
+    rng = random.Random(3)
+    triples, records = [], []
+    for s in range(60):
+        for t in rng.sample(range(3), 3):
+            v = rng.choice([None, rng.random(), rng.random() * 1e-3])
+            triples.append((f"s{s:02d}", t, v))
+            records.append({"variant": rng.choice("ab") if t == 0 else "a", "session_id": f"s{s:02d}", "trial": t,
+                            "seed": s, "status": "ok", "dialogue_metrics": {"m": v, "k": 1.0}})
+    rng.shuffle(triples)
+    index = {}
+    sessions = np.array([index.setdefault(s, len(index)) for s, _, _ in triples], dtype=np.int64)
+    means, counts = session_means_of_columns(sessions, np.array([t for _, t, _ in triples], dtype=np.int64),
+                                             np.array([np.nan if v is None else v for *_, v in triples]))
+    expected = session_means(triples)
+    by_index = sorted((index[s], m, k) for s, (m, k) in expected.items())
+    assert [m for _, m, _ in by_index] == means.tolist() and [k for *_, k in by_index] == counts.tolist()
+    table = metric_table(records)
+    for variant in (None, "a"):
+        keys, codes = table.session_keys(variant)
+        column = table.session_column("m", codes, len(keys))
+        units = table.units("m", variant)
+        assert {k: x for k, x in zip(keys, column.tolist()) if not np.isnan(x)} == {k: u[0] for k, u in units.items()}
