@@ -13,6 +13,7 @@ Two promises hold for every bootstrap here and in the analysis layer:
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
@@ -38,16 +39,19 @@ def session_means(triples: Iterable[tuple[object, object, object]]) -> dict[str,
     session is averaged over its trials before anything is resampled or tested. Non-finite and
     ``None`` values are left out; a session with none left is dropped. With one trial per session
     the means are the values themselves (the same bits)."""
-    by: dict[str, list[tuple[int, float]]] = {}
+    index: dict[str, int] = {}
+    sessions, trials, values = array("q"), array("q"), array("d")
     for session, trial, value in triples:
         kept = _finite([value])
         if kept:
-            by.setdefault(str(session), []).append((trial if is_int(trial) else 0, kept[0]))
-    out = {}
-    for session in sorted(by):
-        vals = [v for _, v in sorted(by[session])]
-        out[session] = (vals[0] if len(vals) == 1 else float(np.mean(vals)), len(vals))
-    return out
+            sessions.append(index.setdefault(str(session), len(index)))
+            trials.append(trial if is_int(trial) else 0)
+            values.append(kept[0])
+    means, counts, at = session_means_by_index(np.frombuffer(sessions, dtype=np.int64),
+                                               np.frombuffer(trials, dtype=np.int64), np.frombuffer(values))
+    names = list(index)
+    by_name = {names[i]: (float(m), int(k)) for i, m, k in zip(at.tolist(), means, counts)}
+    return {name: by_name[name] for name in sorted(by_name)}
 
 
 def session_means_of_columns(sessions: np.ndarray, trials: np.ndarray, values: np.ndarray

@@ -228,17 +228,20 @@ class MetricTable:
 
     def by_session(self, metric: str) -> dict[str, dict[str, float]]:
         """``{variant: {session id: mean over its trials}}``: what every test and interval is over."""
-        out: dict[str, dict[str, float]] = {v: {} for v in dict.fromkeys(self.variants)}
-        for (v, s), (x, _, _) in self.units(metric).items():
-            out[v][s] = x
-        return out
+        return self.sessions_and_trials(metric)[0]
 
     def trial_counts(self, metric: str) -> dict[str, list[int]]:
         """``{variant: [trials averaged per session]}`` (sessions in :meth:`by_session` order)."""
-        out: dict[str, list[int]] = {v: [] for v in dict.fromkeys(self.variants)}
-        for (v, _), (_, _, k) in self.units(metric).items():
-            out[v].append(k)
-        return out
+        return self.sessions_and_trials(metric)[1]
+
+    def sessions_and_trials(self, metric: str) -> tuple[dict[str, dict[str, float]], dict[str, list[int]]]:
+        """:meth:`by_session` and :meth:`trial_counts` from one pass of :meth:`units`."""
+        means: dict[str, dict[str, float]] = {v: {} for v in dict.fromkeys(self.variants)}
+        counts: dict[str, list[int]] = {v: [] for v in means}
+        for (v, s), (x, _, k) in self.units(metric).items():
+            means[v][s] = x
+            counts[v].append(k)
+        return means, counts
 
     def by_variant(self, metric: str) -> dict[str, dict[str, float]]:
         """``{variant: {pair_key: value}}``, one value per trial (pair keys: :func:`pair_key`): for

@@ -113,7 +113,7 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
     for m in metrics:
         if m in NOT_TESTED:
             continue
-        by_session, counts = table.by_session(m), table.trial_counts(m)
+        by_session, counts = table.sessions_and_trials(m)
         if m in uncompared:
             described[m] = {"variants": {v: {**stats.describe([vals[k] for k in sorted(vals)], seed=seed),
                                              **trials_info(counts.get(v, []))}
