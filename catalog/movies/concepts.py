@@ -87,6 +87,9 @@ _ROLE_ANY = re.compile("|".join(f"(?P<{field}>{cue.pattern})" for field, cue in 
 _CLAUSE_END = re.compile(r"[.;!?]")
 _ROLE_WINDOW = 60  # characters before a name in which a role cue still applies ("starring A, B and C")
 _TOKEN = re.compile(r"\w+")
+_DIGIT = re.compile(r"\d")
+# two tokens (\w runs) in a row that start with an ASCII capital: what a fuzzy name needs
+_TWO_CAPITALISED = re.compile(r"(?<!\w)[A-Z]\w*\W+[A-Z]")
 _YEAR = re.compile(r"(19\d\d|20[0-2]\d)")
 _DECADE = re.compile(r"(?:(19|20)?(\d)0)s")
 _QUOTES = "\"'“”‘’«»`"
@@ -231,9 +234,12 @@ class ConceptExtractor:
         toks = _tokens(text)
         # ASCII text: lower() is the fold and keeps token boundaries (one C-level pass)
         folded = _TOKEN.findall(text.lower()) if text.isascii() else [fold(t) for _, _, t in toks]
-        matches, i, n = [], 0, len(toks)
+        matches, i, n, trie = [], 0, len(toks), self._trie
         while i < n:
-            node, best = self._trie, None
+            if folded[i] not in trie:  # most words start no phrase: no walk
+                i += 1
+                continue
+            node, best = trie, None
             for j in range(i, n):
                 node = node.get(folded[j])
                 if node is None:
@@ -288,9 +294,9 @@ class ConceptExtractor:
                       or self._genre_context(text, toks, folded, i, j)]
             concepts.update(self._one_person(values, text, toks, i, j))
         if self._years:
-            concepts.update(self._years_in(toks, folded, consumed))
+            concepts.update(self._years_in(text, toks, folded, consumed))
         if self.fuzzy_threshold is not None and self._names_by_len:
-            concepts.update(self._fuzzy_names(toks, folded, consumed))
+            concepts.update(self._fuzzy_names(text, toks, folded, consumed))
         return frozenset(concepts)
 
     def _genre_context(self, text, toks, folded, i: int, j: int) -> bool:
@@ -334,16 +340,19 @@ class ConceptExtractor:
 
     @staticmethod
     def _role_cue(text: str, start: int, end: int) -> str | None:
-        for field, cue in _ROLE_AFTER:
-            if cue.match(text[end:]):
-                return field
+        if text[end:end + 2].lower() == "'s":  # what every _ROLE_AFTER cue starts with
+            for field, cue in _ROLE_AFTER:
+                if cue.match(text[end:]):
+                    return field
         window = _CLAUSE_END.split(text[max(0, start - _ROLE_WINDOW):start])[-1]
         found = None
         for m in _ROLE_ANY.finditer(window):  # the last cue in the window wins
             found = m.lastgroup
         return found
 
-    def _years_in(self, toks, folded, consumed):
+    def _years_in(self, text, toks, folded, consumed):
+        if not _DIGIT.search(text):
+            return
         for k, word in enumerate(folded):
             if consumed[k] or not word[0].isdigit():
                 continue
@@ -354,8 +363,10 @@ class ConceptExtractor:
                 prefix = century + m.group(2)
                 yield from (("year", y) for y in self._years if y.startswith(prefix))
 
-    def _fuzzy_names(self, toks, folded, consumed):
+    def _fuzzy_names(self, text, toks, folded, consumed):
         """Near-miss person names ("Cristopher Nolan") in unmatched capitalised runs."""
+        if text.isascii() and not _TWO_CAPITALISED.search(text):
+            return  # no two capitalised words in a row anywhere (a name is at least two)
         k, n = 0, len(toks)
         while k < n:
             if consumed[k] or not toks[k][2][:1].isupper():
