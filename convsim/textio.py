@@ -154,7 +154,10 @@ def parse_json(text: str, *, file: object, record: object = None, max_depth: int
         raise ConvsimError(f"not valid JSON: {exc.msg} at {where(exc.pos)}", file=file, record=record) from None
     except ValueError as exc:  # e.g. an integer literal longer than Python's digit limit
         raise ConvsimError(f"not valid JSON: {str(exc).splitlines()[0]}", file=file, record=record) from None
-    if isinstance(obj, (dict, list)) and _depth_exceeds(obj, max_depth):
+    # nesting deeper than max_depth needs more than max_depth opening brackets (two C-level counts;
+    # a result record has ~50, so the walk over the parsed document is rarely needed)
+    if isinstance(obj, (dict, list)) and text.count("[") + text.count("{") > max_depth \
+            and _depth_exceeds(obj, max_depth):
         raise too_deep()
     return obj
 
