@@ -11,8 +11,8 @@ options per slot, so they differ only in how they choose. Model roles: ``synthes
 Members speak in parallel: ``ask_slot`` fans out one ``member_speak`` task per member with
 ``Send``; their turns meet in the ``member_turns`` channel (``operator.add``) before ``synthesize``.
 The mediator reads the members' words, not the simulator's labels in the turn meta (M2's ground
-truth). ``Params.reference`` swaps in a reference planner (oracle / degraded / gaming,
-agents/group/reference.py; configs/group_reference.yaml). See docs/group_planning.md.
+truth). ``Params.reference`` swaps in a reference planner (oracle / degraded / gaming /
+alarmist, agents/group/reference.py; configs/group_reference.yaml). See docs/group_planning.md.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class Params(BaseModel):
     acceptance_threshold: float = Field(0.5, ge=0.0, le=1.0,
                                         description="model none: a member accepts the plan iff s_i >= this")
     db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
-    reference: Literal["oracle", "degraded", "gaming"] | None = Field(
+    reference: Literal["oracle", "degraded", "gaming", "alarmist"] | None = Field(
         None, description="a reference planner in place of the condition's mediator/planner "
                           "(agents.group.reference; oracle reads the true preferences)")
 
@@ -240,6 +240,8 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
             failures += [{**failure, "role": "synthesis"}] if failure else []
             if worded:
                 text, explanation = worded, reason_of(worded)
+        if ctx.params.reference == "alarmist":   # cries conflict on every slot (M2's false-alarm side)
+            reported_conflict = True
         first = next(iter(decision.values()))
         t += 1
         turns.append({"turn": t, "speaker": "system", "text": text, "meta": {
@@ -435,8 +437,8 @@ def simulator_checks(state: State) -> list[dict]:
 
 
 def dataset_metrics(records: list[dict]) -> dict:
-    """Pooled M10, sessions whose worst-off member got 0, the options the decisions hold per slot
-    beside the option budget, and how the semantic metrics were computed
+    """Pooled M10 and M2 false alarms, sessions whose worst-off member got 0, the options the
+    decisions hold per slot beside the option budget, and how the semantic metrics were computed
     (evaluation.group.dataset)."""
     return {**group_dataset_metrics(records), "option_budget": _budget_of(records)}
 
@@ -448,5 +450,5 @@ def figures(records: list[dict], out_dir) -> list[str]:
 graph = compile_with_default_context(build(Params()))
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
-SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "options_in_plan", "M1", "M2", "M3", "M4", "M4b", "M5",
-                   "M6", "M9", "M9_repairs", "M10", "M11", "M16"]
+SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "options_in_plan", "M1", "M2", "M2_false_alarm", "M3",
+                   "M4", "M4b", "M5", "M6", "M9", "M9_repairs", "M10", "M11", "M16"]

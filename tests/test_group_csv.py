@@ -20,12 +20,17 @@ def test_external_csv_metrics_by_hand():
     assert m["M1"] == 1.0
     # divergent (lexical): cuisine and attraction; lodging token sets differ too ("smoking")
     assert m["M2"] == pytest.approx(1 / 3)        # only cuisine's text says "different"
+    assert m["M2_false_alarm"] is None and m["M2_agreeing_slots"] == 0   # no slot where both agree
     assert m["M4"] == 0.0 and m["M5"] == 0.0 and m["M6"] == 1.0
     assert m["M9"] == 1.0
     # Ann: Italian (yes), Museum (yes), private room (yes); Bo: Mexican (yes), Zoo (no), private (yes)
     assert m["M10"] == pytest.approx(5 / 6) and m["W1"] == pytest.approx(5 / 6)
     assert m["W2"] == pytest.approx(2 / 3) and m["M11"] == 0.5
     assert m["M16"] == 1.0
+    # M8_placed, M8's word rule on the placed items' records: Ann's Italian (Roma House) and both
+    # private rooms (Oak Loft) yes; Bo's "Mexican tacos" (1 of 2 words: the record says "Taco
+    # Corner"), Ann's "museums, especially a Museum of history" (1 of 4) and Bo's "see the Zoo" no
+    assert m["M8_placed"] == pytest.approx(3 / 6)
     assert out["settings"]["embedder"].startswith("tfidf") and out["settings"]["thresholds"]["M10"] == 0.42
 
 

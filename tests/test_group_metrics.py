@@ -4,12 +4,12 @@ hand-built dialogues and plans, with a fake embedder whose similarities are fixe
 import pytest
 
 from catalog.travel import TravelDB
-from evaluation.group.metrics import (conflict_detection_rate, dialogue_efficiency, feedback_activation_rate,
-                                      gini, member_acceptance_rate, resolution_explanation_rate,
-                                      theory_strategy_usage_rate, theory_text_leakage_rate, voice_coverage,
-                                      welfare)
-from evaluation.group.plan_metrics import (concession_rate, fairness_gini, is_addressed, plan_coherence,
-                                           plan_grounding_rate, preference_addressing_rate,
+from evaluation.group.metrics import (conflict_detection_rate, conflict_false_alarms, dialogue_efficiency,
+                                      feedback_activation_rate, gini, member_acceptance_rate,
+                                      resolution_explanation_rate, theory_strategy_usage_rate,
+                                      theory_text_leakage_rate, voice_coverage, welfare)
+from evaluation.group.plan_metrics import (concession_rate, fairness_gini, is_addressed, placed_addressing_rate,
+                                           plan_coherence, plan_grounding_rate, preference_addressing_rate,
                                            satisfaction_metrics, satisfaction_table, semantic_satisfaction,
                                            serendipity, slot_satisfaction)
 
@@ -85,6 +85,47 @@ def test_m2_lexical_divergence_without_structured_options():
              turn("system", "sys_synthesize_event", "ok", has_conflict=True),
              turn("system", "sys_synthesize_cuisine", "ok")]
     assert conflict_detection_rate(turns) == 1.0   # only event diverges, and it is detected
+
+
+def _m2_dialogue(reports):
+    """cuisine and event diverge, lodging diverges on the house rule only, attraction and
+    traveler_type agree, travel_purpose has one speaker (neither); ``reports``: slot -> has_conflict."""
+    stated = {"cuisine": ("x", "y"), "event": ("x", "y"), "attraction": ("x", "x"), "traveler_type": ("x", "x"),
+              "lodging": ("entire_room", "entire_room"), "travel_purpose": ("x",)}
+    turns = []
+    for slot, opts in stated.items():
+        for who, opt in zip("AB", opts):
+            extra = {"house_rule": {"A": "quiet", "B": "no_smoking"}[who]} if slot == "lodging" else {}
+            turns.append(turn(who, f"user_provide_{slot}", preference_option=opt, **extra))
+    return turns + [turn("system", f"sys_synthesize_{slot}", "ok", has_conflict=flag) for slot, flag in reports.items()]
+
+
+def test_m2_false_alarm_by_hand():
+    # divergent: cuisine, event, lodging (3); agreeing: attraction, traveler_type (2)
+    reports = {"cuisine": True, "event": False, "lodging": True, "attraction": True, "traveler_type": False,
+               "travel_purpose": True}
+    turns = _m2_dialogue(reports)
+    assert conflict_detection_rate(turns) == pytest.approx(2 / 3)   # cuisine, lodging of 3
+    assert conflict_false_alarms(turns) == {"M2_false_alarm": 0.5,    # attraction of 2 agreeing
+                                            "M2_agreeing_slots": 2, "M2_false_alarms": 1}
+    # a mediator that cries conflict everywhere: M2 (recall) is perfect, the false alarms are not
+    alarmist = _m2_dialogue({s: True for s in reports})
+    assert conflict_detection_rate(alarmist) == 1.0
+    assert conflict_false_alarms(alarmist)["M2_false_alarm"] == 1.0
+    silent = _m2_dialogue({s: False for s in reports})
+    assert conflict_detection_rate(silent) == 0.0 and conflict_false_alarms(silent)["M2_false_alarm"] == 0.0
+    # the same room type with different house rules is a divergent slot (the synthesis decides both)
+    same_rule = [t for t in turns if t["meta"].get("house_rule") != "no_smoking"] + [
+        turn("B", "user_provide_lodging", preference_option="entire_room", house_rule="quiet")]
+    assert conflict_false_alarms(same_rule) == {"M2_false_alarm": pytest.approx(2 / 3),   # + lodging
+                                                "M2_agreeing_slots": 3, "M2_false_alarms": 2}
+    # a turn without the field counts by its text, as for M2
+    texted = _m2_dialogue({"cuisine": True}) + [turn("system", "sys_synthesize_attraction", "a compromise")]
+    assert conflict_false_alarms(texted)["M2_false_alarm"] == 1.0
+    # not applicable: no agreeing synthesised slot; no synthesis at all
+    assert conflict_false_alarms(_m2_dialogue({"cuisine": True}))["M2_false_alarm"] is None
+    assert conflict_false_alarms(_m2_dialogue({})) == {"M2_false_alarm": None, "M2_agreeing_slots": None,
+                                                      "M2_false_alarms": None}
 
 
 def test_m3_explanations():
@@ -174,6 +215,36 @@ def test_m8_addressing_rules():
     assert preference_addressing_rate(prefs, synth, embedder=sim) == 0.5     # M8a
     assert preference_addressing_rate(prefs, plan_text, embedder=sim) == 0.25   # M8b
     assert preference_addressing_rate(prefs, "", embedder=sim) is None
+
+
+def test_m8_placed_reads_the_placed_items_not_the_text():
+    sim = FixedSim()
+    prefs = {("A", "cuisine"): "I love Italian cuisine",            # [italian]: Roma House serves it
+             ("B", "cuisine"): "I want Thai cuisine",               # [thai]: nothing placed serves it
+             ("A", "attraction"): "I love Zoo places",              # [zoo]: only City Museum is placed
+             ("A", "lodging"): "a private room please",             # [private, room]: Oak Loft's record
+             ("B", "event"): "Sports events",                       # [sports]: no event placed
+             ("A", "traveler_type"): "Adventure Seeker"}            # not actionable: not counted
+    plan = {"days": [{**day(1), "event": "-"}], "raw_output": ""}
+    assert placed_addressing_rate(prefs, plan=plan, db=DB, embedder=sim) == pytest.approx(2 / 5)
+    # every wish pasted into the text: M8 (text) rises to 1, M8_placed does not move
+    pasted = {**plan, "raw_output": " ".join(prefs.values())}
+    assert preference_addressing_rate(prefs, pasted["raw_output"], embedder=sim) == 1.0
+    assert placed_addressing_rate(prefs, plan=pasted, db=DB, embedder=sim) == pytest.approx(2 / 5)
+    # the Italian restaurant removed from the plan: A's cuisine wish is no longer served
+    removed = {**plan, "days": [{**plan["days"][0], "lunch": "-"}]}
+    assert placed_addressing_rate(prefs, plan=removed, db=DB, embedder=sim) == pytest.approx(1 / 5)
+    # a placed Derby Day (Sports) serves B's event wish
+    served = {**plan, "days": [{**plan["days"][0], "event": "Derby Day, X"}]}
+    assert placed_addressing_rate(prefs, plan=served, db=DB, embedder=sim) == pytest.approx(3 / 5)
+    # the wish's negated words are not wishes: "no Seafood" asks for no seafood, so the Italian
+    # place addresses it (M8's own rule on text counts the negated word and wants 2 hits)
+    assert placed_addressing_rate({("A", "cuisine"): "I want Italian. But no Seafood, please."},
+                                  plan=plan, db=DB, embedder=sim) == 1.0
+    assert not is_addressed("I want Italian. But no Seafood, please.", "Roma House restaurant serving Italian",
+                            embedder=sim)
+    assert placed_addressing_rate({("A", "traveler_type"): "Adventure Seeker"}, plan=plan, db=DB,
+                                  embedder=sim) is None
 
 
 def test_m9_grounding_and_an_invented_place_lowers_it():

@@ -1,7 +1,7 @@
 """Each group metric moves the right way when the defect it measures is injected into a real
 session (graph output, model none): a member's wish dropped from the plan, an ungrounded place,
-a duplicated meal, a removed explanation, a missed conflict, an internal id in the text, a member
-at satisfaction 0."""
+a duplicated meal, a removed explanation, a missed or an invented conflict, every wish pasted into
+the plan text, an internal id in the text, a member at satisfaction 0."""
 
 import copy
 import json
@@ -11,7 +11,7 @@ import pytest
 from agents.group.member_voice import rule_verdict
 from catalog.travel import TravelDB
 from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
-from evaluation.group.metrics import member_acceptance_rate
+from evaluation.group.metrics import agreeing_slots, member_acceptance_rate
 from evaluation.group.plan_metrics import wanted_categories
 from agents.group.members import SLOTS
 from agents.group.planner import build_plan
@@ -39,7 +39,7 @@ def score(p, state, turns=None, plan=None):
 def test_baseline_is_what_the_graph_reported(session):
     p, state = session
     base = score(p, state)
-    for k in ("M2", "M3", "M9", "M10", "M16", "W1", "W2"):
+    for k in ("M2", "M2_false_alarm", "M3", "M8", "M8_placed", "M9", "M10", "M16", "W1", "W2"):
         assert base[k] == state["dialogue_metrics"][k], k
 
 
@@ -64,6 +64,18 @@ def test_dropping_a_members_wish_from_the_plan_lowers_m10_and_w1(session):
     plan["raw_output"] = ""   # the text no longer names the dropped wish either
     mutated = score(p, state, plan=plan)
     assert mutated["M10"] < base["M10"] and mutated["W1"] < base["W1"]
+    # the restaurants that served the wish are gone from the plan: M8_placed falls too
+    assert mutated["M8_placed"] < base["M8_placed"]
+
+
+def test_pasting_every_wish_into_the_plan_text_raises_m8_not_m8_placed(session):
+    p, state = session
+    base = score(p, state)
+    plan = {**state["plan"], "raw_output": state["plan"]["raw_output"] + " " + " ".join(
+        t["text"] for t in state["transcript"] if t["meta"].get("intent", "").startswith("user_provide_"))}
+    pasted = score(p, state, plan=plan)
+    assert base["M8"] < 1.0 and pasted["M8"] == 1.0 and pasted["M8b"] == 1.0
+    assert pasted["M8_placed"] == base["M8_placed"] < 1.0
 
 
 def test_an_ungrounded_place_lowers_m9(session):
@@ -101,7 +113,32 @@ def test_a_missed_conflict_lowers_m2(session):
     mutated = copy.deepcopy(turns)
     hit = next(t for t in mutated if t["intent"].startswith("sys_synthesize_") and t["meta"]["has_conflict"])
     hit["meta"]["has_conflict"] = False     # the synthesis reports no conflict where members disagree
-    assert score(p, state, turns=mutated)["M2"] < base["M2"]
+    after = score(p, state, turns=mutated)
+    assert after["M2"] < base["M2"]
+    assert after["M2_false_alarm"] == base["M2_false_alarm"]
+
+
+@pytest.fixture(scope="module")
+def spouses():
+    """spouses-002 (seed 3): the two agree on their travel style, a slot the synthesis decides."""
+    p = Params(condition="C4", n_sessions=5)
+    s = list(sessions(p, Context(params=p, seed=3)))[2]
+    state = graph.invoke(s, context=Context(params=p, seed=stable_seed(3, s["session_id"]), session_id=s["session_id"]))
+    return p, state
+
+
+def test_an_invented_conflict_raises_m2_false_alarm_and_leaves_m2(spouses):
+    p, state = spouses
+    turns = transcript_to_turns(state["transcript"])
+    base = score(p, state, turns=turns)
+    assert agreeing_slots(turns) == {"traveler_type"}
+    assert (base["M2"], base["M2_false_alarm"], base["M2_agreeing_slots"]) == (1.0, 0.0, 1)
+    mutated = copy.deepcopy(turns)
+    for t in mutated:                       # the synthesis cries conflict on every slot
+        if t["intent"].startswith("sys_synthesize_"):
+            t["meta"]["has_conflict"] = True
+    after = score(p, state, turns=mutated)
+    assert after["M2"] == 1.0 and after["M2_false_alarm"] == 1.0
 
 
 def test_system_texts_never_print_internal_ids_and_an_id_raises_m4b(session):

@@ -4,7 +4,9 @@ F6: satisfaction (M10, M11, W1–W3, M12) reads what a plan places, never its fr
 the members' wishes into ``raw_output`` cannot raise it above the honest plan's.
 F10: the model-none mediator reads the members' words, not the simulator's structured labels
 (which M2 uses as ground truth), so M2 can fail.
-F11: reference planners (oracle, degraded, gaming) order the metrics as they must.
+F11: reference planners (oracle, degraded, gaming, alarmist) order the metrics as they must; the
+gaming plan's pasted wishes reach M8 (mention) but not M8_placed (what the plan places), and the
+alarmist mediator, which reports a conflict on every slot, keeps M2 (recall) and fails M2_false_alarm.
 """
 
 import copy
@@ -20,7 +22,7 @@ from catalog.travel import TravelDB
 from convsim import stable_seed
 from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
 from evaluation.group.plan_metrics import slot_satisfaction
-from graphs.group_planning import Context, Params, _city_db, graph, sessions
+from graphs.group_planning import Context, Params, _city_db, dataset_metrics, graph, sessions
 
 ROOT = Path(__file__).resolve().parents[1]
 WELFARE = ("W1", "W2", "W3", "M10", "M11")
@@ -148,7 +150,8 @@ VARIANTS = {"C1": {"condition": "C1"}, "C2": {"condition": "C2"}, "C3": {"condit
             "C4": {"condition": "C4"}, "C5": {"condition": "C5"},
             "oracle": {"condition": "C4", "reference": "oracle"},
             "degraded": {"condition": "C4", "reference": "degraded"},
-            "gaming": {"condition": "C4", "reference": "gaming"}}
+            "gaming": {"condition": "C4", "reference": "gaming"},
+            "alarmist": {"condition": "C4", "reference": "alarmist"}}
 N = 10
 
 
@@ -200,3 +203,25 @@ def test_the_gaming_reference_is_caught(reference_runs):
         stripped = score(p, st, plan={**st["plan"], "raw_output": ""})
         for k in (*WELFARE, "M12"):
             assert st["dialogue_metrics"][k] == pytest.approx(stripped[k]), k
+    # M8 counts mentions: the paste reaches 1.0, above the oracle; M8_placed reads what is placed
+    assert mean(r["gaming"], "M8") == 1.0 >= mean(r["oracle"], "M8")
+    assert mean(r["gaming"], "M8_placed") < mean(r["C4"], "M8_placed") < mean(r["oracle"], "M8_placed")
+    for p, st in r["gaming"]:
+        stripped = score(p, st, plan={**st["plan"], "raw_output": ""})
+        assert st["dialogue_metrics"]["M8_placed"] == stripped["M8_placed"]
+
+
+def test_the_alarmist_mediator_keeps_m2_and_fails_m2_false_alarm(reference_runs):
+    r = reference_runs
+    pairs = list(zip(r["C4"], r["alarmist"]))
+    for (_, c4), (_, alarm) in pairs:     # the same sessions, decisions and plan; only the report differs
+        c4m, am = c4["dialogue_metrics"], alarm["dialogue_metrics"]
+        assert c4["plan"]["days"] == alarm["plan"]["days"]
+        assert am["M2"] == c4m["M2"] == 1.0 and am["M2_agreeing_slots"] == c4m["M2_agreeing_slots"]
+        assert am["M2_false_alarm"] in (None, 1.0) and c4m["M2_false_alarm"] in (None, 0.0)
+    agreeing = sum(st["dialogue_metrics"]["M2_agreeing_slots"] for _, st in r["alarmist"])
+    assert agreeing >= 2                  # the catch is not vacuous
+    for name in ("C3", "C4", "C5", "oracle"):
+        assert dataset_metrics([st for _, st in r[name]])["M2_false_alarm_pooled_over_sessions"] == 0.0, name
+    assert dataset_metrics([st for _, st in r["alarmist"]])["M2_false_alarm_pooled_over_sessions"] == 1.0
+    assert dataset_metrics([st for _, st in r["degraded"]])["M2_false_alarm_pooled_over_sessions"] == 0.0

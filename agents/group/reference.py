@@ -14,6 +14,9 @@ condition's dialogue; everything else (members, turns, metrics) is the condition
   restaurant at every meal and pastes every member's wishes (the ``user_provide_*`` texts) into
   ``raw_output``. Satisfaction reads only what a plan places, so the pasted text must not raise
   W1–W3 / M10 / M11 above the honest plan's; M16 falls (repeated restaurant).
+- ``alarmist``: the condition's own decisions, texts and plan, but its synthesis turns report a
+  conflict on every slot (``has_conflict`` true where the members agree too). M2 is recall only,
+  so it stays at the condition's value; ``M2_false_alarm`` must rise to 1 wherever it is defined.
 
 Baselines are the conditions C1–C5 themselves (configs/group_reference.yaml runs all of them).
 """
@@ -26,7 +29,7 @@ from agents.group.members import member_option
 from agents.group.synthesis import _base
 from agents.group.vote import option_label
 
-REFERENCES = ("oracle", "degraded", "gaming")
+REFERENCES = ("oracle", "degraded", "gaming", "alarmist")
 _MEALS = ("breakfast", "lunch", "dinner")
 
 

@@ -27,20 +27,31 @@ def options_per_slot(records: list[dict]) -> dict:
     return out
 
 
+def _pooled(records: list[dict], hits: str, total: str) -> float | None:
+    """Σ hits / Σ total over the sessions' dialogue metrics; None when the total is 0."""
+    h = t = 0
+    for r in records:
+        dm = r.get("dialogue_metrics") or {}
+        if dm.get(total):
+            h += dm[hits]
+            t += dm[total]
+    return h / t if t else None
+
+
 def group_dataset_metrics(records: list[dict]) -> dict:
-    """Pooled M10 over every stated pair of every session, the share of sessions whose worst-off
-    member got 0, options per slot and the semantic metrics' label."""
-    sat = tot = zero = n = 0
+    """Pooled M10 over every stated pair of every session, M2's false-alarm rate pooled over
+    every agreeing synthesised slot of every session (most sessions have none, so the mean of
+    the per-session rates covers few sessions), the share of sessions whose worst-off member got
+    0, options per slot and the semantic metrics' label."""
+    zero = n = 0
     settings: dict = {}
     for r in records:
         dm = r.get("dialogue_metrics") or {}
         settings = r.get("metric_settings") or settings
-        if dm.get("M10_pairs"):
-            sat += dm["M10_satisfied_pairs"]
-            tot += dm["M10_pairs"]
         if dm.get("W2") is not None:
             n += 1
             zero += dm["W2"] == 0
-    return {"M10_pooled_over_sessions": sat / tot if tot else None,
+    return {"M10_pooled_over_sessions": _pooled(records, "M10_satisfied_pairs", "M10_pairs"),
+            "M2_false_alarm_pooled_over_sessions": _pooled(records, "M2_false_alarms", "M2_agreeing_slots"),
             "share_sessions_W2_zero": zero / n if n else None,
             **options_per_slot(records), "semantic_metrics": settings.get("semantic_label")}

@@ -10,9 +10,10 @@ from catalog.travel import KINDS, TravelDB
 from convsim import make_embedder
 from evaluation.group.metrics import dialogue_only_metrics
 from evaluation.group.plan_metrics import (M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD, concession_rate,
-                                           fairness_gini, plan_coherence, plan_grounding_rate, plan_repairs,
-                                           preference_addressing_rate, satisfaction_metrics,
-                                           satisfaction_table, semantic_satisfaction, serendipity)
+                                           fairness_gini, placed_addressing_rate, plan_coherence,
+                                           plan_grounding_rate, plan_repairs, preference_addressing_rate,
+                                           satisfaction_metrics, satisfaction_table, semantic_satisfaction,
+                                           serendipity)
 from evaluation.group.plan_parse import intent_slot, stated_preferences
 
 
@@ -77,6 +78,8 @@ def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, 
     out["M8"] = preference_addressing_rate(prefs, f"{synth} {plan_text}", embedder=embedder)
     out["M8a"] = preference_addressing_rate(prefs, synth, embedder=embedder)
     out["M8b"] = preference_addressing_rate(prefs, plan_text, embedder=embedder)
+    # what the plan places, not what it says (the paste of every wish raises M8, not this)
+    out["M8_placed"] = placed_addressing_rate(prefs, plan=plan, db=db, embedder=embedder)
     out["M9"] = plan_grounding_rate(plan, db)
     out["M9_repairs"] = plan_repairs(plan)
     table = satisfaction_table(prefs, plan=plan, db=db, embedder=embedder)

@@ -29,8 +29,8 @@ from convsim.summary import SCORED_STATUSES  # noqa: E402
 from evaluation.records import slim_records  # noqa: E402
 
 WELFARE = ("W1", "W2", "W3")
-HEATMAP_METRICS = ("M1", "M2", "M3", "M4", "M4b", "M5", "M6", "M8", "M8a", "M8b", "M9", "M10",
-                   "M10b", "M11", "M12", "M13", "M14", "M15", "M16")
+HEATMAP_METRICS = ("M1", "M2", "M2_false_alarm", "M3", "M4", "M4b", "M5", "M6", "M8", "M8a", "M8b",
+                   "M8_placed", "M9", "M10", "M10b", "M11", "M12", "M13", "M14", "M15", "M16")
 
 
 def _by_variant(records: Sequence[Mapping], metric: str) -> dict[str, list[float]]:

@@ -45,27 +45,40 @@ def voice_coverage(turns: list[dict], *, member_count: int, multi_user: bool) ->
     return min(len(speakers), member_count) / member_count
 
 
-def divergent_slots(turns: list[dict]) -> set[str]:
-    """Slots where members stated different preferences.
-
-    The stated option in ``meta.preference_option`` is compared when every turn has one;
-    otherwise (CSV from elsewhere) the sets of informative tokens of the utterances are.
-    """
+def _stated_labels(turns: list[dict]) -> dict[str, dict[str, set]]:
+    """``{slot: {speaker: what they stated}}`` from the ``user_provide_*`` turns: the stated
+    option in ``meta.preference_option`` (lodging: with ``meta.house_rule``, the two sub-slots
+    the synthesis decides) when every turn of the slot has one, else (CSV from elsewhere) the
+    informative tokens of the utterances."""
     rows: dict[str, list[tuple[str, object, frozenset]]] = {}
     for t in turns:
         if t["intent"].startswith("user_provide_"):
-            opt = (t.get("meta") or {}).get("preference_option")
+            meta = t.get("meta") or {}
+            opt = meta.get("preference_option")
+            if opt is not None and meta.get("house_rule") is not None:
+                opt = (opt, meta["house_rule"])
             rows.setdefault(intent_slot(t["intent"]), []).append(
                 (t["speaker"], opt, frozenset(informative_tokens(t["utterance"], k=50))))
-    out = set()
+    out: dict[str, dict[str, set]] = {}
     for slot, rs in rows.items():
         use_option = all(opt is not None for _, opt, _ in rs)
-        per_speaker: dict[str, set] = {}
+        per_speaker = out.setdefault(slot, {})
         for speaker, opt, toks in rs:
             per_speaker.setdefault(speaker, set()).update({str(opt)} if use_option else toks)
-        if len({frozenset(v) for v in per_speaker.values()}) > 1:
-            out.add(slot)
     return out
+
+
+def divergent_slots(turns: list[dict]) -> set[str]:
+    """Slots where members stated different preferences (``_stated_labels``; lodging diverges on
+    the room type or the house rule)."""
+    return {slot for slot, per in _stated_labels(turns).items()
+            if len({frozenset(v) for v in per.values()}) > 1}
+
+
+def agreeing_slots(turns: list[dict]) -> set[str]:
+    """Slots where at least two members stated preferences and all stated the same."""
+    return {slot for slot, per in _stated_labels(turns).items()
+            if len(per) > 1 and len({frozenset(v) for v in per.values()}) == 1}
 
 
 def _reported(t: dict, key: str):
@@ -79,26 +92,48 @@ _ABSENT = object()
 STRATEGY_LINE = re.compile(r"strategy:\s*([^/\n.]+)", re.I)
 
 
+def _reports_conflict(t: dict) -> bool:
+    """The synthesis turn's own ``meta.has_conflict``; only a turn without that field (CSV from
+    elsewhere) counts by its text ("conflict", "different", "compromise")."""
+    flag = _reported(t, "has_conflict")
+    if flag is not _ABSENT:
+        return bool(flag)
+    return any(w in t["utterance"].lower() for w in CONFLICT_WORDS)
+
+
+def _reported_conflict_slots(turns: list[dict]) -> set[str]:
+    return {slot for slot, ts in _synthesis_turns(turns).items() if any(_reports_conflict(t) for t in ts)}
+
+
 def conflict_detection_rate(turns: list[dict]) -> float | None:
     """M2 = detected / divergent slots; detected = a synthesis turn of the slot reports
     ``meta.has_conflict`` true; only when the turn has no ``has_conflict`` field at all does the
     text count ("conflict", "different", "compromise"). The system's own report decides, so a
     synthesis that misses a conflict scores lower even if its template says "different".
+    M2 is recall only: a synthesis that reports a conflict on every slot scores 1.0
+    (``conflict_false_alarms`` is its other side).
     None without synthesis turns (C1/C2) or without divergent slots.
     """
-    synth = _synthesis_turns(turns)
     divergent = divergent_slots(turns)
-    if not synth or not divergent:
+    if not _synthesis_turns(turns) or not divergent:
         return None
-    detected = 0
-    for slot in divergent:
-        for t in synth.get(slot, []):
-            flag = _reported(t, "has_conflict")
-            if (bool(flag) if flag is not _ABSENT
-                    else any(w in t["utterance"].lower() for w in CONFLICT_WORDS)):
-                detected += 1
-                break
-    return detected / len(divergent)
+    return len(divergent & _reported_conflict_slots(turns)) / len(divergent)
+
+
+def conflict_false_alarms(turns: list[dict]) -> dict:
+    """M2's false-alarm side: ``M2_false_alarm`` = agreeing synthesis slots whose synthesis turn
+    reports a conflict (as M2 reads the report) / agreeing synthesis slots, where agreeing = at
+    least two members stated preferences and all stated the same (``agreeing_slots``). None
+    without synthesis turns or without an agreeing synthesised slot. Also the counts
+    ``M2_agreeing_slots`` and ``M2_false_alarms`` (None without synthesis), so the rate can be
+    pooled over sessions (few sessions have an agreeing slot)."""
+    synth = _synthesis_turns(turns)
+    if not synth:
+        return {"M2_false_alarm": None, "M2_agreeing_slots": None, "M2_false_alarms": None}
+    agreeing = agreeing_slots(turns) & set(synth)
+    alarms = len(agreeing & _reported_conflict_slots(turns))
+    return {"M2_false_alarm": alarms / len(agreeing) if agreeing else None,
+            "M2_agreeing_slots": len(agreeing), "M2_false_alarms": alarms}
 
 
 def resolution_explanation_rate(turns: list[dict]) -> float | None:
@@ -210,7 +245,8 @@ def dialogue_only_metrics(turns: list[dict], flags: dict) -> dict:
     m7 = dialogue_efficiency(turns)
     return {"M1": voice_coverage(turns, member_count=int(flags.get("member_count") or 0),
                                  multi_user=bool(flags.get("multi_user", True))),
-            "M2": conflict_detection_rate(turns), "M3": resolution_explanation_rate(turns),
+            "M2": conflict_detection_rate(turns), **conflict_false_alarms(turns),
+            "M3": resolution_explanation_rate(turns),
             "M4": theory_strategy_usage_rate(turns, use_social_theory=bool(flags.get("use_social_theory"))),
             "M4b": theory_text_leakage_rate(turns),
             "M5": feedback_activation_rate(turns, enable_feedback=bool(flags.get("enable_feedback"))),
@@ -218,7 +254,8 @@ def dialogue_only_metrics(turns: list[dict], flags: dict) -> dict:
             **{f"M7_{k}": v for k, v in m7.items()}}
 
 
-__all__ = ["voice_coverage", "divergent_slots", "conflict_detection_rate", "resolution_explanation_rate",
+__all__ = ["voice_coverage", "divergent_slots", "agreeing_slots", "conflict_detection_rate",
+           "conflict_false_alarms", "resolution_explanation_rate",
            "theory_strategy_usage_rate", "theory_text_leakage_rate", "feedback_activation_rate",
            "member_acceptance_rate", "dialogue_efficiency", "welfare", "gini", "dialogue_only_metrics",
            "stated_preferences"]
