@@ -452,3 +452,11 @@ graph = compile_with_default_context(build(Params()))
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "options_in_plan", "M1", "M2", "M2_false_alarm", "M3",
                    "M4", "M4b", "M5", "M6", "M9", "M9_repairs", "M10", "M11", "M16"]
+
+# Counts behind the pooled figures: set by what the simulated members stated (the same members and
+# words in each paired session), not by the planner; descriptives only, no between-variant test
+# (evaluation/run_stats.py), and the reason shown under the name in report.html.
+_COUNT = ("a count set by the simulated members' stated preferences (the denominator of a pooled figure), "
+          "not by the planner; not tested between variants")
+UNCOMPARED_METRICS = {m: _COUNT for m in ("M10_pairs", "M2_agreeing_slots")}
+METRIC_NOTES = dict(UNCOMPARED_METRICS)

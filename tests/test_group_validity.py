@@ -225,3 +225,20 @@ def test_the_alarmist_mediator_keeps_m2_and_fails_m2_false_alarm(reference_runs)
         assert dataset_metrics([st for _, st in r[name]])["M2_false_alarm_pooled_over_sessions"] == 0.0, name
     assert dataset_metrics([st for _, st in r["alarmist"]])["M2_false_alarm_pooled_over_sessions"] == 1.0
     assert dataset_metrics([st for _, st in r["degraded"]])["M2_false_alarm_pooled_over_sessions"] == 0.0
+
+
+def test_the_pooled_figures_counts_are_not_tested_between_variants():
+    """M10_pairs and M2_agreeing_slots count what the simulated members stated: descriptives and the
+    reason, never an ANOVA or Wilcoxon that would read a difference of groups as one of planners."""
+    from convsim import load_graph_module
+    from evaluation.run_stats import run_statistics
+    module = load_graph_module("group_planning")
+    assert set(module.UNCOMPARED_METRICS) == {"M10_pairs", "M2_agreeing_slots"}
+    assert not set(module.UNCOMPARED_METRICS) & set(module.SUMMARY_METRICS)
+    records = [{"variant": v, "session_id": f"g{i}", "trial": 0, "seed": i, "status": "ok",
+                "dialogue_metrics": {"W1": i * (1 + (v == "b")) / 10, "M10_pairs": 10 + i + (v == "b")}}
+               for v in ("a", "b") for i in range(1, 7)]
+    out = run_statistics(records, uncompared=module.UNCOMPARED_METRICS)
+    assert "anova" in out["metrics"]["W1"]
+    pairs = out["metrics"]["M10_pairs"]
+    assert "anova" not in pairs and "wilcoxon" not in pairs and "count" in pairs["not_compared"]
