@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_exports
 
 _EXPORTS = {
-    "bootstrap_ci": "aggregate",
+    "bootstrap_ci": "aggregate", "mean_ci": "aggregate", "mean_diff_ci": "aggregate",
     "ExperimentConfig": "config", "Variant": "config", "load_config": "config",
     "SessionContext": "context", "emit_metrics": "context",
     "compile_with_default_context": "default_context",
@@ -35,7 +35,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and editors
-    from .aggregate import bootstrap_ci  # noqa: F401
+    from .aggregate import bootstrap_ci, mean_ci, mean_diff_ci  # noqa: F401
     from .config import ExperimentConfig, Variant, load_config  # noqa: F401
     from .context import SessionContext, emit_metrics  # noqa: F401
     from .default_context import compile_with_default_context  # noqa: F401

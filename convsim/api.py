@@ -113,7 +113,7 @@ def report(run_dir: str | Path, *, warn: Callable[[str], Any] | None = None) -> 
     from .summary import summarise_run
     run_dir = _run_dir(run_dir)
     cfg = load_config(run_dir / "config.yaml")
-    summarise_run(run_dir, load_graph_module(cfg.graph), seed=cfg.seed)
+    summarise_run(run_dir, load_graph_module(cfg.graph))
     run_hooks(run_dir, cfg.analysis, warn=warn or (lambda m: warnings.warn(m, stacklevel=2)))
     html = run_dir / "report.html"
     return html if html.exists() else None

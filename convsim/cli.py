@@ -96,7 +96,7 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
     except ConvsimError:
         pass
     names = preferred + [n for n in names if n not in preferred]
-    table = Table(title=escape(f"{run_dir.name}: dialogue metrics, mean [95% bootstrap CI]"))
+    table = Table(title=escape(f"{run_dir.name}: dialogue metrics, mean [95% CI]"))
     table.add_column("metric")
     for vname, v in variants.items():
         # the sessions the metrics below average over (ok and agent failures), as each metric's n

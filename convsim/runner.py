@@ -197,7 +197,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         store.close()
         limits.activate(None)
     try:  # a dataset_metrics that raises: the summary is written without it, then HookError
-        summarise_run(plan.run_dir, plan.module, seed=cfg.seed, warnings=plan.warnings, records=store.record_set())
+        summarise_run(plan.run_dir, plan.module, warnings=plan.warnings, records=store.record_set())
     except HookError as exc:
         if stopped():  # the budget stopped the run as well: say so, the same command resumes it
             exc.args = (f"{exc.args[0]} (the run budget also stopped the run: run the same command "

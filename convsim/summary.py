@@ -1,9 +1,11 @@
 """Dataset-level summary of a run: ``metrics.csv`` (a row per variant) and ``summary.json``.
 
 Per variant: how every session ended (``ok``, ``agent_failure``, ``simulator_failure``,
-``infra_error``, ``code_error``; ``errors`` = the last two), and mean, n and bootstrap CI of every
-dialogue metric over the scored sessions (``ok`` and ``agent_failure``, convsim.status.SCORED), a
-session's trials averaged first (n: sessions; ``n_values``, ``trials_per_session``: its trials).
+``infra_error``, ``code_error``; ``errors`` = the last two), and mean, n and 95% CI of every
+dialogue metric (:func:`convsim.aggregate.mean_ci`, its ``ci_method`` beside it in summary.json) over
+the scored sessions (``ok`` and ``agent_failure``, convsim.status.SCORED), a session's trials
+averaged first (n: sessions; ``n_values``, ``trials_per_session``: its trials; metrics.csv:
+``<metric>_n`` and ``<metric>_trials_per_session``).
 Top level: the run's totals, the first error message, and warnings: ``run_warnings`` are those the
 run raised (e.g. a capped session count), kept when the summary is rebuilt (``convsim report``);
 ``warnings`` adds those of the summary itself (a metric out of range, a dataset hook that raised).
@@ -22,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .aggregate import bootstrap_ci, session_means_of_columns, trials_info
+from .aggregate import mean_ci, session_means_of_columns, trials_info
 from .errors import ConvsimError, HookError
 from .recordset import RecordSet, check_record, statuses_of
 from .status import SCORED, Status
@@ -102,14 +104,15 @@ def metric_columns(records: Iterable[Mapping], *,
     return columns
 
 
-def variant_summary(records: Iterable[Mapping], *, seed: int = 0) -> dict[str, dict]:
-    """Mean, n and bootstrap 95% CI of every numeric dialogue metric over scored sessions: the unit
+def variant_summary(records: Iterable[Mapping]) -> dict[str, dict]:
+    """Mean, n and 95% CI (:func:`convsim.aggregate.mean_ci`: Wilson for 0/1 metrics, else Student t;
+    ``ci_method`` says which) of every numeric dialogue metric over scored sessions: the unit
     is the session, its trials averaged first (n counts sessions; ``n_values`` the trial values and
     ``trials_per_session`` the trials each, see :func:`convsim.aggregate.session_means`)."""
-    return _metrics_and_usage(records, seed=seed)[0]
+    return _metrics_and_usage(records)[0]
 
 
-def _metrics_and_usage(records: Iterable[Mapping], *, seed: int = 0,
+def _metrics_and_usage(records: Iterable[Mapping], *,
                        out_of_range: list[str] | None = None) -> tuple[dict[str, dict], dict]:
     """One read of a variant's records (every status): its metric CIs over the scored sessions and its
     model usage over all of them (convsim.usage); ``out_of_range`` as in :func:`flatten_metrics`."""
@@ -140,7 +143,7 @@ def _metrics_and_usage(records: Iterable[Mapping], *, seed: int = 0,
         means, counts = session_means_of_columns(np.frombuffer(sessions, dtype=np.int64),
                                                  np.frombuffer(trials, dtype=np.int64),
                                                  np.frombuffer(values, dtype=float))
-        out[name] = {**bootstrap_ci(means, seed=seed), **trials_info(counts.tolist())}
+        out[name] = {**mean_ci(means), **trials_info(counts.tolist())}
     return out, tally.table()
 
 
@@ -201,7 +204,7 @@ def _run_warnings(path: Path) -> list[str]:
     return [w for w in found if isinstance(w, str)] if isinstance(found, list) else []
 
 
-def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[str] | None = None,
+def summarise_run(run_dir: Path, module: Any, *, warnings: list[str] | None = None,
                   records: RecordSet | None = None) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary.
 
@@ -232,7 +235,7 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
         scored = recs.where(statuses=SCORED_STATUSES)
         counts = status_counts(recs)
         huge: list[str] = []
-        metrics, usage[variant] = _metrics_and_usage(recs, seed=seed, out_of_range=huge)
+        metrics, usage[variant] = _metrics_and_usage(recs, out_of_range=huge)
         for name, count in Counter(huge).items():
             summary["warnings"].append(
                 f"variant {variant}: metric {name}: {count} value{'s' * (count > 1)} beyond ±{METRIC_LIMIT:g} "
@@ -267,6 +270,7 @@ def summarise_run(run_dir: Path, module: Any, *, seed: int = 0, warnings: list[s
             row[f"{name}_ci_low"] = ci["ci_low"]
             row[f"{name}_ci_high"] = ci["ci_high"]
             row[f"{name}_n"] = ci["n"]
+            row[f"{name}_trials_per_session"] = ci["trials_per_session"]
         for name, value in _scalar_items(dataset, "dataset.").items():
             row[name] = value
         rows.append(row)

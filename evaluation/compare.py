@@ -1,15 +1,18 @@
 """``convsim compare <runA> <runB>``: per-metric differences between two runs.
 
 Variants are matched by name (or, when each run has exactly one variant, with each other).
-Per matched variant and shared metric: means, the difference B - A with a bootstrap 95% CI, and a
-test: paired Wilcoxon over the sessions both runs have (same session id, and the same seeds on the
-trials both ran where both record one), else Mann-Whitney U over all sessions; paired rows also carry the
-paired t-test (``t``, ``p_t``). p-values are Holm-adjusted over all rows, i.e. across every metric
+Per matched variant and shared metric: means, the difference B - A with a 95% CI
+(convsim.aggregate.mean_diff_ci: paired t over the paired sessions, else Newcombe's hybrid score for
+0/1 metrics or Welch's t; ``ci_method`` says which), and a test: paired Wilcoxon over the sessions
+both runs have (same session id, and the same seeds on the trials both ran where both record one),
+else Mann-Whitney U over all sessions, exact (ties included) up to ``stats.EXACT_MWU_MAX`` sessions
+(``p_method`` says how p was computed); paired rows also carry the paired t-test (``t``, ``p_t``).
+p-values are Holm-adjusted over all rows, i.e. across every metric
 and variant compared (``p_holm``, ``p_t_holm``); effect sizes are d_z (paired) or Cohen's d
 (independent). The unit is the session: with ``--trials K`` a session's trials are averaged first
 (they replay the same customer and are not independent), so n counts sessions and
-``trials_a``/``trials_b`` the trials per session. Values are taken in sorted order and resampled in chunks (convsim.aggregate), so
-the rows do not depend on record order and memory stays flat in the number of sessions.
+``trials_a``/``trials_b`` the trials per session. Values are taken in sorted order, so the rows do
+not depend on record order.
 """
 
 from __future__ import annotations
@@ -17,12 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as sps
-
 from convsim import ConvsimError
-from convsim.aggregate import bootstrap_means
+from convsim.aggregate import mean_diff_ci, trials_info
 from evaluation import stats
-from convsim.aggregate import trials_info
 from evaluation.records import JUDGE_FLAGS, MetricTable, load_run, metric_table, seeds_match
 
 NOT_COMPARED = JUDGE_FLAGS  # bookkeeping counters: summarised, not tested (as in stats.json)
@@ -42,14 +42,10 @@ def _trials(d: dict) -> int | float | None:
     return trials_info(t[2] if len(t) > 2 else 1 for t in d.values())["trials_per_session"]
 
 
-def _bootstrap_diff(a: np.ndarray, b: np.ndarray, *, paired: bool, seed: int = 0, n_boot: int = 1000):
-    """Percentile 95% CI of mean(b) - mean(a): resampling paired differences, or each run on its own
-    (independent streams: seed and seed + 1)."""
-    if paired:
-        boots = bootstrap_means(b - a, n_boot=n_boot, seed=seed)
-    else:
-        boots = bootstrap_means(b, n_boot=n_boot, seed=seed) - bootstrap_means(a, n_boot=n_boot, seed=seed + 1)
-    return float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))
+def _diff_ci(a: np.ndarray, b: np.ndarray, *, paired: bool) -> dict:
+    """``ci_low``, ``ci_high`` and ``ci_method`` of the 95% CI of mean(b) - mean(a)."""
+    ci = mean_diff_ci(a, b, paired=paired)
+    return {k: ci[k] for k in ("ci_low", "ci_high", "ci_method")}
 
 
 def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
@@ -61,7 +57,8 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
     vb = np.sort(np.array([t[0] for t in b.values()], dtype=float))
     row = {"n_a": len(va), "n_b": len(vb), "n_paired": len(shared), "trials_a": _trials(a), "trials_b": _trials(b),
            "mean_a": float(va.mean()) if len(va) else None, "mean_b": float(vb.mean()) if len(vb) else None,
-           "diff": None, "ci_low": None, "ci_high": None, "test": None, "statistic": None, "p": None,
+           "diff": None, "ci_low": None, "ci_high": None, "ci_method": None, "test": None, "statistic": None,
+           "p": None, "p_method": None,
            "t": None, "p_t": None, "effect_size": None, "warning": None}
     if not len(va) or not len(vb):
         row["warning"] = "a run has no value for this metric"
@@ -70,11 +67,11 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
         pa, pb = np.array([a[k][0] for k in shared]), np.array([b[k][0] for k in shared])
         d = pb - pa
         row.update(diff=float(d.mean()), test="paired Wilcoxon", effect_size=stats.cohens_dz(d))
-        row["ci_low"], row["ci_high"] = _bootstrap_diff(pa, pb, paired=True)
+        row.update(_diff_ci(pa, pb, paired=True))
         nz = stats.nonzero_count(d)
         if nz:
             stat, p = stats.wilcoxon_p(d)
-            row.update(statistic=stat, p=p)
+            row.update(statistic=stat, p=p, p_method=stats.wilcoxon_method(nz))
         row["t"], row["p_t"] = stats.paired_t(d)
         warnings = [stats._power_warning("Wilcoxon", nz, stats.min_p_wilcoxon(nz), alpha)
                     if nz else "no non-zero paired differences", stats.small_n_warning(len(shared))]
@@ -83,13 +80,13 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
         row.update(diff=float(vb.mean() - va.mean()), test="Mann-Whitney U", effect_size=stats.cohens_d(va, vb))
         warnings = []
         if min(len(va), len(vb)) >= 2:
-            row["ci_low"], row["ci_high"] = _bootstrap_diff(va, vb, paired=False)
+            row.update(_diff_ci(va, vb, paired=False))
             warnings.append(stats.small_n_warning(min(len(va), len(vb))))
         else:
             warnings.append(f"no interval: a run has {min(len(va), len(vb))} session(s) (at least 2 each needed)")
         if not stats.is_constant(np.concatenate([va, vb])):
-            res = sps.mannwhitneyu(va, vb)
-            row.update(statistic=float(res.statistic), p=float(res.pvalue))
+            u, p, method = stats.mannwhitney_p(va, vb)
+            row.update(statistic=u, p=p, p_method=method)
         # p < alpha out of reach: complete separation has p = 2 / C(n_a + n_b, n_a) (1 vs 2: 0.667)
         warnings.append(stats._power_warning(f"Mann-Whitney U ({len(va)} vs {len(vb)})", len(va) + len(vb),
                                              stats.min_p_mannwhitney(len(va), len(vb)), alpha))

@@ -85,7 +85,7 @@ def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[fl
 
 
 def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
-                   *, alpha: float = stats.ALPHA, seed: int = 0, references: Sequence[str] = ()) -> dict:
+                   *, alpha: float = stats.ALPHA, references: Sequence[str] = ()) -> dict:
     """``{"rows": [{metric, cells: {variant: describe}, diffs: {variant: compare row}}], "values",
     "n_comparisons"}`` over the scored records (status ok or agent_failure). ``references``:
     variants described but never compared (no diff, no test, not in the Holm family)."""
@@ -95,7 +95,7 @@ def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[st
     for m in metrics:
         per_variant = {v: _values(table, v, m) for v in variants}
         values[m] = {v: [x for x, _, _ in vals.values()] for v, vals in per_variant.items()}
-        cells = {v: {**stats.describe(values[m][v], seed=seed),
+        cells = {v: {**stats.describe(values[m][v]),
                      **trials_info(k for _, _, k in per_variant[v].values())} for v in variants}
         diffs = {v: compare_metric(per_variant[baseline], per_variant[v], alpha=alpha) for v in others} \
             if baseline else {}

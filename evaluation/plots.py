@@ -80,7 +80,7 @@ def safe_stem(name: str) -> str:
 
 @_plain_text
 def bar_charts(describe: Mapping[str, Mapping[str, Mapping]], out_dir: Path) -> list[str]:
-    """One bar chart per metric: mean per variant with its 95% bootstrap CI as error bars.
+    """One bar chart per metric: mean per variant with its 95% CI (stats.describe) as error bars.
     ``describe`` is ``{metric: {variant: {"mean", "ci_low", "ci_high", "n"}}}``."""
     stems = []
     for metric, per_variant in describe.items():

@@ -115,17 +115,17 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
             continue
         by_session, counts = table.sessions_and_trials(m)
         if m in uncompared:
-            described[m] = {"variants": {v: {**stats.describe([vals[k] for k in sorted(vals)], seed=seed),
+            described[m] = {"variants": {v: {**stats.describe([vals[k] for k in sorted(vals)]),
                                              **trials_info(counts.get(v, []))}
                                          for v, vals in sorted(by_session.items())},
                             "not_compared": uncompared[m]}
             continue
         res = stats.compare_variants({v: vals for v, vals in by_session.items() if v not in references},
-                                     paired=paired, alpha=alpha, seed=seed)
+                                     paired=paired, alpha=alpha)
         for v in references:
             if v in by_session:
                 vals = by_session[v]
-                res["variants"][v] = {**stats.describe([vals[k] for k in sorted(vals)], seed=seed), "reference": True}
+                res["variants"][v] = {**stats.describe([vals[k] for k in sorted(vals)]), "reference": True}
         for v, per_session in counts.items():
             if v in res["variants"]:
                 res["variants"][v].update(trials_info(per_session))

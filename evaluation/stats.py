@@ -12,8 +12,10 @@ reported (not only the significant ones), with effect sizes, and paired designs 
 
 Bounds at scale: every p-value comes from scipy or an exact enumeration (Wilcoxon: the exact
 conditional signed-rank distribution, ties included, up to ``EXACT_WILCOXON_MAX`` differences, the
-normal approximation above), the smallest attainable p is computed in log space
-(no factorial or power that overflows a float), and every bootstrap resamples in chunks
+normal approximation above; Mann-Whitney U: the exact conditional rank-sum distribution, ties
+included, up to ``EXACT_MWU_MAX`` values), the smallest attainable p is computed in log space
+(no factorial or power that overflows a float), the CI of a mean is Wilson's (0/1 metrics) or
+Student's t (convsim.aggregate.mean_ci), and Spearman's bootstrap resamples in chunks
 (convsim.aggregate) from data sorted first, so the numbers do not depend on record order.
 """
 
@@ -27,12 +29,19 @@ from itertools import combinations
 import numpy as np
 from scipy import stats as sps
 
-from convsim.aggregate import bootstrap_means, bootstrap_statistic
+from convsim.aggregate import bootstrap_statistic, mean_ci
 
 ALPHA = 0.05
 # the exact signed-rank distribution (ties included) is enumerated up to this many non-zero
 # differences; above it the normal approximation is within 1e-3 of it.
 EXACT_WILCOXON_MAX = 50
+# Mann-Whitney U's exact null distribution (ties included) is computed up to this many values in
+# both samples together: the distribution of the rank sum over all C(n_a + n_b, n_a) splits, by
+# dynamic programming (~6 ms at 25 vs 25; C(50, 25) ~ 1.3e14 splits, exact in int64). scipy's default
+# with ties is the normal approximation at every n (a = [0]*3, b = [1]*3: p = 0.047, below the
+# smallest attainable 2 / C(6, 3) = 0.1), and its exhaustive permutation_test takes seconds at
+# C(n_a + n_b, n_a) ~ 1e5.
+EXACT_MWU_MAX = 50
 # A bootstrap of Spearman's rho re-ranks every resample (O(n_boot * n log n)): 11 s per pair at
 # n = 50,000. Above this many pairs the CI is the Fisher z interval with the Bonett-Wright (2000)
 # variance (1 + rho^2 / 2) / (n - 3), which at such n agrees with the bootstrap to about 1e-3.
@@ -216,6 +225,51 @@ def wilcoxon_p(diffs: np.ndarray) -> tuple[float, float]:
     return float(min(w_plus, ranks.sum() - w_plus)), float(p)
 
 
+def wilcoxon_method(n_nonzero: int) -> str:
+    """How :func:`wilcoxon_p` computes p with this many non-zero differences (``p_method``)."""
+    return "exact permutation" if n_nonzero <= EXACT_WILCOXON_MAX else "normal approximation"
+
+
+def _rank_sum_null_counts(doubled_ranks: np.ndarray, k: int) -> np.ndarray:
+    """counts[t] = the number of the C(n, k) ways to pick k of the values whose doubled ranks sum to
+    t: the exact null distribution of a sample's rank sum, conditional on the (mid)ranks observed.
+    Dynamic programming over (values picked, sum), O(n * k * sum)."""
+    total = int(doubled_ranks.sum())
+    counts = np.zeros((k + 1, total + 1), dtype=np.int64)  # at most C(50, 25) ~ 1.3e14 per cell
+    counts[0, 0] = 1
+    for r in doubled_ranks.astype(int):
+        counts[1:, r:] = counts[1:, r:] + counts[:-1, :total + 1 - r]  # right side read before written
+    return counts[k]
+
+
+def mannwhitney_p(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, str]:
+    """(U of ``a``, two-sided p, ``p_method``) of the Mann-Whitney U test.
+
+    Up to ``EXACT_MWU_MAX`` values in all the p is exact: the permutation distribution of a's rank sum
+    over every split of the pooled values into samples of n_a and n_b, conditional on the (mid)ranks
+    observed, so ties are handled exactly (equal to scipy's ``mannwhitneyu`` with an exhaustive
+    ``PermutationMethod``, and without ties to its ``method='exact'``); p = min(1, 2 * min(P(R <= r),
+    P(R >= r))), permutation_test's convention. Above the limit: scipy's exact distribution when there
+    are no ties and a sample has at most 8 values (its ``'auto'`` rule), else the normal
+    approximation with tie and continuity correction. Values equal up to rounding noise tie (:func:`snap`)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    pooled = snap(np.concatenate([x, y]))
+    n_a, n = len(x), len(pooled)
+    ranks = sps.rankdata(pooled)
+    u = float(ranks[:n_a].sum() - n_a * (n_a + 1) / 2)
+    if n > EXACT_MWU_MAX:
+        ties = len(np.unique(pooled)) < n
+        method = "exact" if not ties and min(n_a, n - n_a) <= 8 else "asymptotic"
+        res = sps.mannwhitneyu(pooled[:n_a], pooled[n_a:], method=method)
+        return float(res.statistic), float(res.pvalue), \
+            "exact (scipy, no ties)" if method == "exact" else "normal approximation"
+    doubled = np.rint(2 * ranks).astype(int)
+    observed = int(doubled[:n_a].sum())
+    counts = _rank_sum_null_counts(doubled, n_a)
+    below, above = int(counts[:observed + 1].sum()), int(counts[observed:].sum())
+    return u, min(1.0, 2 * min(below, above) / float(math.comb(n, n_a))), "exact permutation"
+
+
 def _power_warning(test: str, n: int, min_p: float, alpha: float) -> str | None:
     if min_p >= alpha:
         return (f"{test} with n={n} cannot reach p<{alpha:g}: its smallest attainable p is "
@@ -367,14 +421,14 @@ def paired_wilcoxon_holm(paired: Mapping[str, Mapping[str, float]], *, alpha: fl
         diffs = mat[:, 1] - mat[:, 0] if len(keys) else np.array([])
         nz = nonzero_count(diffs)
         row = {"group1": g1, "group2": g2, "n_paired": len(keys), "n_nonzero": nz,
-               "mean_diff": _f(diffs.mean()) if len(diffs) else None, "statistic": None, "p": None,
+               "mean_diff": _f(diffs.mean()) if len(diffs) else None, "statistic": None, "p": None, "p_method": None,
                "cohens_dz": cohens_dz(diffs), "rank_biserial": rank_biserial_paired(diffs),
                "min_attainable_p": min_p_wilcoxon(nz), "warning": None}
         if nz == 0:
             row["warning"] = "no non-zero paired differences; Wilcoxon is undefined"
         else:
             stat, p = wilcoxon_p(diffs)
-            row.update(statistic=_f(stat), p=_f(p))
+            row.update(statistic=_f(stat), p=_f(p), p_method=wilcoxon_method(nz))
             row["warning"] = _power_warning("Wilcoxon", nz, row["min_attainable_p"], alpha)
         row["t"], row["p_t"] = paired_t(diffs)
         pairs.append(row)
@@ -483,38 +537,40 @@ def spearman_bootstrap(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
 
 # ---------------------------------------------------------------- one metric, all tests
 
-SMALL_N = 5  # below this many sessions an interval is flagged (percentile bootstrap: [min, max] at n = 2)
+SMALL_N = 5  # below this many sessions an interval is flagged (wide, and only as good as its assumptions)
 
 
 def small_n_warning(n: int) -> str | None:
     """The flag printed beside an interval over fewer than SMALL_N units (None otherwise)."""
     if 2 <= n < SMALL_N:
-        return f"n={n} < {SMALL_N}: the interval is unreliable (a bootstrap over {n} sessions)"
+        return f"n={n} < {SMALL_N}: the interval is unreliable (it rests on {n} sessions)"
     return None
 
 
-def describe(values: Sequence[float], *, seed: int = 0, n_boot: int = 1000, alpha: float = ALPHA) -> dict:
-    """n, mean, sd, median and a percentile-bootstrap (1-alpha) CI of the mean; mean None when n = 0,
-    the CI None when n < 2 (as convsim.aggregate.bootstrap_ci), and ``warning`` set when n < SMALL_N.
+def describe(values: Sequence[float], *, alpha: float = ALPHA) -> dict:
+    """n, mean, sd, median and a (1-alpha) CI of the mean (convsim.aggregate.mean_ci: Wilson's score
+    interval when every value is 0 or 1, else Student's t; ``ci_method`` says which); mean None when
+    n = 0, the CI None when n < 2, and ``warning`` set when n < SMALL_N.
 
-    Values are sorted first, so neither the mean's last bits nor the CI depend on their order."""
+    Values are sorted first, so the mean's last bits do not depend on their order."""
     arr = np.sort(_clean(values))
     n = len(arr)
-    out = {"n": n, "mean": None, "sd": None, "median": None, "ci_low": None, "ci_high": None, "warning": None}
+    out = {"n": n, "mean": None, "sd": None, "median": None, "ci_low": None, "ci_high": None,
+           "ci_method": None, "warning": None}
     if n == 0:
         return out
     out.update(mean=_f(arr.mean()), sd=_f(arr.std(ddof=1)) if n > 1 else None, median=_f(np.median(arr)))
     if n < 2:
         out["warning"] = "n=1: no interval"
         return out
-    means = bootstrap_means(arr, n_boot=n_boot, seed=seed)
-    out.update(ci_low=_f(np.quantile(means, alpha / 2)), ci_high=_f(np.quantile(means, 1 - alpha / 2)),
+    ci = mean_ci(arr, alpha=alpha)
+    out.update(ci_low=_f(ci["ci_low"]), ci_high=_f(ci["ci_high"]), ci_method=ci["ci_method"],
                warning=small_n_warning(n))
     return out
 
 
 def compare_variants(values: Mapping[str, Mapping[str, float]], *, paired: bool,
-                     alpha: float = ALPHA, seed: int = 0) -> dict:
+                     alpha: float = ALPHA) -> dict:
     """Every test for one metric: descriptives per variant, ANOVA + Tukey HSD (all pairs), and, for
     paired designs (keys = session id, the same seeds in every variant), Friedman and
     Holm-adjusted paired Wilcoxon over the sessions every variant has. Each value must be one
@@ -522,7 +578,7 @@ def compare_variants(values: Mapping[str, Mapping[str, float]], *, paired: bool,
     """
     # sorted by variant and pair key: every sum below runs in the same order whatever the record order
     groups = {v: [values[v][k] for k in sorted(values[v])] for v in sorted(values)}
-    out = {"variants": {v: describe(g, seed=seed) for v, g in sorted(groups.items())},
+    out = {"variants": {v: describe(g) for v, g in sorted(groups.items())},
            "anova": anova_oneway(groups), "tukey": tukey_hsd(groups, alpha=alpha)}
     if paired and len(values) >= 2:
         out["wilcoxon"] = paired_wilcoxon_holm(values, alpha=alpha)

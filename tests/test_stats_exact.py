@@ -156,6 +156,59 @@ def test_mann_whitney_warning_quotes_the_smallest_attainable_p():
     assert "cannot reach" not in (big["warning"] or "")
 
 
+
+def _mwu_by_enumeration(a, b):
+    """Two-sided p of the rank sum of a over every split of the pooled values (midranks for ties)."""
+    from itertools import combinations
+    ranks = sps.rankdata(np.array(a + b, float))
+    observed = ranks[:len(a)].sum()
+    sums = [ranks[list(c)].sum() for c in combinations(range(len(ranks)), len(a))]
+    below = sum(s <= observed + 1e-9 for s in sums)
+    above = sum(s >= observed - 1e-9 for s in sums)
+    return min(1.0, 2 * min(below, above) / len(sums))
+
+
+def test_mann_whitney_with_ties_at_small_n_is_exact():
+    from evaluation.compare import compare_metric
+    # 3 zeros vs 3 ones: of the C(6, 3) = 20 splits one puts every zero in a (rank sum 6) and one
+    # every one (15): p = 2/20 = 0.1, the smallest attainable. scipy's default (the normal
+    # approximation, since there are ties) gave 0.0469 < 0.05 under a warning that p < 0.05 is out of reach.
+    a, b = [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]
+    assert _mwu_by_enumeration(a, b) == pytest.approx(0.1)
+    assert sps.mannwhitneyu(a, b).pvalue == pytest.approx(0.046854, abs=1e-6)
+    assert stats.mannwhitney_p(a, b) == (0.0, pytest.approx(0.1, abs=1e-15), "exact permutation")
+    row = compare_metric({f"x{i}": (v, 1) for i, v in enumerate(a)}, {f"y{i}": (v, 2) for i, v in enumerate(b)})
+    assert row["p"] == pytest.approx(0.1) and row["p_method"] == "exact permutation"
+    assert row["p"] >= stats.min_p_mannwhitney(3, 3) and "cannot reach p<0.05" in row["warning"]
+    # a less extreme tied example: 126 splits, 10 with a rank sum <= 13: p = 20/126 = 0.1587; normal 0.0978
+    a, b = [1.0, 2.0, 2.0, 3.0], [2.0, 3.0, 3.0, 4.0, 4.0]
+    assert _mwu_by_enumeration(a, b) == pytest.approx(20 / 126)
+    assert stats.mannwhitney_p(a, b)[1] == pytest.approx(20 / 126, abs=1e-15)
+    assert sps.mannwhitneyu(a, b).pvalue == pytest.approx(0.0978, abs=1e-4)
+
+
+def test_mann_whitney_exact_equals_scipys_exhaustive_permutation_test():
+    rng = np.random.default_rng(3)
+    for n_a, n_b in ((2, 5), (4, 4), (5, 7), (3, 9)):
+        for _ in range(3):
+            a, b = rng.integers(0, 4, n_a).astype(float), rng.integers(1, 5, n_b).astype(float)
+            ref = sps.mannwhitneyu(a, b, method=sps.PermutationMethod(n_resamples=math.comb(n_a + n_b, n_a)))
+            u, p, method = stats.mannwhitney_p(a, b)
+            assert (u, p) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-12) and method == "exact permutation"
+            assert p >= stats.min_p_mannwhitney(n_a, n_b) - 1e-15
+    x, y = rng.normal(size=7), rng.normal(size=9)  # no ties: scipy's exact distribution
+    assert stats.mannwhitney_p(x, y)[1] == pytest.approx(sps.mannwhitneyu(x, y, method="exact").pvalue, rel=1e-12)
+
+
+def test_mann_whitney_above_the_exact_limit_says_which_method():
+    rng = np.random.default_rng(4)
+    tied = rng.integers(0, 5, 30).astype(float), rng.integers(0, 5, 30).astype(float)
+    u, p, method = stats.mannwhitney_p(*tied)
+    assert method == "normal approximation" and p == pytest.approx(sps.mannwhitneyu(*tied).pvalue)
+    small = rng.normal(size=5), rng.normal(size=60)
+    assert stats.mannwhitney_p(*small)[2] == "exact (scipy, no ties)"
+    assert stats.mannwhitney_p(*small)[1] == pytest.approx(sps.mannwhitneyu(*small, method="exact").pvalue)
+
 # ---------------------------------------------------------------- F8, F10: what the text says
 
 def test_compare_text_names_the_family_holm_corrected_over():

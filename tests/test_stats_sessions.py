@@ -2,6 +2,7 @@
 customer (course gold metrics do not even depend on the trial), so they are averaged per session
 before any test or interval. Counting each trial as a unit made 3 identical trials reject a true
 null 27-29% of the time at nominal 5%, with 66% CI coverage (the auditor's simulation)."""
+import csv
 import json
 
 import numpy as np
@@ -34,7 +35,7 @@ def test_identical_trials_do_not_inflate_type_one_error_or_shrink_the_ci():
         d = headline_table(metric_table(_records(a, b, 3)), ["A", "B"], ["m"], "A")["rows"][0]["diffs"]["B"]
         reject += d["p"] < 0.05
         covered += d["ci_low"] <= 0 <= d["ci_high"]
-    # trials as units: 0.27-0.29 and 0.66; sessions as units: about 0.05 and 0.92 (percentile bootstrap, n=10)
+    # trials as units: 0.27-0.29 and 0.66; sessions as units: 0.07 and 0.94 here (paired t CI, n=10)
     assert reject / reps <= 0.10
     assert covered / reps >= 0.85
 
@@ -76,6 +77,26 @@ def test_trials_are_averaged_not_dropped():
     recs += [{"variant": "A", "session_id": "s2", "trial": 0, "seed": 9, "status": "ok", "dialogue_metrics": {"m": 1.0}}]
     s = variant_summary(recs)["m"]
     assert s["mean"] == pytest.approx(0.75) and s["n"] == 2 and s["n_values"] == 4 and s["trials_per_session"] == 2
+
+
+def test_metrics_csv_gives_the_trials_beside_the_sessions(tmp_path):
+    from types import SimpleNamespace
+
+    from convsim.summary import summarise_run
+    # s1 ran 3 trials, s2 ran 2: m averages 5 values over 2 sessions; flag is 0/1 in every session
+    recs = [{"variant": "A", "session_id": s, "trial": t, "seed": t, "status": "ok",
+             "dialogue_metrics": {"m": float(t), "flag": s == "s1"}} for s, k in (("s1", 3), ("s2", 2)) for t in range(k)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    summary = summarise_run(tmp_path, SimpleNamespace(dataset_metrics=lambda records: {}))
+    (row,) = csv.DictReader((tmp_path / "metrics.csv").open(encoding="utf-8"))
+    columns = list(row)
+    at = columns.index("m_mean")
+    assert columns[at:at + 5] == ["m_mean", "m_ci_low", "m_ci_high", "m_n", "m_trials_per_session"]
+    assert (row["m_n"], row["m_trials_per_session"], row["flag_trials_per_session"]) == ("2", "2.5", "2.5")
+    m = summary["variants"]["A"]["metrics"]["m"]
+    assert (m["n"], m["n_values"], m["trials_per_session"], m["ci_method"]) == (2, 5, 2.5, "Student t")
+    assert summary["variants"]["A"]["metrics"]["flag"]["ci_method"] == "Wilson score"
+    assert float(row["m_ci_low"]) == pytest.approx(m["ci_low"])
 
 
 def test_correlations_are_over_sessions():
@@ -120,9 +141,11 @@ def test_a_run_with_three_trials_reports_sessions(tmp_path):
                            "params": {"n_turns": 2},
                            "variants": [{"name": "a"}, {"name": "b", "params": {"n_turns": 3}}]}, run_id="t")
     summary = json.loads((run_dir / "summary.json").read_text())
+    rows = {row["variant"]: row for row in csv.DictReader((run_dir / "metrics.csv").open(encoding="utf-8"))}
     for v in ("a", "b"):
         for name, m in summary["variants"][v]["metrics"].items():
             assert (m["n"], m["n_values"], m["trials_per_session"]) == (4, 12, 3), (v, name)
+            assert (rows[v][f"{name}_n"], rows[v][f"{name}_trials_per_session"]) == ("4", "3"), (v, name)
     stats = json.loads((run_dir / "stats.json").read_text())
     for name, res in stats["metrics"].items():
         assert {v: d["n"] for v, d in res["variants"].items()} == {"a": 4, "b": 4}, name

@@ -4,9 +4,10 @@ beside the options each condition chose, and a heatmap of M-metrics by condition
 Every number is over the scored sessions (status ok or agent_failure, as the headline table and
 summary.json), one value per session (its trials averaged).
 
-``group_figures(records, out_dir)`` writes ``group_welfare.png/.svg`` (W1–W3 means with bootstrap
-95% CIs per variant), ``group_c4_minus_c3.png/.svg`` (per-session paired differences C4 − C3 of
-W1–W3 with bootstrap 95% CIs, and the mean options per actionable slot of each condition) and
+``group_figures(records, out_dir)`` writes ``group_welfare.png/.svg`` (W1–W3 means with 95% CIs
+per variant, convsim.aggregate.mean_ci), ``group_c4_minus_c3.png/.svg`` (per-session paired
+differences C4 − C3 of W1–W3 with paired t 95% CIs, and the mean options per actionable slot of
+each condition) and
 ``group_metrics_heatmap.png/.svg`` (mean of each M-metric per variant; blank where a metric does
 not apply) and returns the stems written. matplotlib Agg.
 """
@@ -23,8 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from convsim import bootstrap_ci  # noqa: E402
-from convsim.aggregate import session_means  # noqa: E402
+from convsim.aggregate import mean_ci, session_means  # noqa: E402
 from convsim.summary import SCORED_STATUSES  # noqa: E402
 from evaluation.records import slim_records  # noqa: E402
 
@@ -57,18 +57,19 @@ def _save(fig, out_dir: Path, stem: str) -> str:
 
 
 def welfare_summary(records: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
-    """``{variant: {W: {"mean", "n", "ci_low", "ci_high"}}}`` (bootstrap 95% CI)."""
+    """``{variant: {W: {"mean", "n", "ci_low", "ci_high", "ci_method"}}}`` (95% CI,
+    convsim.aggregate.mean_ci)."""
     out: dict[str, dict[str, dict]] = {}
     for w in WELFARE:
         for variant, vals in _by_variant(records, w).items():
-            out.setdefault(variant, {})[w] = bootstrap_ci(vals, seed=0)
+            out.setdefault(variant, {})[w] = mean_ci(vals)
     return out
 
 
 def paired_difference(records: Sequence[Mapping], metric: str, a: str = "C3", b: str = "C4") -> dict:
     """Mean of ``b − a`` over sessions both variants scored (status ok or agent_failure; same session
-    id, each side's trials averaged: the session is the unit), with a bootstrap 95% CI:
-    ``{"mean", "ci_low", "ci_high", "n"}`` (n: paired sessions)."""
+    id, each side's trials averaged: the session is the unit), with the t 95% CI of the differences:
+    ``{"mean", "ci_low", "ci_high", "n", "ci_method"}`` (n: paired sessions)."""
     by: dict[str, list] = {a: [], b: []}
     for r in records:
         v = (r.get("dialogue_metrics") or {}).get(metric)
@@ -77,7 +78,7 @@ def paired_difference(records: Sequence[Mapping], metric: str, a: str = "C3", b:
             by[r["variant"]].append((str(r.get("session_id")), r.get("trial", 0), float(v)))
     means = {side: {s: m for s, (m, _) in session_means(triples).items()} for side, triples in by.items()}
     diffs = [means[b][k] - means[a][k] for k in sorted(set(means[a]) & set(means[b]))]
-    return bootstrap_ci(diffs, seed=0)
+    return mean_ci(diffs, binary=False)  # a difference can be -1: never Wilson
 
 
 def _contrast_figure(records: Sequence[Mapping], out_dir: Path) -> list[str]:
@@ -93,7 +94,7 @@ def _contrast_figure(records: Sequence[Mapping], out_dir: Path) -> list[str]:
     ax.bar(range(len(WELFARE)), m, yerr=[m - lo, hi - m], capsize=3, color="#4c72b0")
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(range(len(WELFARE)), WELFARE)
-    ax.set_ylabel("C4 − C3, paired mean (95% bootstrap CI)")
+    ax.set_ylabel("C4 − C3, paired mean (95% t CI)")
     ax.set_title(f"n = {diffs['W1']['n']} paired sessions; options per slot: "
                  f"C3 {options['C3']:.2f}, C4 {options['C4']:.2f}", fontsize=8)
     stem = _save(fig, out_dir, "group_c4_minus_c3")
@@ -121,7 +122,7 @@ def group_figures(records: Sequence[Mapping], out_dir) -> list[str]:
     width = 0.8 / len(WELFARE)
     for ax, (title, suffix) in zip(axes[0], panels):
         for j, w in enumerate(WELFARE):
-            stats = [bootstrap_ci(_by_variant(records, w + suffix).get(v, []), seed=0) for v in variants]
+            stats = [mean_ci(_by_variant(records, w + suffix).get(v, [])) for v in variants]
             m = np.array([np.nan if s["mean"] is None else s["mean"] for s in stats], dtype=float)
             lo = np.array([np.nan if s["mean"] is None else s["ci_low"] for s in stats], dtype=float)
             hi = np.array([np.nan if s["mean"] is None else s["ci_high"] for s in stats], dtype=float)
@@ -130,7 +131,7 @@ def group_figures(records: Sequence[Mapping], out_dir) -> list[str]:
         ax.set_xticks(np.arange(len(variants)), variants)
         ax.set_ylim(0, 1.05)
         ax.set_title(f"Welfare over {title}", fontsize=9)
-    axes[0][0].set_ylabel("mean, 95% bootstrap CI")
+    axes[0][0].set_ylabel("mean, 95% CI")
     axes[0][0].legend(fontsize=8)
     stems.append(_save(fig, out_dir, "group_welfare"))
     metrics = [m for m in HEATMAP_METRICS if any(_by_variant(records, m).get(v) for v in variants)]

@@ -4,9 +4,9 @@ Two retrievers on the same test set, or two judge models on the same retrieved l
 are paired designs: each case (and trial) is seen by both. A case's trials are averaged
 first (they repeat the same query: not independent), so n counts cases. Per metric the case-level
 differences are tested with the Wilcoxon signed-rank test and the paired t-test, and the
-mean difference gets a bootstrap 95% CI. Judge agreement pairs the two runs' scores of the
-same course for the same case: Cohen's kappa (unweighted, linear and quadratic weights),
-exact agreement, and agreement on relevant (score >= 2) versus not.
+mean difference gets a paired t 95% CI (convsim.aggregate.mean_diff_ci). Judge agreement pairs
+the two runs' scores of the same course for the same case: Cohen's kappa (unweighted, linear and
+quadratic weights), exact agreement, and agreement on relevant (score >= 2) versus not.
 
     python -m evaluation.retrieval.compare runs/<a> runs/<b> [--variant-a bm25 --variant-b tfidf]
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from convsim import ConvsimError, bootstrap_ci, read_jsonl
-from convsim.aggregate import trials_info
+from convsim import ConvsimError, read_jsonl
+from convsim.aggregate import mean_diff_ci, trials_info
 
 LABELS = (0, 1, 2, 3)
 
@@ -86,8 +86,9 @@ def _finite_or_none(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(float(x)) else None
 
 
-def paired_tests(a: Sequence[float], b: Sequence[float], *, seed: int = 0) -> dict:
-    """Mean difference (b - a) with a bootstrap CI, Wilcoxon signed-rank and paired t-test.
+def paired_tests(a: Sequence[float], b: Sequence[float]) -> dict:
+    """Mean difference (b - a) with a paired t 95% CI (``diffCiMethod``), Wilcoxon signed-rank and
+    paired t-test.
 
     A test is ``None`` where it does not apply (fewer than 2 pairs, all differences 0; the t-test
     also when the differences are constant), zeros and constants judged up to rounding noise.
@@ -97,12 +98,12 @@ def paired_tests(a: Sequence[float], b: Sequence[float], *, seed: int = 0) -> di
         raise ValueError("paired samples must have the same length")
     diffs = [y - x for x, y in zip(a, b)]
     out = {"n": len(diffs), "meanA": float(np.mean(a)) if a else None, "meanB": float(np.mean(b)) if b else None,
-           "meanDiff": None, "diffCiLow": None, "diffCiHigh": None,
+           "meanDiff": None, "diffCiLow": None, "diffCiHigh": None, "diffCiMethod": None,
            "wilcoxonStatistic": None, "wilcoxonP": None, "tStatistic": None, "tP": None}
     if not diffs:
         return out
-    ci = bootstrap_ci(diffs, seed=seed)
-    out.update(meanDiff=ci["mean"], diffCiLow=ci["ci_low"], diffCiHigh=ci["ci_high"])
+    ci = mean_diff_ci(a, b, paired=True)
+    out.update(meanDiff=ci["diff"], diffCiLow=ci["ci_low"], diffCiHigh=ci["ci_high"], diffCiMethod=ci["ci_method"])
     if len(diffs) >= 2 and stats.nonzero_count(diffs):
         # evaluation.stats: zeros and ties up to rounding noise, the exact p with ties up to n = 50,
         # no t (None) when the differences are constant up to noise
@@ -138,7 +139,7 @@ def _load(run: str | Path | list[dict], variant: str | None) -> list[dict]:
 
 def compare_retrieval_runs(run_a: str | Path | list[dict], run_b: str | Path | list[dict], *,
                            variant_a: str | None = None, variant_b: str | None = None,
-                           metrics: Sequence[str] | None = None, threshold: int = 2, seed: int = 0) -> dict:
+                           metrics: Sequence[str] | None = None, threshold: int = 2) -> dict:
     """Compare two runs (run dirs with results.jsonl, or lists of records) case by case.
 
     Cases pair on session_id, each case's trials (pairing on (session_id, trial)) averaged per side
@@ -167,7 +168,7 @@ def compare_retrieval_runs(run_a: str | Path | list[dict], run_b: str | Path | l
                 by_case.setdefault(k[0], []).append((float(va), float(vb)))
         xa = [float(np.mean([x for x, _ in pairs])) if len(pairs) > 1 else pairs[0][0] for pairs in by_case.values()]
         xb = [float(np.mean([y for _, y in pairs])) if len(pairs) > 1 else pairs[0][1] for pairs in by_case.values()]
-        per_metric[name] = {**paired_tests(xa, xb, seed=seed),
+        per_metric[name] = {**paired_tests(xa, xb),
                             **_trials_per_case(len(pairs) for pairs in by_case.values())}
     sa, sb = [], []
     for k in keys:
