@@ -32,6 +32,7 @@ from .textio import too_deep_at
 from .retry import RetryPolicy, call_with_retry, infra_fault
 
 PROVIDERS = ("none", "ollama", "openai", "llamacpp")
+LLAMACPP_MAX_TOKENS = 256  # what an in-process llama.cpp answer is cut at when max_tokens is unset
 
 
 class ModelUnavailable(RuntimeError):
@@ -50,6 +51,14 @@ class ModelSpec:
     seed: int | None = None
     num_ctx: int | None = None
     max_tokens: int | None = None
+
+    @property
+    def completion_limit(self) -> int | None:
+        """The most tokens an answer can have: ``max_tokens``, llama.cpp's own default when unset,
+        None (no bound) for a server left to its default."""
+        if self.max_tokens is None and self.provider == "llamacpp":
+            return LLAMACPP_MAX_TOKENS
+        return self.max_tokens
 
     @property
     def settings(self) -> dict:
@@ -344,7 +353,7 @@ class ChatModel:
         def call():
             started, sent = time.perf_counter(), False
             try:
-                with (call_guard(self.spec) if call_guard is not None else nullcontext()) as charge:
+                with (call_guard(self.spec, msgs) if call_guard is not None else nullcontext()) as charge:
                     started, sent = time.perf_counter(), True  # latency is the server's, not the wait for a slot
                     try:
                         msg = _backend(self.spec, policy.timeout).invoke(msgs, **kwargs)
