@@ -3,22 +3,37 @@
 * ``max_in_flight``: at most this many calls in flight per model server (base URL; one slot
   pool per Ollama host, per OpenAI-compatible ``base_url``, per in-process llama.cpp file);
 * ``rpm``: calls started at least 60/rpm seconds apart, per server (paced, no bursts);
-* ``max_calls`` / ``max_tokens``: a budget for the run attempt. A call is made only while the budget
-  is not spent: the first call past it raises :class:`BudgetExhausted` (a ``ModelUnavailable``, so
-  the session becomes an infrastructure outcome, kept out of the results and run again on resume,
+* ``max_calls`` / ``max_tokens``: a budget for the run attempt. A call is made only when the budget
+  admits it: a call it refuses raises :class:`BudgetExhausted` (a ``ModelUnavailable``, so the
+  session becomes an infrastructure outcome, kept out of the results and run again on resume,
   even when graph code catches it), the runner starts no new session, and the command ends with
-  exit code 3. Finished sessions are kept. ``max_calls`` is exact in one process. Tokens are known
-  only when an answer arrives, so the calls already in flight when ``max_tokens`` is reached add
-  theirs (the stop line gives what the attempt spent); an answer cut at the model's own
-  ``max_tokens`` counts its tokens too (a usage with only ``total_tokens`` counts that), and under
-  ``max_tokens`` an answer with no token count at all stops the run: the budget can no longer be kept.
+  exit code 3. Finished sessions are kept.
+
+``max_calls`` is exact: a call is counted when it is admitted. ``max_tokens`` reserves before each
+call what it can spend at most, its *bound*: the role's ``max_tokens`` setting (llama.cpp's default
+256 when unset) plus a bound on the prompt, :func:`prompt_bound` (its UTF-8 bytes, since no
+tokenizer in use makes more than one token of a byte, plus ``PROMPT_TOKENS_PER_MESSAGE`` per message
+and ``PROMPT_TOKENS_PER_CALL`` for the chat template). A call is admitted only when the tokens spent,
+plus those reserved by the calls in flight, plus its bound fit in the budget; when they do not fit
+only because of calls in flight, it waits for them to return (each releases what it reserved
+beyond what it spent). So when every call has a ``max_tokens``, the run never spends more than the
+budget (unless a server counts a prompt above its bound: a chat template adding more than those
+allowances; summary.json would report it). A call with no ``max_tokens`` cannot be bounded: it is
+admitted while spent + reserved is below the budget and reserves its prompt bound, so the run can
+go over by the completions of such calls in flight when the budget is reached (at most one answer
+per call in flight, each as long as the server lets it run). Whatever the attempt went over by is
+reported in summary.json (``budget.over_tokens``, ``over_calls``) and as a run warning. An answer
+cut at the model's own ``max_tokens`` counts its tokens too (a usage with only ``total_tokens``
+counts that), and under ``max_tokens`` an answer with no token count at all stops the run: the
+budget can no longer be kept.
 
 The limits are process-wide (threads and asyncio tasks alike take the same locks; async model
 calls reach the server through the same sync path in a worker thread). Process and Ray workers
-each get an equal share (see :func:`worker_share`), which docs/cluster.md describes.
+each get a share (see :func:`worker_share`), which docs/cluster.md describes.
 """
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -73,6 +88,29 @@ class Spent:
     def __str__(self) -> str:
         return f"{self.calls} calls, {self.tokens} tokens"
 
+    def report(self, limits: Limits, stopped: str | None) -> dict | None:
+        """``summary.json``'s ``budget``: the attempt's budget, what it spent and went over by, and why
+        it stopped (None: it did not); None when the attempt had no budget."""
+        if limits.max_calls is None and limits.max_tokens is None:
+            return None
+        return {"max_calls": limits.max_calls, "max_tokens": limits.max_tokens, "calls": self.calls,
+                "tokens": self.tokens, "over_calls": _over(self.calls, limits.max_calls),
+                "over_tokens": _over(self.tokens, limits.max_tokens), "stopped": stopped}
+
+
+def _over(spent: int, budget: int | None) -> int:
+    return 0 if budget is None else max(0, spent - budget)
+
+
+def overshoot_warning(report: dict | None) -> str | None:
+    """A run warning when the attempt spent more than its budget (see the module's docstring)."""
+    if not report or not report["over_tokens"] and not report["over_calls"]:
+        return None
+    over = ", ".join(f"{report[k]} {what} over max_{what}={report['max_' + what]}"
+                     for k, what in (("over_calls", "calls"), ("over_tokens", "tokens")) if report[k])
+    return (f"run budget: this attempt went {over} (the answer of a call with no max_tokens setting is not "
+            "bounded, nor a prompt a server counts above its bound: give every model role a max_tokens)")
+
 
 class BudgetReached(Exception):
     """Raised by the runner after landing everything, when the budget stopped the run (exit code 3);
@@ -105,16 +143,35 @@ class _Pacer:
             self.sleep(start - now)
 
 
+PROMPT_TOKENS_PER_MESSAGE = 8  # a chat template's role markers around each message (ChatML: 5, Llama 3: 5)
+PROMPT_TOKENS_PER_CALL = 64  # its fixed part: the assistant header, a default system prompt (Qwen's: ~20)
+
+
+def prompt_bound(messages: Any) -> int:
+    """At most the tokens a prompt of these messages takes: each message's UTF-8 bytes (byte-level
+    BPE and SentencePiece with byte fallback never make more than one token of a byte) plus the chat
+    template's allowances. Loose (English text is ~4 bytes a token), never low for those tokenizers."""
+    total = PROMPT_TOKENS_PER_CALL
+    for m in messages:
+        content = getattr(m, "content", m)
+        text = content if isinstance(content, str) else json.dumps(content, default=str)
+        total += len(text.encode("utf-8", "surrogatepass")) + PROMPT_TOKENS_PER_MESSAGE
+    return total
+
+
 class RunLimits:
     """The live state of the limits for one run attempt in this process."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # notified when a call returns its reservation
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._pacers: dict[str, _Pacer] = {}
         self.calls = 0
         self.tokens = 0
+        self.reserved = 0  # tokens the calls in flight may still spend (see _admit)
+        self.in_flight = 0
         self.exhausted: str | None = None  # why the budget stopped the run
 
     def _for(self, key: str):
@@ -125,17 +182,44 @@ class RunLimits:
                 self._pacers[key] = _Pacer(self.limits.rpm)
             return self._slots.get(key), self._pacers.get(key)
 
-    def _reserve(self) -> None:
+    def _refusal(self, completion: int | None, prompt: int) -> str | None:
+        """Why the budget cannot admit a call now, or None (under the lock)."""
         lim = self.limits
-        with self._lock:
-            if self.exhausted is None:
-                if lim.max_calls is not None and self.calls >= lim.max_calls:
-                    self.exhausted = f"max_calls={lim.max_calls} reached"
-                elif lim.max_tokens is not None and self.tokens >= lim.max_tokens:
-                    self.exhausted = f"max_tokens={lim.max_tokens} reached"
+        if lim.max_calls is not None and self.calls >= lim.max_calls:
+            return f"max_calls={lim.max_calls} reached"
+        if lim.max_tokens is None:
+            return None
+        committed = self.tokens + self.reserved
+        if committed >= lim.max_tokens:
+            return f"max_tokens={lim.max_tokens} reached"
+        if completion is not None and committed + prompt + completion > lim.max_tokens:
+            return (f"max_tokens={lim.max_tokens} reached: {lim.max_tokens - self.tokens} tokens left, a call "
+                    f"may take up to {prompt + completion}")
+        return None
+
+    def _admit(self, completion: int | None, prompt: int) -> int:
+        """Admit one call or raise BudgetExhausted; returns the tokens reserved for it. A call that does
+        not fit only because of calls in flight waits for them (they release what they did not spend)."""
+        with self._room:
+            while self.exhausted is None and (why := self._refusal(completion, prompt)) is not None:
+                if why.startswith("max_calls") or not self.in_flight:
+                    self.exhausted = why
+                    self._room.notify_all()  # calls waiting for room are refused too
+                else:
+                    self._room.wait()
             if self.exhausted is not None:
                 raise BudgetExhausted(f"{BUDGET_PREFIX}{self.exhausted}")
             self.calls += 1
+            self.in_flight += 1
+            reserve = 0 if self.limits.max_tokens is None else prompt + (completion or 0)
+            self.reserved += reserve
+            return reserve
+
+    def _release(self, reserve: int) -> None:
+        with self._room:
+            self.reserved -= reserve
+            self.in_flight -= 1
+            self._room.notify_all()
 
     def charge(self, message: Any, spec: Any = None) -> None:
         """Count a served answer's tokens (prompt + completion, else the total). Under a token budget,
@@ -153,55 +237,64 @@ class RunLimits:
                                   "without token usage (set max_calls instead)")
 
     @contextmanager
-    def call(self, spec: Any):
-        """Around one request to a server: budget, then a slot (held while in flight), then pacing."""
-        self._reserve()
-        slot, pacer = self._for(server_key(spec))
-        with slot if slot is not None else nullcontext():
-            if pacer is not None:
-                pacer.wait_turn()
-            yield self
+    def call(self, spec: Any, messages: Any = ()):
+        """Around one request to a server: the budget (a reservation, returned when the call does),
+        then a slot (held while in flight), then pacing."""
+        completion = getattr(spec, "completion_limit", None)
+        reserve = self._admit(completion, prompt_bound(messages) if self.limits.max_tokens is not None else 0)
+        try:
+            slot, pacer = self._for(server_key(spec))
+            with slot if slot is not None else nullcontext():
+                if pacer is not None:
+                    pacer.wait_turn()
+                yield self
+        finally:
+            self._release(reserve)
 
 
 _ACTIVE: RunLimits | None = None
 
 
-def activate(limits: Limits | None) -> RunLimits | None:
-    """Make ``limits`` the process's limits for the run attempt now starting (None: unlimited)."""
+def activate(limits: Limits | None, share: tuple[int, int] = (0, 1)) -> RunLimits | None:
+    """Make ``limits`` the process's limits for the run attempt now starting (None: unlimited);
+    ``share``: (index, workers) of a process or Ray worker, which keeps its share (:func:`worker_share`)."""
     global _ACTIVE
+    if limits is not None and share[1] > 1:
+        limits = worker_share(limits, share[1], share[0])
     _ACTIVE = RunLimits(limits) if limits is not None and limits.any() else None
     models.call_guard = model_call if _ACTIVE is not None else None
     return _ACTIVE
 
 
 @contextmanager
-def model_call(spec: Any):
-    """What ChatModel wraps each server request in; yields a ``charge(message)`` callable."""
+def model_call(spec: Any, messages: Any = ()):
+    """What ChatModel wraps each server request (of ``messages``) in; yields a ``charge(message)`` callable."""
     run_limits = _ACTIVE
     if run_limits is None:
         yield None
         return
-    with run_limits.call(spec):
+    with run_limits.call(spec, messages):
         yield lambda message: run_limits.charge(message, spec)
 
 
-def worker_share(limits: Limits | None, workers: int) -> Limits | None:
-    """Each of ``workers`` processes or Ray actors gets 1/workers of every limit (rounded up).
+def worker_share(limits: Limits | None, workers: int, index: int = 0) -> Limits | None:
+    """The limits worker ``index`` of ``workers`` processes or Ray actors keeps: 1/workers of
+    ``max_in_flight`` (rounded up) and of ``rpm``; of the budget, a part such that the parts add up
+    to it exactly (7 calls over 2 workers: 4 and 3; a part may be 0, a worker that may make no call).
 
     A worker holds its own counters, so the run as a whole stays within ``max_in_flight`` and
-    ``rpm`` exactly when they divide by the workers, and within the budget up to ``workers - 1``
-    calls (or tokens of one call) of rounding.
+    ``rpm`` exactly when they divide by the workers, and within the budget exactly as one process does.
     """
     if limits is None or not limits.any() or workers <= 1:
         return limits
-    share = {k: (None if v is None else max(1, math.ceil(v / workers)) if k != "rpm" else v / workers)
-             for k, v in limits.model_dump().items()}
-    return Limits(**share)
 
-
-def config_for_workers(config: Any, workers: int) -> Any:
-    """The run config a worker process or actor plans with: its share of the limits."""
-    return config.model_copy(update={"limits": worker_share(config.limits, workers)})
+    def part(total: int) -> int:
+        return total * (index + 1) // workers - total * index // workers
+    share = {"max_in_flight": None if limits.max_in_flight is None else math.ceil(limits.max_in_flight / workers),
+             "rpm": None if limits.rpm is None else limits.rpm / workers,
+             "max_calls": None if limits.max_calls is None else part(limits.max_calls),
+             "max_tokens": None if limits.max_tokens is None else part(limits.max_tokens)}
+    return Limits.model_construct(**share)  # not validated: a budget part may be 0
 
 
 def with_limits(config: Any, **values: Any) -> Any:

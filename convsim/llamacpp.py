@@ -64,7 +64,7 @@ class ChatLlamaCpp(BaseChatModel):
         # tags ("[/INST]"), which the model then parrots: name the format explicitly.
         chat_format = "gemma" if spec.model == "gemma3-270m" or "gemma" in path.name.lower() else None
         return cls(model_path=str(path), temperature=spec.temperature, seed=spec.seed,
-                   n_ctx=spec.num_ctx or 2048, max_tokens=spec.max_tokens or 256, chat_format=chat_format)
+                   n_ctx=spec.num_ctx or 2048, max_tokens=spec.completion_limit, chat_format=chat_format)
 
     @property
     def _llm_type(self) -> str:

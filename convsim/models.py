@@ -32,6 +32,7 @@ from .textio import too_deep_at
 from .retry import RetryPolicy, call_with_retry, infra_fault
 
 PROVIDERS = ("none", "ollama", "openai", "llamacpp")
+LLAMACPP_MAX_TOKENS = 256  # what an in-process llama.cpp answer is cut at when max_tokens is unset
 
 
 class ModelUnavailable(RuntimeError):
@@ -50,6 +51,14 @@ class ModelSpec:
     seed: int | None = None
     num_ctx: int | None = None
     max_tokens: int | None = None
+
+    @property
+    def completion_limit(self) -> int | None:
+        """The most tokens an answer can have: ``max_tokens``, llama.cpp's own default when unset,
+        None (no bound) for a server left to its default."""
+        if self.max_tokens is None and self.provider == "llamacpp":
+            return LLAMACPP_MAX_TOKENS
+        return self.max_tokens
 
     @property
     def settings(self) -> dict:
@@ -227,6 +236,17 @@ def _current_task() -> tuple[str | None, int | None, int | None, str | None]:
     return top, metadata.get("langgraph_step"), push, inner
 
 
+def _current_task_id() -> str | None:
+    """LangGraph's id of the calling task of the session's graph (a subgraph's call: of the task
+    running the subgraph), as its ``tasks`` stream names it; None outside a graph run."""
+    try:
+        from langgraph.config import get_config
+        namespace = get_config().get("metadata", {}).get("langgraph_checkpoint_ns")
+    except Exception:  # outside a graph run
+        return None
+    return str(namespace or "").split("|")[0].partition(":")[2] or None
+
+
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
@@ -293,6 +313,9 @@ class ChatModel:
     # every ModelUnavailable this handle raised (shared by a session's handles, like ``calls``): the
     # session is an infra_error even when graph code caught the exception and went on (a fallback)
     unavailable: list[str] = field(default_factory=list)
+    # id() of each call dict -> the LangGraph task that made it (shared like ``calls``; None: not
+    # kept): the trace gives each parallel task of one node (a Send fan-out) its own calls
+    call_tasks: dict[int, str] | None = None
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -312,14 +335,17 @@ class ChatModel:
     def _record(self, *, purpose, started, message, ok, cache_hit=False, error=None) -> None:
         usage = getattr(message, "usage_metadata", None) or {}
         node, step, task, inner = _current_task()
-        self.calls.append({
+        call = {
             "role": self.role, "model": self.spec.spec, "purpose": purpose, "node": node, "step": step,
             "task": task, **({"subgraph_node": inner} if inner is not None else {}),
             "prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens"),
             "total_tokens": usage.get("total_tokens"),  # what the server gave: a total alone counts too
             "latency_s": round(time.perf_counter() - started, 6), "cache_hit": cache_hit, "ok": ok,
             "error": error,
-        })
+        }
+        if self.call_tasks is not None and (task_id := _current_task_id()) is not None:
+            self.call_tasks[id(call)] = task_id  # before the call is seen in ``calls``
+        self.calls.append(call)
 
     def _invoke_message(self, messages, purpose: str, **kwargs):
         if self.is_none:
@@ -344,7 +370,7 @@ class ChatModel:
         def call():
             started, sent = time.perf_counter(), False
             try:
-                with (call_guard(self.spec) if call_guard is not None else nullcontext()) as charge:
+                with (call_guard(self.spec, msgs) if call_guard is not None else nullcontext()) as charge:
                     started, sent = time.perf_counter(), True  # latency is the server's, not the wait for a slot
                     try:
                         msg = _backend(self.spec, policy.timeout).invoke(msgs, **kwargs)

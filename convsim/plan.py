@@ -19,6 +19,7 @@ from .errors import ConvsimError
 from .graphfile import load_graph_module
 from .models import ChatModel, parse_model_spec
 from .prefix import attach_prefixes
+from .recordset import check_record
 from .seeding import session_seed
 from .session import Unit
 from .sqlitewal import connect, switch_to_wal
@@ -35,6 +36,7 @@ class VariantPlan:
     models: dict[str, Any]  # role -> ModelSpec
     compiled: Any = None
     sync_nodes: bool = False  # every node has a sync implementation (see session.all_sync)
+    channels: dict | None = None  # the State's channels, which every initial state is checked against
 
 
 @dataclass
@@ -57,26 +59,28 @@ class Plan:
         return self.module.Context(params=vp.params, models=models, seed=cfg.seed,
                                    embedder_spec=cfg.embedder, run_dir=str(self.run_dir))
 
+    def state_channels(self, vp: VariantPlan) -> dict:
+        """The channels of the variant's State (from its compiled graph; compiled here for preflight)."""
+        if vp.channels is None:
+            graph = vp.compiled if vp.compiled is not None else self.module.build(vp.params).compile()
+            vp.channels = {k: graph.channels[k] for k in graph.builder.channels if k in graph.channels}
+        return vp.channels
+
     def session_inits(self, vp: VariantPlan) -> Iterator[dict]:
-        """The variant's initial states, at most ``sessions`` of them, checked one by one."""
+        """The variant's initial states, at most ``sessions`` of them, each checked (:func:`check_init`)."""
         cfg, limit = self.config, self.config.sessions
         seen: set[str] = set()
         count = 0
+        channels = self.state_channels(vp)
         sessions = attach_prefixes(self.module.sessions(vp.params, self.base_context(vp)), cfg.prefix)
         for i, init in enumerate(_checked(sessions, cfg.graph)):
             if limit is not None and i >= limit:
                 return
-            if not isinstance(init, dict) or not init.get("session_id"):
-                raise ConvsimError("sessions() must yield dicts with a session_id", file=cfg.graph, record=i)
-            try:  # it names the session's trace file
-                path_component(str(init["session_id"]), "session id")
-            except ValueError as exc:
-                raise ConvsimError(str(exc), file=cfg.graph, record=i, field="session_id") from None
+            sid = check_init(init, i, channels, cfg.graph)
             if i < DUPLICATE_CHECK_LIMIT:
-                sid = str(init["session_id"])
                 if sid in seen:
-                    raise ConvsimError(f"sessions() yielded the session_id {sid!r} twice", file=cfg.graph,
-                                       record=i)
+                    raise ConvsimError(f"sessions() yielded the session_id {sid!r} twice (again as its {nth(i)} "
+                                       "session)", file=cfg.graph, record=sid, field="session_id")
                 seen.add(sid)
             count += 1
             yield init
@@ -163,10 +167,50 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
+def nth(i: int) -> str:
+    """``0`` -> "1st", ``1`` -> "2nd", ``10`` -> "11th": the position of a zero-based index, in words."""
+    n = i + 1
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def check_init(init: Any, i: int, channels: dict, graph: str) -> str:
+    """The session id of ``init``, the ``i``-th initial state ``sessions()`` yielded, once it is one
+    that can run: a dict with a session id that can name a file, every key a key of the State
+    (LangGraph would drop any other without a word), every value one the key's reducer takes as
+    LangGraph's input would apply it (a string for an ``operator.add`` list fails there), and
+    ``transcript``, ``turn_metrics`` and ``dialogue_metrics`` of the shapes a result record needs.
+    Else one ConvsimError naming the graph file, the session and the key. A few microseconds a key."""
+    if not isinstance(init, dict) or not init.get("session_id"):
+        raise ConvsimError(f"sessions() must yield dicts with a session_id; its {nth(i)} session is "
+                           f"{'a dict without one' if isinstance(init, dict) else type(init).__name__}",
+                           file=graph, field="session_id")
+    sid = str(init["session_id"])
+    where = f"session {sid} (the {nth(i)} of sessions())"
+    try:  # it names the session's trace file
+        path_component(sid, "session id")
+    except ValueError as exc:
+        raise ConvsimError(f"{where}: {exc}", file=graph, record=sid, field="session_id") from None
+    for key, value in init.items():
+        channel = channels.get(key)
+        if channel is None:
+            raise ConvsimError(f"{where}: {key!r} is not a key of the graph's State (LangGraph would drop it)",
+                               file=graph, record=sid, field=key)
+        try:
+            channel.copy().update([value])
+        except Exception as exc:  # noqa: BLE001 — whatever the reducer raises: LangGraph would raise it mid-run
+            raise ConvsimError(f"{where}: the State's reducer of {key!r} refuses its value ({type(exc).__name__}: "
+                               f"{exc})", file=graph, record=sid, field=key) from None
+    try:
+        check_record({"variant": "", **init}, file=graph, record=sid)
+    except ConvsimError as exc:
+        raise ConvsimError(f"{where}: {exc.message}", file=graph, record=sid, field=exc.field) from None
+    return sid
+
+
 def _checked(sessions: Iterable[dict], graph: str) -> Iterator[dict]:
-    """The graph's ``sessions()``, its failures as one input-error line: preflight draws only the
-    first session of a generated set, so a data file that breaks the 50th (an empty domain to
-    draw a goal from) fails here, mid-run, naming the graph and the record."""
+    """The graph's ``sessions()``, its failures as one input-error line naming the graph and the
+    position (a data file that breaks the 50th session: an empty domain to draw a goal from)."""
     sessions, i = iter(sessions), 0
     while True:
         try:
@@ -176,8 +220,8 @@ def _checked(sessions: Iterable[dict], graph: str) -> Iterator[dict]:
         except ConvsimError:
             raise
         except Exception as exc:  # noqa: BLE001 — bad data reached through the graph's generator
-            raise ConvsimError(f"sessions() failed: {type(exc).__name__}: {exc}", file=graph, record=i,
-                               field="sessions") from None
+            raise ConvsimError(f"sessions() failed at its {nth(i)} session: {type(exc).__name__}: {exc}",
+                               file=graph, field="sessions") from None
         yield init
         i += 1
 

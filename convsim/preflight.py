@@ -8,10 +8,15 @@ handles) and
 1. calls the graph's optional ``preflight(params, ctx)`` hook, which loads its catalogs,
    databases, test sets and dialogue files with the loaders the sessions will use (they are
    ``lru_cache``'d, so the sessions get them for free);
-2. draws the first initial state from ``sessions()`` (a broken generator fails here, not in the
-   middle of the run);
-3. for a graph with a fixed set of sessions (no ``n_sessions`` param), counts them against
-   ``--sessions`` and warns when the set is smaller, naming the cap.
+2. generates every initial state ``sessions()`` yields (at most ``--sessions``), and checks each
+   one as the run will (:func:`convsim.plan.check_init`: a dict with a usable, unique session id,
+   only State keys, values the State's reducers take, the record's shapes; with process or Ray
+   workers, one that pickles): a broken generator or a bad 3rd session fails here, naming the
+   session and the key, not in the middle of the run. The sessions are generated twice (here and
+   as the run goes): 1.7 ms a session for customer_service's goals, the dearest of the shipped
+   graphs, i.e. 17 s before the first of 10,000 sessions, against ~450 ms to run one with model
+   ``none``; nothing is kept (memory stays flat);
+3. warns when the set is smaller than ``--sessions`` (a fixed test set), naming the cap.
 
 A fork (an explicit list of session attempts) runs step 1 only: its ``--set`` may point at another
 catalog, which is checked before anything is written.
@@ -28,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConvsimError
-from .session import all_sync
+from .session import Unit, all_sync
 
 
 def _as_input_error(exc: Exception, plan: Any, variant: str, step: str) -> ConvsimError:
@@ -81,7 +86,6 @@ def preflight(plan: Any) -> None:
     """Validate the plan's inputs; raises ConvsimError. Appends count warnings to ``plan.warnings``."""
     module, cfg = plan.module, plan.config
     hook = getattr(module, "preflight", None)
-    fixed_set = "n_sessions" not in getattr(module.Params, "model_fields", {})
     for analysis in cfg.analysis:  # a misspelled hook failed only after the run, as a warning
         mod_name = analysis.partition(":")[0]
         try:
@@ -115,13 +119,16 @@ def preflight(plan: Any) -> None:
                                "node, a subgraph or a runnable node), which cannot use the sync SQLite "
                                "checkpointer of a worker process: run it with --executor async, or without "
                                "--checkpoint", file=cfg.graph, field="executor")
+        to_workers = cfg.executor in ("process", "ray")
+        if to_workers:
+            from .process_executor import portable_unit
         try:
-            inits = plan.session_inits(vp)
-            first = next(inits, None)
-            if first is None:
+            count = 0
+            for init in plan.session_inits(vp):  # each one checked (plan.check_init); a short set warns
+                count += 1
+                if to_workers:  # what a worker process gets must pickle
+                    portable_unit(Unit(vp.name, str(init["session_id"]), 0, 0, init), module)
+            if not count:
                 raise ConvsimError(f"variant {vp.name}: sessions() yields no session", file=cfg.graph)
-            if fixed_set and cfg.sessions is not None:
-                for _ in inits:  # session_inits records the warning when the set is short
-                    pass
         except Exception as exc:  # noqa: BLE001
             raise _as_input_error(exc, plan, vp.name, "sessions") from None

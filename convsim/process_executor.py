@@ -59,13 +59,14 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="convsim-parent-watch", daemon=True).start()
 
 
-def _init_worker(config_json: str, parent_pid: int | None = None) -> None:
-    """Plan the run once in this worker (``parent_pid``: end with that process; Ray manages its own)."""
+def _init_worker(config_json: str, parent_pid: int | None = None, share: tuple[int, int] = (0, 1)) -> None:
+    """Plan the run once in this worker (``parent_pid``: end with that process; Ray manages its own;
+    ``share``: this worker's index and the number of workers, for its share of the limits)."""
     global _PLAN
     if parent_pid is not None:
         die_with_parent(parent_pid)
     cfg = ExperimentConfig.model_validate_json(config_json)
-    limits.activate(cfg.limits)  # this worker's share (see limits.worker_share)
+    limits.activate(cfg.limits, share)  # this worker's share (see limits.worker_share)
     plan = plan_run(cfg, source="worker")
     saver = None
     if cfg.checkpoint:
@@ -154,7 +155,8 @@ def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
                     os._exit(1)
 
 
-def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox) -> None:
+def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox,
+                 share: tuple[int, int] = (0, 1)) -> None:
     """A worker process: plan the run once, then ``threads`` threads each run one session at a time."""
     # Ctrl-C reaches the whole process group, and so may SIGTERM (a batch scheduler ending the job): the
     # driver stops the run and ends its workers, which would otherwise each print a KeyboardInterrupt
@@ -162,7 +164,7 @@ def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        _init_worker(config_json, parent_pid)
+        _init_worker(config_json, parent_pid, share)
     except BaseException as exc:  # noqa: BLE001 — a malformed catalog...: one clear line in the driver
         outbox.send(_portable(exc))
         return
@@ -210,11 +212,11 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
     # spawn, not fork: the parent holds threads (asyncio, SQLite) that must not be forked
     ctx = multiprocessing.get_context("spawn")
     inbox = ctx.Queue()
-    config_json = limits.config_for_workers(plan.config, n).model_dump_json()
+    config_json = plan.config.model_dump_json()  # each worker keeps its share of the limits
     readers = {}
     for i in range(n):
         reader, writer = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer),
+        proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer, (i, n)),
                            name=f"convsim-worker-{i}")  # not daemonic: a node may start processes
         proc.start()
         writer.close()  # the worker's end: a worker that dies closes its pipe

@@ -25,7 +25,6 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import limits
 from .errors import ConvsimError
 from .process_executor import sessions_per_worker
 
@@ -123,9 +122,9 @@ def _worker_class():
     class SessionWorker:
         """Holds the planned run (compiled graphs, catalogs) for all the sessions it runs."""
 
-        def __init__(self, config_json: str) -> None:
+        def __init__(self, config_json: str, share: tuple[int, int] = (0, 1)) -> None:
             from .process_executor import _init_worker
-            _init_worker(config_json)
+            _init_worker(config_json, share=share)
 
         def run(self, unit):
             from .process_executor import _run_in_worker
@@ -189,12 +188,12 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
             # workers open the checkpoint file themselves: an absolute path on a shared file system
             config = config.model_copy(update={"out_dir": str(Path(config.out_dir).resolve())})
         Worker = _worker_class()
-        # each actor holds its own counters: an equal share of the limits (see limits.worker_share)
-        config = limits.config_for_workers(config, n)
         per_actor = sessions_per_worker(config.concurrency, n)
         if per_actor > 1:  # a threaded actor; one session at a time stays on the actor's main thread
             Worker = Worker.options(max_concurrency=per_actor)
-        actors = [Worker.remote(config.model_dump_json()) for _ in range(n)]
+        # each actor holds its own counters: its share of the limits (see limits.worker_share)
+        config_json = config.model_dump_json()
+        actors = [Worker.remote(config_json, (i, n)) for i in range(n)]
         pending = [first]
         try:
             nodes = await asyncio.wait_for(asyncio.gather(*(a.node.remote() for a in actors)), PLACE_TIMEOUT_S)

@@ -196,19 +196,21 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     finally:
         store.close()
         limits.activate(None)
+    why = None if not stopped() else (run_limits.exhausted if run_limits and run_limits.exhausted
+                                      else f"a worker's share was spent: {budget_cut[0]}")
+    budget = spent.report(cfg.limits, why)  # summary.json's "budget": spent, over, why it stopped
+    warnings = plan.warnings + [w for w in [limits.overshoot_warning(budget)] if w]
     try:  # a dataset_metrics that raises: the summary is written without it, then HookError
-        summarise_run(plan.run_dir, plan.module, warnings=plan.warnings, records=store.record_set())
+        summarise_run(plan.run_dir, plan.module, warnings=warnings, records=store.record_set(), budget=budget)
     except HookError as exc:
-        if stopped():  # the budget stopped the run as well: say so, the same command resumes it
+        if why:  # the budget stopped the run as well: say so, the same command resumes it
             exc.args = (f"{exc.args[0]} (the run budget also stopped the run: run the same command "
                         "again to resume it)",)
         raise
-    if stopped():
+    if why:
         kept = len(store.done())
         total_planned = plan.expected_total()
         left = "" if total_planned is None else f", {max(0, total_planned - kept)} left"
-        why = (run_limits.exhausted if run_limits and run_limits.exhausted
-               else f"a worker's share was spent: {budget_cut[0]}")
         raise limits.BudgetReached(f"run budget reached ({why}; this attempt: {spent}): {kept} sessions kept in "
                                    f"{plan.run_dir}{left}; run the same command again to resume", plan.run_dir)
     return plan.run_dir

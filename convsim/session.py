@@ -67,8 +67,10 @@ class _Session:
         self.call_marks: list[int] = []  # len(self.calls) as each superstep ended (see ordered_calls)
         self.unavailable: list[str] = []  # each ModelUnavailable a handle raised, caught or not
         scope, seen = f"{unit.variant}/{unit.session_id}/t{unit.trial}", {}
+        tasks = {} if cfg.trace else None  # which task made each call: the trace's steps of a Send fan-out
         models = {role: ChatModel(spec=spec, role=role, calls=self.calls, cache=plan.cache, retry=cfg.retry,
-                                  unavailable=self.unavailable, cache_scope=scope, cache_seen=seen)
+                                  unavailable=self.unavailable, cache_scope=scope, cache_seen=seen,
+                                  call_tasks=tasks)
                   for role, spec in self.vp.models.items()}
         self.ctx = plan.module.Context(params=self.vp.params, models=models, embedder_spec=cfg.embedder,
                                        seed=unit.seed, session_id=unit.session_id, trial=unit.trial,
@@ -78,7 +80,7 @@ class _Session:
         resume = unit.resume
         self.recorder = (TraceRecorder(resume["trace"]["initial"] if resume else self.init, self.calls,
                                        prefix=resume and resume["trace"], fork=resume and resume["fork"],
-                                       append_keys=append_channels(self.vp.compiled.channels))
+                                       append_keys=append_channels(self.vp.compiled.channels), call_tasks=tasks)
                          if cfg.trace else None)
         self.config: dict = {"recursion_limit": 100_000}
         if self.vp.compiled.checkpointer is not None or resume:
@@ -90,7 +92,7 @@ class _Session:
         if resume:  # time travel: continue the copied checkpoint instead of starting from init
             self.config["configurable"]["checkpoint_id"] = resume["checkpoint_id"]
             self.input = None
-        self.modes = ["values"] + (["updates"] if self.recorder else [])
+        self.modes = ["values"] + (["updates", "tasks"] if self.recorder else [])
         self.ctx.event_sink = lambda event: self.handle("custom", event)  # see context.emit_metrics
         self.final: dict = self.init
         self.started = time.perf_counter()
@@ -113,6 +115,8 @@ class _Session:
                 self.recorder.on_values(chunk)
         elif mode == "updates":
             self.recorder.on_updates(chunk)
+        elif mode == "tasks":
+            self.recorder.on_task(chunk)
         elif mode == "custom":
             if self.recorder:
                 self.recorder.on_custom(chunk)

@@ -194,18 +194,21 @@ def _config_order(run_dir: Path, found: Sequence[str]) -> list[str]:
     return sorted(found, key=lambda n: (order.get(n, len(order)), position[n]))
 
 
-def _run_warnings(path: Path) -> list[str]:
-    """The run-time warnings (``run_warnings``) of an earlier summary.json, [] when there is none or it
-    cannot be read (it is about to be rewritten: a damaged one loses nothing that can be recovered)."""
+def _from_the_run(path: Path) -> tuple[list[str], dict | None]:
+    """What the run itself wrote in an earlier summary.json: its warnings (``run_warnings``) and its
+    ``budget``; nothing when there is none or it cannot be read (it is about to be rewritten: a
+    damaged one loses nothing that can be recovered)."""
     try:
-        found = json.loads(path.read_text(encoding="utf-8")).get("run_warnings")
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+        found, budget = earlier.get("run_warnings"), earlier.get("budget")
     except (OSError, ValueError, AttributeError):
-        return []
-    return [w for w in found if isinstance(w, str)] if isinstance(found, list) else []
+        return [], None
+    return ([w for w in found if isinstance(w, str)] if isinstance(found, list) else [],
+            budget if isinstance(budget, dict) else None)
 
 
 def summarise_run(run_dir: Path, module: Any, *, warnings: list[str] | None = None,
-                  records: RecordSet | None = None) -> dict:
+                  records: RecordSet | None = None, budget: dict | None = None) -> dict:
     """Write ``summary.json`` and ``metrics.csv`` from ``results.jsonl``; returns the summary.
 
     The records are read through a :class:`~convsim.recordset.RecordSet` (an index, not the records;
@@ -215,11 +218,12 @@ def summarise_run(run_dir: Path, module: Any, *, warnings: list[str] | None = No
     already indexed (the runner's store keeps the index as it writes, see ``RunStore.record_set``);
     otherwise results.jsonl is indexed here, its text and every record's fields checked
     (:func:`convsim.recordset.check_record`: a record of the wrong shape is one ConvsimError naming
-    the file, the line and the field). ``warnings``: the run's own (``run_warnings``); None keeps
-    those of the summary.json being rebuilt."""
+    the file, the line and the field). ``warnings``: the run's own (``run_warnings``), and ``budget``:
+    what its last attempt spent of its run budget (convsim.limits.Spent.report); with warnings None
+    (a rebuild), those of the summary.json being rebuilt are kept."""
     store = RunStore(run_dir)
-    if warnings is None:  # a rebuild (``convsim report``): keep what the run itself warned about
-        warnings = _run_warnings(Path(run_dir) / "summary.json")
+    if warnings is None:  # a rebuild (``convsim report``): keep what the run itself wrote
+        warnings, budget = _from_the_run(Path(run_dir) / "summary.json")
     if records is None:
         store.repair()
         records = RecordSet.scan(store.results_path, check=check_record) \
@@ -275,6 +279,8 @@ def summarise_run(run_dir: Path, module: Any, *, warnings: list[str] | None = No
             row[name] = value
         rows.append(row)
     summary["usage"] = usage  # calls, tokens, latency (convsim.usage)
+    if budget is not None:
+        summary["budget"] = budget
     store.write_json("summary.json", summary)
     columns: list[str] = []
     for row in rows:

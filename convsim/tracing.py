@@ -22,6 +22,7 @@ import gzip
 import json
 import operator
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,8 @@ class TraceRecorder:
 
     def __init__(self, initial_state: dict, llm_calls: list[dict] | None = None, *,
                  prefix: dict | None = None, fork: dict | None = None,
-                 append_keys: frozenset[str] | set[str] = frozenset()) -> None:
+                 append_keys: frozenset[str] | set[str] = frozenset(),
+                 call_tasks: dict[int, str] | None = None) -> None:
         self.initial = _snapshot(initial_state)
         prefix_steps = list((prefix or {}).get("steps", []))
         self._lines = [dumps({"type": "step", **s}) for s in prefix_steps]
@@ -153,7 +155,8 @@ class TraceRecorder:
         self._copy: dict[str, Any] = {}     # other keys holding a list: a copy, for the grown-list test
         self._length: dict[str, int] = {}   # append keys: the current length ...
         self._ref: dict[str, list] = {}     # ... and the list itself (the state's own, never mutated)
-        self._pending: list[tuple[str, dict, float]] = []
+        self._pending: list[list] = []  # [node, update, wall time, task id (from on_task) or None]
+        self._call_tasks = call_tasks if call_tasks is not None else {}  # id(call) -> task id (ChatModel)
         self._last = time.perf_counter()
         self._superstep = prefix_steps[-1]["superstep"] + 1 if prefix_steps else 0
         self._turn = prefix_steps[-1].get("turn") if prefix_steps else None
@@ -181,8 +184,20 @@ class TraceRecorder:
     def on_updates(self, chunk: dict) -> None:
         now = time.perf_counter()
         for node, update in (chunk or {}).items():
-            self._pending.append((node, update if isinstance(update, dict) else {}, now - self._last))
+            self._pending.append([node, update if isinstance(update, dict) else {}, now - self._last, None])
         self._last = now
+
+    def on_task(self, event: dict) -> None:
+        """A ``tasks`` stream event: a finished task's id, given to the step its ``updates`` chunk made
+        (the one whose written values are the result's own objects: two tasks finishing at once may
+        interleave their two events), so a task of a ``Send`` fan-out lists only its own calls."""
+        if "result" not in event or event.get("error") is not None:  # a task starting, or one that raised
+            return
+        result = event["result"] if isinstance(event["result"], dict) else {}
+        mine = [p for p in self._pending if p[0] == event.get("name") and p[3] is None]
+        same = [p for p in mine if p[1].keys() == result.keys() and all(result[k] is v for k, v in p[1].items())]
+        if same or mine:
+            (same or mine)[0][3] = event.get("id")
 
     def on_custom(self, event: Any) -> None:
         # encoded now: the line is the copy (a node may reuse the event's dicts)
@@ -195,7 +210,7 @@ class TraceRecorder:
         if key not in self.append_keys or not isinstance(raw, list):
             return None
         grew = 0
-        for _, update, _ in self._pending:
+        for _, update, _, _ in self._pending:
             if key in update:
                 if type(update[key]) is not list:
                     return None
@@ -248,14 +263,18 @@ class TraceRecorder:
         new_calls = superstep_calls(self._calls[self._calls_seen:])
         self._calls_seen = len(self._calls)
         changes: dict[str, str] = {}
-        for _, update, _ in self._pending:
+        for _, update, _, _ in self._pending:
             for key in update:
                 if key not in changes and (key in values or key in self._echo or key in self._text
                                            or key in self._length):
                     changes[key] = f"{_name(key)}: {self._change(key, values.get(key))}"
         self._turn = turn = _turn_of(values, self._turn)
-        for node, update, wall in self._pending:
-            calls = [c for c in new_calls if c.get("node") in (node, None)]
+        tasks_of = Counter(p[0] for p in self._pending)
+        for node, update, wall, task_id in self._pending:
+            if tasks_of[node] > 1:  # parallel tasks of one node (a Send fan-out): each its own calls
+                calls = [c for c in new_calls if c.get("node") == node and self._call_tasks.get(id(c)) == task_id]
+            else:
+                calls = [c for c in new_calls if c.get("node") in (node, None)]
             self._lines.append(_step_line(len(self._lines), self._superstep, turn, node,
                                           ", ".join(changes[k] for k in update if k in changes),
                                           round(wall, 6), dumps(calls) if calls else "[]"))
@@ -287,6 +306,7 @@ class TraceRecorder:
         """Render the file text once and drop the working state (copies, references to the state)."""
         self._rendered = self.render()
         self._echo, self._text, self._copy, self._ref, self._calls, self._pending = {}, {}, {}, {}, [], []
+        self._call_tasks = {}
         self._lines, self._events = [], []
         return self
 

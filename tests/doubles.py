@@ -41,3 +41,30 @@ def fan_graph(state_cls, user, left, right, join, *, last_turn: int):
     g.add_edge(["left", "right"], "join")
     g.add_conditional_edges("join", lambda s: END if s["turn"] >= last_turn else "user", ["user", END])
     return g.compile(checkpointer=InMemorySaver())
+
+
+class SlowBackend:
+    """An in-process model server for budget tests: each answer takes ``latency_s`` (so that many
+    calls are in flight at once) and reports a realistic usage: ~4 prompt characters a token, and a
+    completion of 1..``max_tokens`` tokens drawn from a hash of the prompt (the same on every run)."""
+
+    def __init__(self, max_tokens: int, latency_s: float = 0.02):
+        import threading
+        self.max_tokens, self.latency_s = max_tokens, latency_s
+        self.lock, self.in_flight, self.most_in_flight = threading.Lock(), 0, 0
+
+    def invoke(self, messages, **kwargs):
+        import hashlib
+        import time
+        from langchain_core.messages import AIMessage
+        text = "\n".join(str(m.content) for m in messages)
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        time.sleep(self.latency_s)
+        with self.lock:
+            self.in_flight -= 1
+        prompt = len(text) // 4 + 4
+        completion = 1 + hashlib.sha256(text.encode()).digest()[0] % self.max_tokens
+        return AIMessage("Paris. " * completion, usage_metadata={
+            "input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion})

@@ -115,6 +115,41 @@ def test_a_cache_that_is_not_sqlite_is_one_line(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+BAD_THIRD = '''
+import graphs.hello_chat as base
+from graphs.hello_chat import *  # noqa: F401,F403
+
+
+def sessions(params, ctx):
+    for i, init in enumerate(base.sessions(params, ctx)):
+        if i == 2:
+            init = BAD
+        yield init
+'''
+
+
+@pytest.mark.parametrize("bad, words", [
+    ('{**init, "transcript": "hello"}', ["record s002", "field transcript", "the 3rd of sessions()",
+                                         "reducer of 'transcript' refuses its value"]),
+    ('{**init, "question": ["typo"]}', ["record s002", "field question", "not a key of the graph's State"]),
+    ('{**init, "turn_metrics": [0.5]}', ["record s002", "field turn_metrics[0]", "turn_metrics[0] must be object"]),
+    ('{**init, "session_id": "../x"}', ["record ../x", "field session_id", "the 3rd of sessions()"]),
+    ('{**init, "session_id": "s000"}', ["record s000", "field session_id", "twice (again as its 3rd session)"]),
+    ('dict(init, turn=1 / 0)', ["field sessions", "sessions() failed at its 3rd session: ZeroDivisionError"]),
+])
+def test_a_bad_third_session_fails_preflight_naming_it_and_writes_nothing(tmp_path, bad, words):
+    # before, preflight drew only the first session of a generated set: the run wrote s000 and s001
+    # (or ran s002 into a code_error) and stopped mid-run
+    graph = tmp_path / "bad_third.py"
+    graph.write_text(BAD_THIRD.replace("BAD", bad))
+    out = tmp_path / "runs"
+    line = one_line(cli("run", str(graph), "--sessions", "5", "--out", str(out), "--no-analysis"))
+    assert line.startswith(f"error: {graph}, ") and "variant default cannot run" in line
+    for w in words:
+        assert w in line, line
+    assert not out.exists()
+
+
 MISSING_EXTRA = '''
 from graphs.hello_chat import *  # noqa: F401,F403
 

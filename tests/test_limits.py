@@ -129,8 +129,12 @@ def test_usage_table_hand_computed():
 
 
 def test_worker_share_splits_every_limit():
-    share = worker_share(Limits(max_in_flight=5, rpm=90, max_calls=7, max_tokens=100), 2)
-    assert share == Limits(max_in_flight=3, rpm=45, max_calls=4, max_tokens=50)
+    limits = Limits(max_in_flight=5, rpm=90, max_calls=7, max_tokens=101)
+    shares = [worker_share(limits, 2, i).model_dump() for i in range(2)]
+    assert shares == [{"max_in_flight": 3, "rpm": 45, "max_calls": 3, "max_tokens": 50},
+                      {"max_in_flight": 3, "rpm": 45, "max_calls": 4, "max_tokens": 51}]
+    # before, every worker got the budget rounded up (4 + 4 calls of 7): the parts now add up to it
+    assert [worker_share(Limits(max_calls=2), 3, i).max_calls for i in range(3)] == [0, 1, 1]
     assert worker_share(Limits(), 4) == Limits()
 
 
@@ -249,3 +253,105 @@ def test_unknown_counts_stay_unknown():
     assert _usage({"total_tokens": 7}) == {"input_tokens": None, "output_tokens": None, "total_tokens": 7}
     assert _usage({"prompt_tokens": 3, "completion_tokens": 0}) == \
         {"input_tokens": 3, "output_tokens": 0, "total_tokens": 3}
+
+
+def _spent_tokens(run_dir) -> int:
+    from convsim.usage import call_tokens
+    return sum(call_tokens(c) for r in RunStore(run_dir).records() for c in r["llm_calls"] if not c.get("cache_hit"))
+
+
+@pytest.mark.parametrize("executor", ["async", "process"])
+def test_a_token_budget_is_a_hard_bound_with_many_calls_in_flight(tmp_path, monkeypatch, executor):
+    # before, max_tokens was checked against the answers already in: the 16 calls in flight when it
+    # was reached all went through, and the run spent up to 16 answers more than its budget
+    from doubles import SlowBackend
+    from convsim import models
+    backend = SlowBackend(max_tokens=30)
+    monkeypatch.setattr(models, "_backend", lambda spec, timeout=120.0: backend)
+    cfg = {"name": "hard", "graph": "hello_chat", "sessions": 80, "seed": 3, "analysis": [],
+           "out_dir": str(tmp_path / "runs"), "params": {"n_turns": 3}, "concurrency": 16,
+           "models": {"agent": {"spec": "openai:fake@http://127.0.0.1:9/v1", "max_tokens": 30}}}
+    if executor == "process":  # workers cannot see the patched backend: 2 shares of a real server's budget
+        return _hard_bound_across_workers(tmp_path, cfg)
+    with pytest.raises(BudgetReached, match="max_tokens=5000 reached"):
+        convsim.run(cfg | {"limits": {"max_tokens": 5000}}, run_id="b", analyze=False)
+    run_dir = tmp_path / "runs" / "b"
+    assert backend.most_in_flight >= 8  # the budget was met with many calls in flight
+    spent = _spent_tokens(run_dir)
+    budget = json.loads((run_dir / "summary.json").read_text())["budget"]
+    # a hard bound, and the budget was used: the run stops when the next call's bound (its prompt's
+    # bytes + 80 + 30 tokens, ~170) does not fit with nothing in flight
+    assert 5000 - 200 < spent <= 5000
+    assert budget["tokens"] == spent and budget["over_tokens"] == 0 and budget["max_tokens"] == 5000
+    assert budget["stopped"].startswith("max_tokens=5000 reached")
+    cut = [r for r in RunStore(run_dir).records() if r["status"] != "ok"]
+    assert cut and all(r["status"] == "infra_error" and "run budget: max_tokens=5000" in r["error"] for r in cut)
+    done = convsim.run(cfg, run_id="b", analyze=False)  # resume without a budget: the run finishes
+    recs = RunStore(done).records()
+    assert len(recs) == 80 and all(r["status"] == "ok" for r in recs)
+    assert "budget" not in json.loads((done / "summary.json").read_text())
+
+
+def _hard_bound_across_workers(tmp_path, cfg):
+    with LatencyServer(latency_s=0.02) as server:  # 10 + 5 tokens a call, answers bound at 5
+        cfg = cfg | {"executor": "process", "workers": 2, "sessions": 24,
+                     "models": {"agent": {"spec": f"openai:fake@{server.base_url}", "max_tokens": 5}}}
+        with pytest.raises(BudgetReached, match=r"a worker's share was spent: max_tokens=30[01] reached"):
+            convsim.run(cfg | {"limits": {"max_tokens": 601}}, run_id="w", analyze=False)
+        # the shares (300 and 301) add up to the budget; before, each worker got 301 and its 8 calls
+        # in flight went past it
+        assert 0 < server.requests * 15 <= 601 == json.loads((tmp_path / "runs" / "w" / "summary.json").read_text()
+                                                             )["budget"]["max_tokens"]
+        done = convsim.run(cfg, run_id="w", analyze=False)
+        assert len(RunStore(done).records()) == 24 and all(r["status"] == "ok" for r in RunStore(done).records())
+
+
+def test_an_unbounded_call_can_go_over_and_summary_json_says_by_how_much(tmp_path, monkeypatch):
+    # a call with no max_tokens is admitted while spent + reserved is below the budget: its answer can
+    # go past it, and the attempt's overshoot is reported (summary.json and a run warning)
+    from doubles import SlowBackend
+    from convsim import models
+    backend = SlowBackend(max_tokens=30)
+    monkeypatch.setattr(models, "_backend", lambda spec, timeout=120.0: backend)
+    cfg = {"name": "over", "graph": "hello_chat", "sessions": 4, "seed": 3, "analysis": [],
+           "out_dir": str(tmp_path / "runs"), "params": {"n_turns": 3}, "concurrency": 1,
+           "models": {"agent": "openai:fake@http://127.0.0.1:9/v1"}, "limits": {"max_tokens": 100}}
+    with pytest.raises(BudgetReached, match=r"max_tokens=100 reached; this attempt"):
+        convsim.run(cfg, run_id="o", analyze=False)
+    summary = json.loads((tmp_path / "runs" / "o" / "summary.json").read_text())
+    spent = _spent_tokens(tmp_path / "runs" / "o")
+    assert spent > 100 and summary["budget"]["over_tokens"] == spent - 100
+    assert any(f"went {spent - 100} tokens over max_tokens=100" in w for w in summary["run_warnings"])
+    from convsim.api import report
+    report(tmp_path / "runs" / "o")  # a rebuilt summary keeps what the run wrote of its budget
+    assert json.loads((tmp_path / "runs" / "o" / "summary.json").read_text())["budget"] == summary["budget"]
+
+
+def test_a_call_that_does_not_fit_waits_for_the_calls_in_flight():
+    # a call whose bound fits only once a call in flight has returned its unspent reservation waits
+    # for it instead of stopping the run early; with nothing in flight, a call that does not fit is refused
+    import threading
+    from types import SimpleNamespace
+    from convsim.limits import BudgetExhausted, RunLimits, prompt_bound
+    spec = SimpleNamespace(base_url="http://x", provider="openai", model="m", completion_limit=10)
+    bound = prompt_bound([]) + 10
+    run = RunLimits(Limits(max_tokens=2 * bound + 2))
+    first, second = run.call(spec), run.call(spec)
+    first.__enter__()
+    second.__enter__()  # two reservations fill the budget
+    third = []
+    waiting = threading.Thread(target=lambda: third.append(run.call(spec)) or third[0].__enter__())
+    waiting.start()
+    waiting.join(0.2)
+    assert waiting.is_alive() and run.in_flight == 2  # waiting for room, not refused
+    run.charge(SimpleNamespace(usage_metadata={"input_tokens": 1, "output_tokens": 1}))
+    first.__exit__(None, None, None)  # spent 2 of its bound: the rest is returned, and the third fits
+    waiting.join(5)
+    assert not waiting.is_alive() and run.in_flight == 2 and run.exhausted is None
+    second.__exit__(None, None, None)
+    third[0].__exit__(None, None, None)
+    assert run.reserved == 0 and run.calls == 3
+    with pytest.raises(BudgetExhausted, match=r"max_tokens=\d+ reached: \d+ tokens left, a call may take up to"):
+        with run.call(SimpleNamespace(**{**vars(spec), "completion_limit": 2 * bound})):
+            pass
+    assert run.exhausted is not None and run.in_flight == 0

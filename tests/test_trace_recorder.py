@@ -220,3 +220,59 @@ def test_a_text_holding_unicode_line_separators_reads_back(tmp_path):
     rec.close().write(tmp_path / "t.jsonl")
     (step,) = read_trace(tmp_path / "t.jsonl")["steps"]
     assert step["changed"]["transcript"]["appended"][0]["text"] == text
+
+
+def test_each_send_task_step_lists_only_its_own_model_calls(tmp_path, monkeypatch):
+    # before, every step of a Send fan-out listed all the node's calls of the superstep (3 x 3 here):
+    # a task's step could not say which call was its own
+    import time
+    from pathlib import Path
+
+    import convsim
+    from convsim import models
+    from convsim.store import RunStore
+    from convsim.tracing import read_trace
+
+    class Experts:  # the last expert answers first: threads finish in the reverse of the send order
+        def invoke(self, messages, **kwargs):
+            from langchain_core.messages import AIMessage
+            question = messages[-1].content
+            time.sleep({"geography": 0.2, "chemistry": 0.1, "literature": 0.0}[question.split()[2]])
+            return AIMessage(f"answer to {question}", usage_metadata={
+                "input_tokens": 3, "output_tokens": 4, "total_tokens": 7})
+    monkeypatch.setattr(models, "_backend", lambda spec, timeout=120.0: Experts())
+    graph = Path(__file__).parent / "data" / "graphs" / "send_experts.py"
+    run_dir = convsim.run({"name": "send", "graph": str(graph), "sessions": 2, "analysis": [],
+                           "out_dir": str(tmp_path), "models": {"agent": "openai:fake@http://127.0.0.1:9/v1"}},
+                          run_id="send", analyze=False)
+    for record in RunStore(run_dir).records():
+        assert record["status"] == "ok"
+        trace = read_trace(run_dir / "traces" / "default" / f"{record['session_id']}.jsonl")
+        steps = [s for s in trace["steps"] if s["node"] == "expert"]
+        assert len(steps) == 3 and len({s["superstep"] for s in steps}) == 1
+        # the steps come as the tasks finished (each shows the superstep's combined change of
+        # "answers"), each with the one call its task made
+        assert [[c["purpose"] for c in s["llm_calls"]] for s in steps] == \
+            [["ask_literature"], ["ask_chemistry"], ["ask_geography"]]
+        assert [c["task"] for s in steps for c in s["llm_calls"]] == [2, 1, 0]  # the Send index
+        # the record lists each call once, in task order (the send order)
+        assert [c["purpose"] for c in record["llm_calls"]] == ["ask_geography", "ask_chemistry", "ask_literature"]
+
+
+def test_a_task_id_goes_to_its_own_step_when_two_tasks_interleave_their_events():
+    # each task's "updates" chunk comes before its "tasks" result, but two tasks finishing at once in
+    # two threads may interleave them: the id goes to the update holding the result's own objects
+    calls, call_tasks = [], {}
+    rec = TraceRecorder({"xs": []}, calls, append_keys={"xs"}, call_tasks=call_tasks)
+    rec.on_values({"xs": []})
+    for task_id, x in (("A", 1), ("B", 2)):
+        call = {"node": "w", "task": x - 1, "purpose": f"p{x}"}
+        call_tasks[id(call)] = task_id
+        calls.append(call)
+    a, b = [1], [2]
+    rec.on_updates({"w": {"xs": a}})
+    rec.on_updates({"w": {"xs": b}})
+    rec.on_task({"id": "B", "name": "w", "error": None, "result": {"xs": b}})
+    rec.on_task({"id": "A", "name": "w", "error": None, "result": {"xs": a}})
+    rec.on_values({"xs": [1, 2]})
+    assert [[c["purpose"] for c in s["llm_calls"]] for s in rec.steps] == [["p1"], ["p2"]]

@@ -26,7 +26,7 @@ class Params(base.Params):
 def sessions(params: Params, ctx: Context):
     for init in base.sessions(params, ctx):
         if params.odd == "bad_init" and init["session_id"] == "s001":
-            init = {**init, "hook": lambda: None}
+            init = {**init, "questions": [*init["questions"], lambda: None]}  # a State key: it must pickle
         yield init
 
 
