@@ -46,6 +46,11 @@ def test_the_tfidf_judge_beats_the_lexical_one_on_the_held_out_pool():
     assert objective("heuristic-tfidf-2") > objective("heuristic-lexical-1") + 0.05
 
 
+def test_every_heuristic_judge_is_a_graph_setting():
+    field = graph_module.Params.model_fields["heuristic_judge"]
+    assert set(field.annotation.__args__) == set(HEURISTIC_JUDGES) and field.default == "heuristic-tfidf-2"
+
+
 @pytest.mark.parametrize("judge", HEURISTIC_JUDGES)
 def test_the_judge_never_reads_gold(judge):
     """Replacing every gold label (same codes, other values) or dropping the labels changes no judgement,

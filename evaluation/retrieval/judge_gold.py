@@ -65,10 +65,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--catalog", default=None, help="course catalog JSON (default: the shipped one)")
     args = parser.parse_args(argv)
     print(f"{'judge':20s} {'items':9s} {'n':>4s} {'kappa':>6s} {'kappaQ':>6s} {'relAgree':>8s}  confusion (rows judge 0-3)")
+    def num(x: float | None, width: int) -> str:  # kappa is None for no items or constant raters
+        return f"{'-':>{width}s}" if x is None else f"{x:{width}.3f}"
     for judge in args.judge or HEURISTIC_JUDGES:
         for name, a in agreement(judged_items(args.test_set, heuristic=judge, catalog=args.catalog)).items():
-            print(f"{judge:20s} {name:9s} {a['n']:4d} {a['kappa']:6.3f} {a['kappaQuadratic']:6.3f} "
-                  f"{a['relevantAgreement']:8.3f}  {a['confusion']}")
+            print(f"{judge:20s} {name:9s} {a['n']:4d} {num(a['kappa'], 6)} {num(a['kappaQuadratic'], 6)} "
+                  f"{num(a['relevantAgreement'], 8)}  {a['confusion']}")
 
 
 if __name__ == "__main__":
