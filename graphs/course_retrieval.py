@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from agents.courses import reference
 from agents.courses.retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
-from agents.courses.relevance_judge import JudgeCache, judge_courses
+from agents.courses.relevance_judge import DEFAULT_HEURISTIC, JudgeCache, judge_courses
 from catalog.courses import check_gold_codes, load_courses, load_test_set
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics
@@ -92,6 +92,9 @@ class Params(BaseModel):
         False, description="also report the original's P@K that divides by the returned count (defect)")
     judge_cache: str = Field("auto", description="judge score cache: 'auto' (runs/.cache), 'off', or a path")
     judge_retries: int = Field(2, ge=0, le=5, description="retries of an invalid judge answer")
+    heuristic_judge: Literal["heuristic-tfidf-2", "heuristic-lexical-1"] = Field(
+        DEFAULT_HEURISTIC, description="the heuristic judge used with model none (its name is the promptVersion "
+        "stored with every score): heuristic-tfidf-2 (default) or the older heuristic-lexical-1")
     max_cases: int | None = Field(None, ge=1, description="use only the first N cases")
     cases: Literal["retrieval", "given"] = Field(
         "retrieval", description="which cases: 'retrieval' (ranked by the retriever) or 'given' (the "
@@ -111,10 +114,12 @@ def _params(runtime: Runtime[Context]) -> Params:
     return runtime.context.params or Params()
 
 
-def _with_course_fields(ranking: list[dict], catalog: str | None) -> list[dict]:
+def _with_course_fields(ranking: list[dict], catalog: str | None, fields: tuple[str, ...] = ()) -> list[dict]:
+    """The ranking with each course's name and outcomes (what a record keeps), plus ``fields`` if asked."""
     by_code = {c["subjectCode"]: c for c in load_courses(catalog)}
     return [{**item, "subjectName": by_code[item["subjectCode"]]["subjectName"],
-             "cleanedLearningOutcomes": by_code[item["subjectCode"]].get("cleanedLearningOutcomes", [])}
+             "cleanedLearningOutcomes": by_code[item["subjectCode"]].get("cleanedLearningOutcomes", []),
+             **{f: by_code[item["subjectCode"]][f] for f in fields if f in by_code[item["subjectCode"]]}}
             for item in ranking]
 
 
@@ -215,9 +220,13 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
         return {"judgements": [], "judge_failures": [], "judge_kind": judge_kind,
                 "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": text,
                                            "meta": {"retriever": state.get("retriever")}}]}
-    result = judge_courses(question=state["question"], skill=state["skill"], courses=retrieved, model=model,
+    # The judge also reads a catalog course's description (records keep only name and outcomes, to
+    # stay small); a case's own fixed list is judged as it is.
+    shown = retrieved if params.cases == "given" else _with_course_fields(retrieved, params.catalog, ("description",))
+    result = judge_courses(question=state["question"], skill=state["skill"], courses=shown, model=model,
                            cache=None if model.is_none else _cache(params, ctx.run_dir),
-                           iteration=ctx.trial, seed=ctx.seed, retries=params.judge_retries)
+                           iteration=ctx.trial, seed=ctx.seed, retries=params.judge_retries,
+                           heuristic=params.heuristic_judge, catalog=params.catalog)
     lines = [f"{c['rank']}. {c['subjectCode']} {c['subjectName']} -> "
              f"{'failed' if s['score'] is None else s['score']}" for c, s in zip(retrieved, result.scores)]
     return {"judgements": result.scores, "judge_failures": result.failures, "judge_kind": judge_kind,
@@ -390,6 +399,10 @@ def dataset_metrics(records: list[dict]) -> dict:
         "retrievalEmptyCases": sum(1 for r in records if (r.get("dialogue_metrics") or {}).get("retrievalEmpty")),
         "judgeFailureRate": _mean([float(bool(r.get("judge_failures"))) for r in records]),
         "judgeKind": ",".join(sorted(kinds)),
+        # which heuristic or prompt scored (heuristic-tfidf-2, heuristic-lexical-1, a prompt hash): two
+        # versions here mean the figures below mix judges
+        "judgeVersion": ",".join(sorted({str(j["promptVersion"]) for r in records for j in r.get("judgements") or []
+                                         if j.get("promptVersion")})),
         "pooledHighlyRelevantRate": 100.0 * scores.count(3) / len(scores) if scores else None,
         "pooledIrrelevantRate": 100.0 * scores.count(0) / len(scores) if scores else None,
     }

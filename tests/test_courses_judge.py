@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from agents.courses.relevance_judge import (
-    JudgeCache, answer_schema, batch_key, check_answer, heuristic_score, judge_courses, load_prompts,
+    DEFAULT_HEURISTIC, JudgeCache, answer_schema, batch_key, check_answer, heuristic_score, judge_courses,
+    load_prompts, tfidf_evidence, tfidf_heuristic_score,
 )
 from catalog.courses import load_courses
 from convsim import ChatModel, parse_model_spec
@@ -61,12 +62,85 @@ def test_heuristic_judge_scores_by_overlap():
     assert heuristic_score("How do I learn Python?", "Python programming", PICKS[1])[0] == 1
 
 
+# A catalog small enough to compute the TF-IDF judge by hand. tokenize: "programming" -> "programm",
+# "pythons" -> "python", "and" is a stop word. n = 4 courses; smooth idf = ln((1 + n) / (1 + df)) + 1:
+# df 1 -> ln(5/2) + 1 = 1.9163, df 2 -> ln(5/3) + 1 = 1.5108 (python: A1, B1; programm: A1, D1).
+TINY = [{"subjectCode": "A1", "subjectName": "Python Programming", "cleanedLearningOutcomes": ["Write Python scripts"]},
+        {"subjectCode": "B1", "subjectName": "Herpetology", "cleanedLearningOutcomes": ["Study pythons and boas"]},
+        {"subjectCode": "C1", "subjectName": "Contract Law", "cleanedLearningOutcomes": ["Explain contracts"]},
+        {"subjectCode": "D1", "subjectName": "Web Programming", "cleanedLearningOutcomes": ["Build websites"]}]
+
+
+@pytest.fixture
+def tiny_catalog(tmp_path) -> str:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"courses": TINY}), encoding="utf-8")
+    return str(path)
+
+
+def test_tfidf_judge_by_hand_on_a_tiny_catalog(tiny_catalog):
+    """Skill "Python programming": python and programm have the same idf, so each is half the skill.
+    The query "Python programming. Python programming. How do I learn Python?" has python x3
+    (sublinear tf 1 + ln 3 = 2.0986, x idf 1.5108 = 3.1706), programm x2 (1.6931 x 1.5108 = 2.5580) and
+    the bigram "python programm" x2 (1.6931 x 1.9163 = 3.2445; "programm python" is not in the
+    catalog's vocabulary): |q| = sqrt(3.1706² + 2.5580² + 3.2445²) = 5.2080.
+    B1 (Herpetology) has python + 6 terms of df 1 (3 words, 3 bigrams): |B1| = sqrt(1.5108² + 6 x 1.9163²)
+    = 4.9312, cosine = 3.1706 x 1.5108 / (5.2080 x 4.9312) = 0.18653, evidence 0.5 + 2 x 0.18653 = 0.8731
+    >= 0.85: a 1 (the snake course: the judge cannot see homonyms). D1 (Web Programming): programm in the
+    name, cosine = 2.5580 x 1.5108 / 25.682 = 0.15049, evidence 0.5 + 0.5 x 0.5 + 2 x 0.15049 = 1.0510: a 1.
+    A1: the whole skill in the name, 1 + 0.5 = 1.5 before the cosine (0.6288): a 3. C1 shares nothing: 0."""
+    q, skill = "How do I learn Python?", "Python programming"
+    got = {c["subjectCode"]: tfidf_evidence(q, skill, c, tiny_catalog) for c in TINY}
+    assert got["B1"] == pytest.approx({"sentence": 0.5, "name": 0.0, "cosine": 0.18653, "evidence": 0.87306}, abs=1e-4)
+    assert got["D1"] == pytest.approx({"sentence": 0.5, "name": 0.5, "cosine": 0.15049, "evidence": 1.05098}, abs=1e-4)
+    assert got["A1"]["sentence"] == got["A1"]["name"] == 1.0 and got["A1"]["cosine"] == pytest.approx(0.6288, abs=1e-4)
+    assert got["C1"] == {"sentence": 0.0, "name": 0.0, "cosine": 0.0, "evidence": 0.0}
+    scores = {c["subjectCode"]: tfidf_heuristic_score(q, skill, c, tiny_catalog) for c in TINY}
+    assert {code: s for code, (s, _) in scores.items()} == {"A1": 3, "B1": 1, "C1": 0, "D1": 1}
+    assert scores["B1"][1].startswith("heuristic-tfidf-2: evidence 0.873 = sentence 0.500")
+    # a skill with no content word falls back to the question; neither: 0, said so
+    assert tfidf_heuristic_score("Python?", "the basics", TINY[0], tiny_catalog)[0] == 3
+    assert tfidf_heuristic_score("how do I?", "the basics", TINY[0], tiny_catalog) == (
+        0, "heuristic-tfidf-2: no content words in the skill or question")
+
+
+def test_tfidf_judge_reads_the_description_sentence_by_sentence(tiny_catalog):
+    """A course with the skill in one description sentence gets the full sentence share; split over
+    two sentences, half each (the best one counts); without a description only name and outcomes count."""
+    base = {"subjectCode": "Z1", "subjectName": "Herpetology", "cleanedLearningOutcomes": []}
+    whole = tfidf_evidence("q", "Python programming", {**base, "description": "Python programming for biologists."},
+                           tiny_catalog)
+    split = tfidf_evidence("q", "Python programming", {**base, "description": "Pythons. Programming."}, tiny_catalog)
+    assert whole["sentence"] == 1.0 and split["sentence"] == 0.5 and whole["name"] == split["name"] == 0.0
+    assert tfidf_evidence("q", "Python programming", base, tiny_catalog)["sentence"] == 0.0
+
+
+def test_tfidf_judge_on_the_shipped_catalog():
+    q, skill = "How do I learn Python?", "Python programming"
+    assert tfidf_heuristic_score(q, skill, PICKS[0])[0] == 3                 # Programming with Python
+    assert tfidf_heuristic_score(q, skill, PICKS[1])[0] == 0                 # Herpetology (lexical-1: 1)
+    assert tfidf_heuristic_score(q, skill, PICKS[2])[0] == 0                 # Contract Law
+
+
 def test_none_model_uses_the_labelled_heuristic_judge():
     result = judge_courses(question="How do I learn Python?", skill="Python programming", courses=PICKS,
                            model=ChatModel(spec=parse_model_spec("none")))
     assert result.complete and result.model_calls == 0
     assert [s["judge"] for s in result.scores] == ["heuristic"] * 3
-    assert all(s["promptVersion"].startswith("heuristic") for s in result.scores)
+    assert DEFAULT_HEURISTIC == "heuristic-tfidf-2"
+    assert [s["promptVersion"] for s in result.scores] == ["heuristic-tfidf-2"] * 3
+    assert [s["score"] for s in result.scores] == [3, 0, 0]
+
+
+def test_the_older_heuristic_stays_selectable_under_its_own_version():
+    none = ChatModel(spec=parse_model_spec("none"))
+    result = judge_courses(question="How do I learn Python?", skill="Python programming", courses=PICKS,
+                           model=none, heuristic="heuristic-lexical-1")
+    assert [s["promptVersion"] for s in result.scores] == ["heuristic-lexical-1"] * 3
+    assert [(s["score"], s["reason"]) for s in result.scores] == [
+        heuristic_score("How do I learn Python?", "Python programming", c) for c in PICKS]
+    with pytest.raises(ValueError, match="unknown heuristic judge"):
+        judge_courses(question="q", skill="s", courses=PICKS, model=none, heuristic="heuristic-bogus-9")
 
 
 def test_model_judge_records_scores_with_prompt_version_and_settings():

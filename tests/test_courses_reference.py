@@ -117,11 +117,18 @@ def test_judged_headline_orders_the_references_under_a_judge_that_agrees_with_go
 
 
 def test_heuristic_judge_cannot_tell_the_oracle_from_bm25_on_the_judged_headline(heuristic_runs):
-    """Documented limitation (why the gold NDCG is the headline wherever gold exists): the heuristic
-    judge agrees with gold at kappa ~0.2, and its fixed-ideal NDCG puts the oracle within 0.03 of
-    bm25 (on test-set-v1: 0.442 vs 0.448), though it still separates bm25 from random."""
-    oracle, bm25, rnd = (_mean(heuristic_runs[v], "heuristic_ndcgFixedIdeal@10") for v in ("oracle", "bm25", "random"))
-    assert abs(oracle - bm25) < 0.03 and bm25 > rnd + 0.3
+    """Documented limitation (why the gold NDCG is the headline wherever gold exists): a lexical judge
+    shares the lexical retrievers' view, so its fixed-ideal NDCG puts the oracle within 0.03 of bm25
+    (test-set-v1, heuristic-tfidf-2: 0.3885 vs 0.3894; heuristic-lexical-1: 0.442 vs 0.448), though it
+    still separates bm25 from random. The oracle's extra courses are related topics that share no
+    word with the skill (HCI for web development); bm25's are courses that do."""
+    for judge, (oracle_at, bm25_at) in {"heuristic-tfidf-2": (0.3885, 0.3894),
+                                        "heuristic-lexical-1": (0.4424, 0.4484)}.items():
+        runs = heuristic_runs if judge == "heuristic-tfidf-2" else {
+            v: _run({**_variants()[v], "heuristic_judge": judge}) for v in ("oracle", "bm25", "random")}
+        oracle, bm25, rnd = (_mean(runs[v], "heuristic_ndcgFixedIdeal@10") for v in ("oracle", "bm25", "random"))
+        assert (oracle, bm25) == pytest.approx((oracle_at, bm25_at), abs=6e-5), judge
+        assert abs(oracle - bm25) < 0.03 and bm25 > rnd + 0.3, judge
 
 
 def test_injected_disagreeing_judge_lowers_judge_gold_kappa(gold_judge_runs):

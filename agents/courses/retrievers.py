@@ -36,11 +36,24 @@ class TfidfRetriever:
         self._vectorizer = TfidfVectorizer(tokenizer=tokenize, token_pattern=None, lowercase=False,
                                            ngram_range=(1, 2), sublinear_tf=True)
         self._matrix = self._vectorizer.fit_transform([course_text(c) for c in courses])
+        idf = self._vectorizer.idf_  # smooth idf: ln((1 + n) / (1 + df)) + 1
+        self._idf = {t: float(idf[i]) for t, i in self._vectorizer.vocabulary_.items() if " " not in t}
+        self._unseen_idf = math.log(1 + len(courses)) + 1
 
     def search(self, query: str, k: int) -> list[dict]:
         q = self._vectorizer.transform([query])
         scores = (self._matrix @ q.T).toarray().ravel()  # rows are L2-normalised: dot = cosine
         return _ranked(self.codes, scores, k)
+
+    def cosine(self, a: str, b: str) -> float:
+        """Cosine similarity of two texts in this catalog's TF-IDF space (the heuristic-tfidf-2 judge's)."""
+        va, vb = self._vectorizer.transform([a, b])
+        return float((va @ vb.T).toarray()[0, 0])
+
+    def idf(self, term: str) -> float:
+        """A :func:`tokenize` term's idf in the catalog, ``ln((1 + n) / (1 + df)) + 1``; a term no course
+        holds gets the highest value (df = 0)."""
+        return self._idf.get(term, self._unseen_idf)
 
 
 class BM25Retriever:
