@@ -196,6 +196,11 @@ def run(role: str, sessions: int, seed: int, max_tokens: int, out: Path, tempera
     for r in recs:
         if r["status"] != "ok":
             print(f"  {r['session_id']} {r['status']}: {str(r.get('error') or r['simulator_flags'])[:300]}")
+    scored = [r["dialogue_metrics"] for r in recs if r["status"] in ("ok", "agent_failure")]
+    for m in ("task_success", "task_success_structured", "task_completion", "heuristic_response_quality",
+              "response_grounding"):
+        vals = [d[m] for d in scored if isinstance(d.get(m), (int, float))]
+        print(f"  {m}: {sum(vals) / len(vals):.3f} (n {len(vals)})" if vals else f"  {m}: -")
     flags = [f for r in recs for f in r["simulator_flags"]]
     print("simulator flags:", {f["check"]: sum(g["check"] == f["check"] for g in flags) for f in flags})
     print("sessions with user_misstated:", sum(any(f["check"] == "user_misstated" for f in r["simulator_flags"])
@@ -209,11 +214,11 @@ def rescore(path: Path) -> None:
     from catalog.service.db import load_service_db
     from evaluation.service.response_grounding import response_grounding
     db = load_service_db(Path(__file__).resolve().parents[1] / "catalog" / "data" / "service")
-    acts = stated = turns_fired = changed = 0
+    acts = stated = ungrounded = turns_fired = changed = 0
     for e in map(json.loads, path.read_text(encoding="utf-8").splitlines()):
         if e["check"] == "response_grounding":
             now = response_grounding(e["text"], e["action"], text_mentions=e["text_mentions"])
-            acts, stated = acts + now["checked"], stated + now["stated"]
+            acts, stated, ungrounded = acts + now["checked"], stated + now["stated"], ungrounded + (now["ungrounded"] or 0)
             if now["stated"] != e["verdict"]["stated"]:
                 changed += 1
                 print(f"changed {e['verdict']['stated']}/{e['verdict']['checked']} -> "
@@ -224,7 +229,8 @@ def rescore(path: Path) -> None:
             if bool(now) != bool(e["misstated"]):
                 changed += 1
                 print(f"changed {e['misstated']} -> {now}: {e['text']!r}")
-    print(f"response acts stated {stated}/{acts}; user turns misstated {turns_fired}; verdicts changed {changed}")
+    print(f"response acts stated {stated}/{acts}, ungrounded replies {ungrounded}; user turns misstated "
+          f"{turns_fired}; verdicts changed {changed}")
 
 
 def main() -> None:
