@@ -5,11 +5,15 @@ Prints figures and writes what it saw, never passes or fails:
     python bench/service_llm_text.py response --sessions 10 --out /tmp/resp.jsonl
     python bench/service_llm_text.py user --sessions 10 --out /tmp/user.jsonl
     python bench/service_llm_text.py rescore /tmp/resp.jsonl     # the current checks on the same text
+    python bench/service_llm_text.py clean --sessions 300 --seed 11   # false alarms on the rule simulator
 
 ``response``: the response role is the LLM; every reply is logged with its action and the
 ``response_grounding`` verdict. ``user``: the user role is the LLM; every utterance is logged with
 its move, the values the simulator meant and the ``misstated_values`` verdict. ``rescore`` runs the
 checks of the tree on a log again (no model call), for before/after counts on the same text.
+``clean``: no model; the rule simulator in both wordings (templates, held-out, policy requests at
+0.2), and every session ``user_misstated`` flags (the clean simulator misstates nothing, so each
+is a false alarm of the rule parse).
 
 Why an adapter: the package's ``gemma3-270m`` GGUF is the *base* model (no instruction tuning).
 Sent the project's chat prompts it repeats them (46 of 46 response turns echoed the system prompt
@@ -208,6 +212,26 @@ def run(role: str, sessions: int, seed: int, max_tokens: int, out: Path, tempera
     rescore(out)
 
 
+def clean(sessions: int, seed: int) -> None:
+    import convsim
+    from convsim.config import config_from_dict
+    from convsim.store import RunStore
+    for surface in ("templates", "heldout"):
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = config_from_dict({
+                "name": "clean", "graph": "customer_service", "sessions": sessions, "seed": seed, "analysis": [],
+                "out_dir": tmp, "trace": False, "models": {"triage": "none", "judge": "none", "user": "none",
+                                                             "response": "none"},
+                "params": {"mode": "simulate", "n_sessions": sessions, "max_turns": 20, "surface": surface,
+                           "policy_request_rate": 0.2, "judge": False}})
+            recs = RunStore(convsim.run(cfg)).records()
+        flags = [(r["session_id"], f["detail"]) for r in recs for f in r["simulator_flags"]
+                 if f["check"] == "user_misstated"]
+        print(f"{surface}: {len({s for s, _ in flags})} of {len(recs)} sessions flagged user_misstated")
+        for session, detail in flags:
+            print(f"  {session} {detail}")
+
+
 def rescore(path: Path) -> None:
     """The tree's checks on a log's text again: counts, and each turn whose verdict changed."""
     from agents.service.fidelity import misstated_values
@@ -235,7 +259,7 @@ def rescore(path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["response", "user", "rescore"])
+    ap.add_argument("what", choices=["response", "user", "rescore", "clean"])
     ap.add_argument("path", nargs="?", help="the log to rescore")
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--seed", type=int, default=7)
@@ -245,6 +269,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.what == "rescore":
         rescore(Path(a.path))
+    elif a.what == "clean":
+        clean(a.sessions, a.seed)
     else:
         run(a.what, a.sessions, a.seed, a.max_tokens, Path(a.out), a.temperature)
 
