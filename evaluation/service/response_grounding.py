@@ -10,14 +10,18 @@ action and whether each is stated in the reply:
 
 * ``entity``: the offered or booked entity (venue name or train id) is named: its canonical name
   (leading "the" optional, ``&`` = "and", case and punctuation ignored) is in the text, or the text
-  checker (``text_check.text_mentions``) found a mention of it;
+  checker (``text_check.text_mentions``) found a mention of it; for an offer, not in a sentence
+  that says it is not there ("There are no available rooms at River Hotel.": ``NOT_OFFERED``);
 * ``reference``: a booking's reference number is in the text (case, spaces and punctuation ignored);
-* ``fact:<slot>``: every informed fact (``ref`` excepted: it is the reference) is in the text:
-  a phone by its digits, a postcode by its letters and digits, ``parking``/``internet`` by the
-  word (``parking``; ``internet``/``wifi``), an address by at least half of its words, any other
+* ``fact:<slot>``: every informed fact (``ref`` excepted: it is the reference) is in the text, not
+  as the booking reference ("The reference number is 01223291308." states no phone): a phone by
+  its digits, a postcode by its letters and digits, ``parking``/``internet`` by the word
+  (``parking``; ``internet``/``wifi``), an address by at least half of its words, a price or fee by
+  all of its numbers in a sentence that names a price ("leaving at 16.50" is a time), any other
   value with digits by all of its numbers, else the value itself (``centre``/``center`` alike);
-* ``request:<slot>``: a slot the system asks for is asked about (a cue word of the slot:
-  ``bookpeople`` "people/how many/guests/party", ``booktime`` "time/when", ...);
+* ``request:<slot>``: a slot the system asks for is asked about: a cue word of the slot
+  (``bookpeople`` "people/how many/guests/party", ``booktime`` "time/when", ...) in a sentence that
+  asks (a question, or "not sure", "don't know", "let me know", ...: ``ASKING``);
 * ``nooffer``/``nobook``: the reply says there is none / it failed (no, not, sorry, unfortunately,
   cannot, unable, ...).
 
