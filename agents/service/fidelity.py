@@ -12,9 +12,11 @@ agenda, and for replayed MultiWOZ dialogues.
 - ``misstated_values`` (simulated users, called by the user node on every simulated utterance):
   the text is parsed with the rule NLU's slot extraction (``agents/service/triage.py``: the
   domain's areas, price ranges, foods, types, stations, days, times, counts, names) and every
-  slot the move informs is compared with the value the simulator meant to disclose (its gold
-  state). A slot the parse finds with another value is a *misstatement* ("for 3 people" when the
-  goal says 5); a slot the parse does not find is not (a paraphrase the rules cannot read). The
+  slot it reads that the simulator has disclosed is compared with the value it meant (its gold
+  state after the move), as is a value of the move said under another slot of its kind
+  ("leaving after 06:45" for "arriving by 06:45"). A slot the parse finds with another value is a
+  *misstatement* ("for 3 people" when the goal says 5); a slot the parse does not find is not (a
+  paraphrase the rules cannot read). The
   node records the list in the user turn's ``meta.misstated`` and the evaluator's simulator check
   ``user_misstated`` flags the session ``simulator_failure``: the customer said something other
   than its goal, so what follows is not the agent's score.
