@@ -12,9 +12,11 @@ agenda, and for replayed MultiWOZ dialogues.
 - ``misstated_values`` (simulated users, called by the user node on every simulated utterance):
   the text is parsed with the rule NLU's slot extraction (``agents/service/triage.py``: the
   domain's areas, price ranges, foods, types, stations, days, times, counts, names) and every
-  slot the move informs is compared with the value the simulator meant to disclose (its gold
-  state). A slot the parse finds with another value is a *misstatement* ("for 3 people" when the
-  goal says 5); a slot the parse does not find is not (a paraphrase the rules cannot read). The
+  slot it reads that the simulator has disclosed is compared with the value it meant (its gold
+  state after the move), as is a value of the move said under another slot of its kind
+  ("leaving after 06:45" for "arriving by 06:45"). A slot the parse finds with another value is a
+  *misstatement* ("for 3 people" when the goal says 5); a slot the parse does not find is not (a
+  paraphrase the rules cannot read). The
   node records the list in the user turn's ``meta.misstated`` and the evaluator's simulator check
   ``user_misstated`` flags the session ``simulator_failure``: the customer said something other
   than its goal, so what follows is not the agent's score.
@@ -83,6 +85,14 @@ def stated_values(text: str, domain: str, db) -> dict[str, str]:
     low = " " + text.lower().replace("’", "'") + " "
     lex = _lexicon(db)
     slots = dict(_search_slots(domain, low, lex))
+    # an area word inside a food, a venue name or a kind of place ("north american food", "granta
+    # sports centre", "something like a sports centre") is no area: the area is read with those masked
+    masked = re.sub(r"\b(sports?|leisure|shopping|arts|community|visitor) cent(re|er)\b", " ", low)
+    for phrase in [f for f in lex["foods"] if f in low] + [n for n, _, _ in lex["names"] if n in low]:
+        masked = re.sub(rf"\b{re.escape(phrase)}\b", " ", masked)
+    slots.pop("area", None)
+    if "area" in (area := _search_slots(domain, masked, lex)):
+        slots["area"] = area["area"]
     if domain != "attraction":
         slots.update(_book_slots(domain, low))
         # the rules read "for 16:30" as 16 people: counts are read with the clock times masked
@@ -109,27 +119,42 @@ def _same(slot: str, said: str, meant: str) -> bool:
     return normalize_value(slot, said) == normalize_value(slot, meant)
 
 
+# a value said under another slot of its kind ("leaving after 06:45" for "arriving by 06:45",
+# "a room for 3 nights" for "3 stars"): the parse reads the other slot with the meant value
+SAME_KIND = {"arriveby": ("leaveat",), "leaveat": ("arriveby",), "stars": ("bookstay", "bookpeople"),
+             "bookpeople": ("bookstay", "stars"), "bookstay": ("bookpeople", "stars")}
+
+
 def misstated_values(text: str, out: Mapping, db) -> list[dict]:
-    """``[{"slot", "meant", "said"}]``: slots the move informs that the text states with another
-    value than the simulator meant (its gold state after the move); [] when all agree."""
+    """``[{"slot", "meant", "said"}]``: values the text states other than the simulator meant, []
+    when all agree. Compared: every slot the parse reads whose value the simulator has disclosed
+    (its gold state after the move, so the move's own slots and the earlier ones: "from cambridge
+    to ely" after "from london liverpool street" is a misstatement), and a value of the move said
+    under another slot of its kind that the gold state lacks (``SAME_KIND``; ``said`` is then
+    "<slot> <value>")."""
     domain = out.get("gold_domain")
     if not text or domain not in ("restaurant", "hotel", "attraction", "train"):
         return []
     state = out.get("gold_state") or {}
-    meant = {}
-    for act in out.get("user_acts") or []:
-        slot = act.get("slot")
-        if act.get("intent") != "inform" or not slot or slot in UNCOMPARED or act.get("domain", domain) != domain:
-            continue
+
+    def gold(slot: str) -> str | None:
         values = state.get(f"{domain}-{slot}") or []
         value = values[0] if isinstance(values, list) and values else values
-        if value and value != DONTCARE:
-            meant[slot] = str(value)
-    if not meant:
-        return []
-    said = stated_values(text, domain, db)
-    return [{"slot": slot, "meant": value, "said": said[slot]} for slot, value in meant.items()
-            if said.get(slot) not in (None, DONTCARE) and not _same(slot, said[slot], value)]
+        return str(value) if value and value != DONTCARE and slot not in UNCOMPARED else None
+
+    informed = [a.get("slot") for a in out.get("user_acts") or [] if a.get("intent") == "inform"
+                and a.get("slot") and a.get("domain", domain) == domain and gold(a.get("slot"))]
+    said = {k: v for k, v in stated_values(text, domain, db).items() if v not in (None, DONTCARE)}
+    found = [{"slot": slot, "meant": gold(slot), "said": value} for slot, value in said.items()
+             if gold(slot) and not _same(slot, value, gold(slot))]
+    for slot in informed:
+        if slot in said:
+            continue
+        other = next((o for o in SAME_KIND.get(slot, ()) if o in said and not gold(o)
+                      and normalize_value(o, said[o]) == normalize_value(slot, gold(slot))), None)
+        if other:
+            found.append({"slot": slot, "meant": gold(slot), "said": f"{other} {said[other]}"})
+    return found
 
 
 CHECKS = (_check_goal_leak, _check_agent_voice, _check_replay_exhausted)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from agents.crs.references import echo_reply
 from evaluation.records import scored
 from evaluation.crs.health import HealthTally, health_metrics
+from evaluation.crs.near_copy import NEAR_COPY, near_copy
 from evaluation.crs.tas import (
     concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
     mean_or_none, recovery, segment_scores, segments, tas_turn,
@@ -66,8 +67,12 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     gaps = concept_gaps(u_set, s_set)
     dst = dst_scores(s_set, _pairs(gold))
     crs_meta = system.get("meta", {})
-    new_films = recommended_films(extractor, user, system, earlier_named)
-    echo = echo_turn(u_set, s_set, named_film=bool(new_films))
+    named = named_films(extractor, system)
+    new_films = recommended_films(extractor, user, system, earlier_named, named=named)
+    copied = near_copy(user["text"], system["text"])
+    # a reply naming a film of its own is no copy of the user, whatever its wording
+    own_film = any(not _user_named(user["text"], extractor.catalog.by_id.get(i)) for i in named)
+    echo = echo_turn(u_set, s_set, named_film=bool(new_films), near_copy=None if own_film else copied)
     echo_text = echo_reply(u_set)
     # the same few concepts, turn after turn: extracted once
     e_set = {(f, str(v)) for f, v in extractor.extract_recurring(echo_text)}
@@ -84,7 +89,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
         "dst_joint": dst["joint"],
         "n_recommended": len(crs_meta.get("mentioned_ids", [])),
         "off_catalog_titles": len(crs_meta.get("off_catalog_titles", [])),
-        "echo": echo, "tas_echo": tas_echo, "n_recommended_new": len(new_films),
+        "echo": echo, "near_copy": copied, "tas_echo": tas_echo, "n_recommended_new": len(new_films),
     }
     details = {"turn": user["turn"], "user_concepts": u, "system_concepts": s, "gold": gold,
                "missing": [list(c) for c in gaps["missing"]],
@@ -108,15 +113,19 @@ def _fits_any(movie, constraints: dict) -> bool:
     return False
 
 
-def recommended_films(extractor, user: dict, system: dict, earlier_named=()) -> list[str]:
+def named_films(extractor, system: dict) -> list[str]:
+    """The catalog films a system turn names: ``meta.mentioned_ids``, else the titles in its text."""
+    return list((system.get("meta") or {}).get("mentioned_ids") or []) or extractor.extract_titles(system["text"])
+
+
+def recommended_films(extractor, user: dict, system: dict, earlier_named=(), *, named=None) -> list[str]:
     """The films a system turn *recommends*: the catalog films it names (``meta.mentioned_ids``,
     else the titles found in its text) that are new, i.e. not named by the user turn it answers
     and not named by an earlier system turn of the session, and that fit at least one of the
     user's gold constraints (``user.meta.constraints``). A reply that repeats the user's own film
     (the parrot), or the same film every turn, or a film unrelated to the request
-    (echo_plus_fixed_film) recommends nothing."""
-    meta = system.get("meta") or {}
-    named = list(meta.get("mentioned_ids") or []) or extractor.extract_titles(system["text"])
+    (echo_plus_fixed_film) recommends nothing. ``named``: :func:`named_films`, when known."""
+    named = named_films(extractor, system) if named is None else named
     if not named:
         return []
     by_id = extractor.catalog.by_id
@@ -133,14 +142,22 @@ def _user_named(text: str, movie) -> bool:
     return re.search(r"(?<!\w)" + re.escape(movie.title) + r"(?!\w)", text, re.IGNORECASE) is not None
 
 
-def echo_turn(u_set: set, s_set: set, *, named_film: bool) -> int:
+def echo_turn(u_set: set, s_set: set, *, named_film: bool, near_copy: float | None = None) -> int:
     """1 when a system turn is an echo: it recommends no film (``named_film``: whether
     :func:`recommended_films` found one; a film the user named, one named before, or one unrelated
-    to the user's constraints is not a recommendation) and its concepts are non-empty and mostly
-    (>= ECHO_SHARE) the user's own, i.e. it restates the request without recommending."""
-    if named_film or not s_set:
+    to the user's constraints is not a recommendation) and it restates the request: either its
+    concepts are non-empty and mostly (>= ECHO_SHARE) the user's own, or it is a *near-copy* of the
+    user's words (``near_copy`` >= NEAR_COPY, ``evaluation.crs.near_copy``: words moved, inflected,
+    padded) at least half of whose concept values are the user's (field aside: "writing of Ethan
+    Coen" reads as the director Ethan Coen; a film's genre, year and cast are not the user's).
+    :func:`turn_evaluation` passes ``near_copy=None`` for a reply that names a film the user's turn
+    did not: naming a film of its own, it is no copy."""
+    if named_film:
         return 0
-    return int(len(s_set & u_set) / len(s_set) >= ECHO_SHARE)
+    if s_set and len(s_set & u_set) / len(s_set) >= ECHO_SHARE:
+        return 1
+    said, values = {str(v).casefold() for _, v in u_set}, {str(v).casefold() for _, v in s_set}
+    return int(near_copy is not None and near_copy >= NEAR_COPY and 2 * len(values & said) >= len(values))
 
 
 def shift_turns(transcript: list[dict]) -> list[int]:
