@@ -94,3 +94,19 @@ def test_an_honest_recommendation_reusing_a_constraint_word_is_not_flagged(cat_e
 def test_reference_turns_that_recommend_nothing_new_are_not_near_copies(cat_ex, user_text, reply, mentioned, earlier):
     assert all(i in cat_ex[0].by_id for i in mentioned)
     assert _echo(cat_ex, user_text, reply, {}, mentioned=mentioned, earlier=earlier)["echo"] == 0
+
+
+def test_near_copy_by_set_lookups_equals_the_pairwise_stem_match():
+    """near_copy finds a matching reply word by set lookups; it must give what comparing every pair
+    of stems with ``_match`` gives (equal, a shared 5-letter prefix, one a >= 4-letter prefix of the other)."""
+    import random
+    from evaluation.crs.near_copy import _match, content_words, near_copy
+    words = ("drama dramatic romance romantic writ written writer star starring starr comedy comedies "
+             "thriller thrill coen coens ethan action act actor acting anime animation nolan").split()
+    rng = random.Random(3)
+    for _ in range(2000):
+        a = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        b = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        u, s = content_words(a), content_words(b)
+        pairwise = sum(any(_match(w, x) for x in s) for w in u) / len(u) if u and s else None
+        assert near_copy(a, b) == pairwise, (a, b)

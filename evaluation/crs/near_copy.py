@@ -23,7 +23,7 @@ threshold ``NEAR_COPY``, measured on the reference agents (docs/crs_shift.md "Th
 """
 from __future__ import annotations
 
-import re
+import functools
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -41,9 +41,10 @@ FILLER = frozenset("""
 STOP = ENGLISH_STOP_WORDS | FILLER
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A crude English stem: "comedies" -> "comedy", "starring" -> "star", "films" -> "film"."""
-    w = re.sub(r"'s$", "", word)
+    w = word[:-2] if word.endswith("'s") else word
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     for suffix in ("ing", "ed"):
@@ -82,4 +83,10 @@ def near_copy(user_text: str, system_text: str) -> float | None:
     u, s = content_words(user_text), content_words(system_text)
     if not u or not s:
         return None
-    return sum(any(_match(w, x) for x in s) for w in u) / len(u)
+    # _match against every reply word, by set lookups: a word of the reply's 5-letter prefixes
+    # (both >= 5 letters), a prefix (>= 4 letters) of a reply word, or a reply word (>= 4) its prefix
+    five = {x[:5] for x in s if len(x) >= 5}
+    prefixes = {x[:k] for x in s for k in range(4, len(x) + 1)}
+    return sum(w in s or len(w) >= 5 and w[:5] in five
+               or len(w) >= 4 and (w in prefixes or any(w[:k] in s for k in range(4, len(w))))
+               for w in u) / len(u)
