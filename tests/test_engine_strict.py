@@ -150,6 +150,25 @@ def test_a_bad_third_session_fails_preflight_naming_it_and_writes_nothing(tmp_pa
     assert not out.exists()
 
 
+
+def test_preflight_checks_at_most_its_cap_and_the_run_checks_the_rest(tmp_path, monkeypatch):
+    """A 10,000,000-session plan must not wait for preflight to generate every session (nor hold a
+    million ids twice): preflight stops at PREFLIGHT_SESSIONS, and the run checks each later session
+    as it draws it, with the same one-line error."""
+    from convsim import preflight as pf
+    graph = tmp_path / "bad_third.py"
+    graph.write_text(BAD_THIRD.replace("BAD", '{**init, "question": ["typo"]}'))
+    cfg = config_from_dict({"name": "cap", "graph": str(graph), "sessions": 5, "analysis": [],
+                            "out_dir": str(tmp_path / "runs")})
+    monkeypatch.setattr(pf, "PREFLIGHT_SESSIONS", 2)
+    pf.preflight(plan_run(cfg))  # the bad 3rd session is past the cap
+    monkeypatch.setattr(pf, "PREFLIGHT_SESSIONS", 3)
+    with pytest.raises(ConvsimError, match="not a key of the graph's State"):
+        pf.preflight(plan_run(cfg))
+    plan = plan_run(cfg)
+    with pytest.raises(ConvsimError, match="the 3rd of sessions"):
+        list(plan.session_inits(next(iter(plan.variants.values()))))  # what the run draws from
+
 MISSING_EXTRA = '''
 from graphs.hello_chat import *  # noqa: F401,F403
 
