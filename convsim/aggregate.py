@@ -25,8 +25,6 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
-from scipy import stats as sps
-from scipy.special import stdtrit
 
 from .textio import is_int
 
@@ -154,6 +152,7 @@ def _t_interval(estimate: float, se: float, df: float, alpha: float) -> tuple[fl
     scipy.stats.t.ppf computes, without its ~0.3 ms of overhead); [estimate, estimate] when se is 0."""
     if se == 0:
         return estimate, estimate
+    from scipy.special import stdtrit  # imported on first use: scipy costs a worker ~1 s and ~60 MB at start
     half = float(stdtrit(df, 1 - alpha / 2)) * se
     return estimate - half, estimate + half
 
@@ -161,6 +160,7 @@ def _t_interval(estimate: float, se: float, df: float, alpha: float) -> tuple[fl
 def wilson_ci(count: int, n: int, *, alpha: float = 0.05) -> tuple[float, float]:
     """Wilson's score interval of count / n (scipy.stats.binomtest(...).proportion_ci(method="wilson");
     the same as statsmodels' ``proportion_confint(method="wilson")``). 24 of 24: [0.862, 1]."""
+    from scipy import stats as sps  # imported on first use (see _t_interval)
     ci = sps.binomtest(int(count), int(n)).proportion_ci(confidence_level=1 - alpha, method="wilson")
     return max(0.0, float(ci.low)), min(1.0, float(ci.high))
 
