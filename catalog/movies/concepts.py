@@ -230,15 +230,20 @@ class ConceptExtractor:
 
     def _scan(self, text: str, *, titles: bool = True):
         """Longest-first matches: (start_token, end_token, [accepted entries]); plus tokens.
-        With ``titles=False`` catalog titles are ignored (they neither match nor consume)."""
-        toks = _tokens(text)
-        # ASCII text: lower() is the fold and keeps token boundaries (one C-level pass)
-        folded = _TOKEN.findall(text.lower()) if text.isascii() else [fold(t) for _, _, t in toks]
-        matches, i, n, trie = [], 0, len(toks), self._trie
-        while i < n:
-            if folded[i] not in trie:  # most words start no phrase: no walk
-                i += 1
-                continue
+        With ``titles=False`` catalog titles are ignored (they neither match nor consume).
+
+        The tokens with their offsets (``toks``) are built only when a check needs them; for ASCII
+        text they are often not, and ``toks`` is then None (:func:`_tokens` builds them)."""
+        if text.isascii():  # lower() is the fold and keeps token boundaries (one C-level pass)
+            toks, folded = None, _TOKEN.findall(text.lower())
+        else:
+            toks = _tokens(text)
+            folded = [fold(t) for _, _, t in toks]
+        trie = self._trie
+        matches, n, resume = [], len(folded), 0
+        for i in [k for k, word in enumerate(folded) if word in trie]:  # most words start no phrase
+            if i < resume:
+                continue  # inside the previous match
             node, best = trie, None
             for j in range(i, n):
                 node = node.get(folded[j])
@@ -246,15 +251,21 @@ class ConceptExtractor:
                     break
                 ends = node.get(_END)
                 if ends:
-                    ok = [e for e in ends if (titles or e.kind != "title")
-                          and (e.free or self._accept(e, text, toks, i, j + 1))]
+                    ok = []
+                    for e in ends:
+                        if titles or e.kind != "title":
+                            if e.free:
+                                ok.append(e)
+                            else:
+                                if toks is None:
+                                    toks = _tokens(text)
+                                if self._accept(e, text, toks, i, j + 1):
+                                    ok.append(e)
                     if ok:
                         best = (i, j + 1, ok)
             if best is not None:
                 matches.append(best)
-                i = best[1]
-            else:
-                i += 1
+                resume = best[1]
         return toks, folded, matches
 
     RECURRING_KEPT = 4096
@@ -278,15 +289,20 @@ class ConceptExtractor:
         that is an everyday noun counts only in genre context."""
         toks, folded, matches = self._scan(text, titles=self.consume_titles)
         concepts: set[tuple[str, str]] = set()
-        consumed = [False] * len(toks)
+        consumed = [False] * len(folded)
         for i, j, entries in matches:
             consumed[i:j] = [True] * (j - i)
             if len(entries) == 1:  # the common case: one value or one title, nothing to resolve
                 e = entries[0]
-                if e.kind == "value" and (e.field != "genre" or j - i > 1 or folded[i] not in CONTEXT_GENRES
-                                          or self._genre_context(text, toks, folded, i, j)):
-                    concepts.add((e.field, e.value))
+                if e.kind == "value":
+                    if e.field != "genre" or j - i > 1 or folded[i] not in CONTEXT_GENRES:
+                        concepts.add((e.field, e.value))
+                    else:
+                        toks = toks or _tokens(text)
+                        if self._genre_context(text, toks, folded, i, j):
+                            concepts.add((e.field, e.value))
                 continue
+            toks = toks or _tokens(text)
             values = [e for e in entries if e.kind == "value"]
             if len(values) < len(entries) and any(e.kind == "title" for e in entries):
                 values = [e for e in values if self._field_context(e.field, text, toks, folded, i, j)]
@@ -294,7 +310,7 @@ class ConceptExtractor:
                       or self._genre_context(text, toks, folded, i, j)]
             concepts.update(self._one_person(values, text, toks, i, j))
         if self._years:
-            concepts.update(self._years_in(text, toks, folded, consumed))
+            concepts.update(self._years_in(text, folded, consumed))
         if self.fuzzy_threshold is not None and self._names_by_len:
             concepts.update(self._fuzzy_names(text, toks, folded, consumed))
         return frozenset(concepts)
@@ -350,7 +366,7 @@ class ConceptExtractor:
             found = m.lastgroup
         return found
 
-    def _years_in(self, text, toks, folded, consumed):
+    def _years_in(self, text, folded, consumed):
         if not _DIGIT.search(text):
             return
         for k, word in enumerate(folded):
@@ -367,6 +383,7 @@ class ConceptExtractor:
         """Near-miss person names ("Cristopher Nolan") in unmatched capitalised runs."""
         if text.isascii() and not _TWO_CAPITALISED.search(text):
             return  # no two capitalised words in a row anywhere (a name is at least two)
+        toks = toks or _tokens(text)
         k, n = 0, len(toks)
         while k < n:
             if consumed[k] or not toks[k][2][:1].isupper():
@@ -439,6 +456,7 @@ class ConceptExtractor:
         for m in re.finditer(r"[\"“«]([^\"”»\n]{1,80})[\"”»]", text):
             spans.append(m.group(1).strip())
         toks, _, matches = self._scan(text)
+        toks = toks or _tokens(text)
         blocked = [False] * len(toks)
         ids: list[str] = []
         for i, j, entries in matches:
