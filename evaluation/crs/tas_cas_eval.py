@@ -51,13 +51,16 @@ class VectorSim:
     """Cosine similarity over vectors encoded once (rows L2-normalised by the embedder). Texts that were
     not pre-encoded (joined topic words) are encoded on first use and memoised per embedder."""
 
-    def __init__(self, embedder, texts: Sequence[str], vectors: np.ndarray | None = None):
+    def __init__(self, embedder, texts: Sequence[str], vectors: np.ndarray | None = None,
+                 index: Mapping[str, int] | None = None):
+        """``vectors``: the texts' rows, encoded already (row ``i`` for ``texts[i]``, or for a
+        text ``t`` row ``index[t]`` when ``index`` is given: a batch's matrix shared by its dialogues)."""
         if vectors is None:
             uniq = list(dict.fromkeys(texts))
             self.index = {t: i for i, t in enumerate(uniq)}
             self.vectors = embedder.encode(uniq) if uniq else np.zeros((0, 1))
         else:
-            self.index = {t: i for i, t in enumerate(texts)}
+            self.index = index if index is not None else {t: i for i, t in enumerate(texts)}
             self.vectors = vectors
         self.embedder = embedder
 
@@ -126,11 +129,11 @@ def tas_cas_many(transcripts: Sequence[Sequence[Mapping]], *, topics, embedder,
         topic_sets = topics.topics_many(texts) if texts else []
         uniq = list(dict.fromkeys(texts))
         row = {t: i for i, t in enumerate(uniq)}
-        vectors = embedder.encode(uniq)[[row[t] for t in texts]] if texts else None
+        vectors = embedder.encode(uniq) if uniq else None  # one row per distinct text, shared
         pos = 0
         for pairs in chunk:
             k = 2 * len(pairs)
-            sim = VectorSim(embedder, texts[pos:pos + k], vectors[pos:pos + k] if k else None)
+            sim = VectorSim(embedder, texts[pos:pos + k], vectors if k else None, index=row)
             out.append(_tas_cas(pairs, topic_sets[pos:pos + k], sim, topics.name, weights, rule,
                                 compare, recovery_on))
             pos += k

@@ -31,6 +31,8 @@ import joblib
 import numpy as np
 from pydantic import BaseModel, Field
 
+from convsim.textvec import FastCounts
+
 log = logging.getLogger(__name__)
 
 LDA_FILE = "topics_lda.joblib"
@@ -57,6 +59,7 @@ class LdaTopics:
     def __init__(self, vectorizer, lda, *, top_words: int = 5, min_prob: float = 0.2):
         self.vectorizer, self.lda = vectorizer, lda
         self.top_words, self.min_prob = top_words, min_prob
+        self._counts = FastCounts(vectorizer).transform  # vectorizer.transform's matrix, less Python
         vocab = np.array(vectorizer.get_feature_names_out())
         # A topic that learned nothing has a flat word distribution; its "top words" would be
         # arbitrary, so it contributes no words.
@@ -91,14 +94,17 @@ class LdaTopics:
         return [found[t or ""] for t in texts]
 
     def _topics_distinct(self, texts: Sequence[str]) -> list[frozenset[str]]:
-        counts = self.vectorizer.transform(list(texts))
-        theta = self.lda.transform(counts)
-        empty = np.asarray(counts.sum(axis=1)).ravel() == 0
+        counts = self._counts(texts)
+        # The E-step treats each text on its own, so texts with no in-vocabulary word (no topics)
+        # are left out of it: the others' weights are the same, bit for bit.
+        filled = np.flatnonzero(np.diff(counts.indptr))
+        theta = iter(self.lda.transform(counts[filled]) if len(filled) else ())
         out = []
-        for row, is_empty in zip(theta, empty):
-            if is_empty:
+        for is_filled in np.diff(counts.indptr) > 0:
+            if not is_filled:
                 out.append(frozenset())
                 continue
+            row = next(theta)
             chosen = np.flatnonzero(row >= self.min_prob)
             out.append(frozenset().union(*(self.topic_words[k] for k in chosen)) if len(chosen) else frozenset())
         return out
