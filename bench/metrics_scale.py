@@ -63,7 +63,8 @@ def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str, run_dir: str |
     from evaluation.crs.tas_cas_eval import _embedder, tas_cas_many, topic_extractor
 
     catalog = load_movie_catalog()
-    extractor = ConceptExtractor(catalog)
+    parts = {"extract_s": 0.0, "lda_s": 0.0, "encode_s": 0.0}  # where the time goes (printed)
+    extractor = _Timed(ConceptExtractor(catalog), "extract", parts, "extract_s")
     settings = TASSettings()
     embedder = _embedder("tfidf", catalog)
     topics = topic_extractor(topic_mode, catalog, run_dir)
@@ -79,9 +80,31 @@ def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str, run_dir: str |
         dialogue_evaluation(state, settings, catalog.idf, DIALOGUE_CONTRIBUTORS)
         coverage_metrics(transcript, hidden_targets({"transcript": transcript}))  # logged in the first user turn
     grounded = time.perf_counter() - started
-    tas_cas_many(dialogues, topics=topics, embedder=embedder)
+    tas_cas_many(dialogues, topics=_Timed(topics, "topics_many", parts, "lda_s"),
+                 embedder=_Timed(embedder, "encode", parts, "encode_s"))
     total = time.perf_counter() - started
-    return {"turns": turns, "seconds": total, "grounded_s": grounded, "tas_cas_s": total - grounded}
+    return {"turns": turns, "seconds": total, "grounded_s": grounded, "tas_cas_s": total - grounded, **parts}
+
+
+class _Timed:
+    """``obj`` with the time spent in its method ``name`` added to ``parts[key]`` (a breakdown for the
+    printout; every other attribute is the object's own)."""
+
+    def __init__(self, obj, name: str, parts: dict, key: str) -> None:
+        self._obj, self._name, self._parts, self._key = obj, name, parts, key
+
+    def __getattr__(self, attr):
+        value = getattr(self._obj, attr)
+        if attr != self._name:
+            return value
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return value(*args, **kwargs)
+            finally:
+                self._parts[self._key] += time.perf_counter() - t0
+        return timed
 
 
 def synthetic_catalog(n: int, seed: int = 0):
@@ -155,6 +178,12 @@ def main() -> None:
           f"[per worker: grounded TAS + coverage {max(p['grounded_s'] for p in parts):.1f} s, "
           f"TAS/CAS {max(p['tas_cas_s'] for p in parts):.1f} s]; peak RSS {peak_rss_mb():,.0f} MB "
           f"(before evaluation {base_rss:,.0f} MB; largest worker process {children:,.0f} MB)")
+    busy = sum(p["seconds"] for p in parts)
+    share = {key: sum(p[key] for p in parts) / busy for key in ("extract_s", "grounded_s", "lda_s", "encode_s", "tas_cas_s")}
+    print(f"  where the workers' time goes: concept extraction (extract) {share['extract_s']:.0%}, other grounded "
+          f"metrics {share['grounded_s'] - share['extract_s']:.0%}, LDA topics (scikit-learn's E-step and counts) "
+          f"{share['lda_s']:.0%}, TF-IDF encoding {share['encode_s']:.0%}, TAS/CAS logic "
+          f"{share['tas_cas_s'] - share['lda_s'] - share['encode_s']:.0%}")
 
     utterances = [t["text"] for d in seeds for t in d][:2000]
     utterances = (utterances * (10_000 // max(1, len(utterances)) + 1))[:10_000]

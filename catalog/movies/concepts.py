@@ -174,6 +174,7 @@ class ConceptExtractor:
             self._names_by_len.setdefault(len(words), []).append(key)
             for word in set(words):
                 self._blocks.setdefault((len(words), word), []).append(key)
+        self._name_words = frozenset(word for _, word in self._blocks)  # words of some blocked name
 
     # ----- building -------------------------------------------------------------------------
     def _insert(self, folded: list[str], entry: _Entry) -> None:
@@ -396,8 +397,11 @@ class ConceptExtractor:
         return
 
     def _fuzzy_run(self, folded, start: int, end: int):
-        k = start
+        k, name_words = start, self._name_words
         while k < end - 1:
+            if not any(w in name_words for w in folded[k:min(k + 4, end)]):
+                k += 1  # no span from here shares a word with a name: no block to search
+                continue
             hit = None
             for size in range(min(4, end - k), 1, -1):
                 found = self._closest_name(folded[k:k + size])
@@ -412,8 +416,8 @@ class ConceptExtractor:
         return end
 
     def _closest_name(self, words: list[str]) -> str | None:
-        query, best = " ".join(words), None
-        for block in sorted({(len(words), w) for w in words}):
+        query, best, n = " ".join(words), None, len(words)
+        for block in sorted({(n, w) for w in words if w in self._name_words}):
             choices = self._blocks.get(block)
             if choices:
                 found = process.extractOne(query, choices, scorer=fuzz.ratio,
