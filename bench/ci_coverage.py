@@ -71,12 +71,21 @@ def one_sample(reps: int, seed: int) -> list[tuple]:
             for label, draw, n, mu in ONE_SAMPLE]
 
 
+def _paired_binary(rng, n: int = 10) -> tuple:
+    """n sessions scored 0/1 by two variants: a success of A is kept by B, a failure of A turns into a
+    success of B with probability 2/7 (P(A) = 0.3, P(B) = 0.5, the pairs correlated)."""
+    a = (rng.random(n) < 0.3).astype(float)
+    b = np.where(a == 1, 1.0, (rng.random(n) < 2 / 7).astype(float))
+    return a, b
+
+
 def differences(reps: int, seed: int) -> list[tuple]:
     """Mean differences: paired normal (n = 5 pairs), independent normal with unequal sd and n
-    (5 vs 8), independent 0/1 (p = 0.2 vs 0.5, 10 each)."""
+    (5 vs 8), paired 0/1 (10 correlated pairs), independent 0/1 (p = 0.2 vs 0.5, 10 each)."""
     cells = [
         ("paired normal differences, n = 5", True, lambda rng: (z := rng.normal(0, 1, 5), z + rng.normal(0.5, 1, 5)), 0.5),
         ("independent normal, sd 1 vs 3, n = 5 vs 8", False, lambda rng: (rng.normal(0, 1, 5), rng.normal(0.5, 3, 8)), 0.5),
+        ("paired 0/1, p = 0.3 vs 0.5, correlated, n = 10 pairs", True, _paired_binary, 0.2),
         ("independent 0/1, p = 0.2 vs 0.5, n = 10 each", False,
          lambda rng: ((rng.random(10) < 0.2).astype(float), (rng.random(10) < 0.5).astype(float)), 0.3),
     ]
@@ -101,6 +110,13 @@ def main(argv: list[str] | None = None) -> None:
     old_ones = bootstrap_ci([1.0] * 24)
     print(f"\n24 sessions, every value 1: old [{old_ones['ci_low']:.3f}, {old_ones['ci_high']:.3f}], "
           f"new [{ones['ci_low']:.3f}, {ones['ci_high']:.3f}] ({ones['ci_method']})")
+    # paired 0/1 differences took the paired t interval of the differences before Newcombe's
+    _, _, t_cover, _ = coverage("paired t", _paired_binary, 0.2, lambda ab: (0.0, 0.0),
+                                lambda ab: mean_ci(ab[1] - ab[0], binary=False), reps=args.reps, seed=args.seed)
+    agree = mean_diff_ci([1.0] * 10, [1.0] * 10, paired=True)
+    print(f"paired 0/1, 10 correlated pairs, through the paired t interval of the differences (before "
+          f"Newcombe's): {t_cover:.3f}; 10 pairs that all agree: paired t [0, 0], now "
+          f"[{agree['ci_low']:.3f}, {agree['ci_high']:.3f}]")
     print(f"({time.perf_counter() - start:.1f} s)")
 
 

@@ -198,8 +198,13 @@ def mean_diff_ci(a: Iterable[object], b: Iterable[object], *, paired: bool, alph
     """mean(b) - mean(a) with a ``1 - alpha`` confidence interval: ``{"diff", "ci_low", "ci_high",
     "ci_method"}``, the interval None when a side (or the pairs) has fewer than 2 values.
 
-    * ``paired`` (``a[i]`` and ``b[i]`` are one session): the Student t interval of the differences
-      b - a (:func:`mean_ci` with ``binary=False``), "paired t";
+    * ``paired`` (``a[i]`` and ``b[i]`` are one session), both sides all 0/1: Newcombe's paired
+      square-and-add score interval (Newcombe 1998, Statist. Med. 17:2635, method 10: the Wilson
+      intervals of the two proportions combined with their correlation), "Newcombe paired score".
+      Unlike a t interval it is never [0, 0] when every pair agrees (10 agreeing pairs:
+      [-0.278, 0.278]);
+    * ``paired`` otherwise: the Student t interval of the differences b - a (:func:`mean_ci` with
+      ``binary=False``), "paired t";
     * independent, both sides all 0/1: Newcombe's hybrid score interval (Newcombe 1998, method 10;
       statsmodels' ``confint_proportions_2indep(method="newcomb")``), "Newcombe hybrid score";
     * independent otherwise: Welch's t interval (Welch-Satterthwaite df), "Welch t".
@@ -208,7 +213,10 @@ def mean_diff_ci(a: Iterable[object], b: Iterable[object], *, paired: bool, alph
         xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         if xa.shape != xb.shape:
             raise ValueError(f"paired samples differ in length: {xa.size} and {xb.size}")
-        ci = mean_ci(xb - xa, alpha=alpha, binary=False)  # a pair missing a side (NaN) is left out
+        both = np.isfinite(xa) & np.isfinite(xb)  # a pair missing a side (None, NaN) is left out
+        if both.sum() >= 2 and is_binary(xa[both]) and is_binary(xb[both]):
+            return _newcombe_paired(xa[both], xb[both], alpha)
+        ci = mean_ci(xb - xa, alpha=alpha, binary=False)
         return {"diff": ci["mean"], "ci_low": ci["ci_low"], "ci_high": ci["ci_high"],
                 "ci_method": "paired t" if ci["ci_method"] else None}
     (xa, sa), (xb, sb) = _sample(a), _sample(b)
@@ -229,6 +237,31 @@ def mean_diff_ci(a: Iterable[object], b: Iterable[object], *, paired: bool, alph
     out["ci_low"], out["ci_high"] = _t_interval(out["diff"], se, df, alpha)
     out["ci_method"] = "Welch t"
     return out
+
+
+def _newcombe_paired(xa: np.ndarray, xb: np.ndarray, alpha: float) -> dict:
+    """mean(xb) - mean(xa) of paired 0/1 values with Newcombe's method 10 interval: the Wilson
+    intervals (l, u) of p_b and p_a, combined with the phi correlation of the 2x2 table (numerator
+    ``n11 n22 - n12 n21``, shrunk by n/2 toward 0 when positive; 0 when a margin is empty):
+    ``d - sqrt((p_b - l_b)^2 + (u_a - p_a)^2 - 2 phi (p_b - l_b)(u_a - p_a))`` and the mirror image
+    for the upper end (as R's contingencytables ``Newcombe_square_and_add_CI_paired_2x2``)."""
+    n = xa.size
+    n11 = int(np.sum((xb == 1) & (xa == 1)))
+    n12 = int(np.sum((xb == 1) & (xa == 0)))
+    n21 = int(np.sum((xb == 0) & (xa == 1)))
+    n22 = n - n11 - n12 - n21
+    pb, pa = (n11 + n12) / n, (n11 + n21) / n
+    lb, ub = wilson_ci(n11 + n12, n, alpha=alpha)
+    la, ua = wilson_ci(n11 + n21, n, alpha=alpha)
+    margins = (n11 + n12) * (n21 + n22) * (n11 + n21) * (n12 + n22)
+    phi = 0.0
+    if margins:
+        cross = n11 * n22 - n12 * n21
+        phi = (cross - n / 2 if cross > n / 2 else min(cross, 0)) / math.sqrt(margins)
+    d = pb - pa
+    low = d - math.sqrt(max(0.0, (pb - lb) ** 2 + (ua - pa) ** 2 - 2 * phi * (pb - lb) * (ua - pa)))
+    high = d + math.sqrt(max(0.0, (pa - la) ** 2 + (ub - pb) ** 2 - 2 * phi * (pa - la) * (ub - pb)))
+    return {"diff": d, "ci_low": low, "ci_high": high, "ci_method": "Newcombe paired score"}
 
 
 def bootstrap_ci(values: Iterable[object], *, seed: int = 0, n_boot: int = 1000,

@@ -2,8 +2,8 @@
 
 Variants are matched by name (or, when each run has exactly one variant, with each other).
 Per matched variant and shared metric: means, the difference B - A with a 95% CI
-(convsim.aggregate.mean_diff_ci: paired t over the paired sessions, else Newcombe's hybrid score for
-0/1 metrics or Welch's t; ``ci_method`` says which), and a test: paired Wilcoxon over the sessions
+(convsim.aggregate.mean_diff_ci: over the paired sessions paired t, or Newcombe's paired score for
+0/1 metrics; else Newcombe's hybrid score for 0/1 metrics or Welch's t; ``ci_method`` says which), and a test: paired Wilcoxon over the sessions
 both runs have (same session id, and the same seeds on the trials both ran where both record one),
 else Mann-Whitney U over all sessions, exact (ties included) up to ``stats.EXACT_MWU_MAX`` sessions
 (``p_method`` says how p was computed); paired rows also carry the paired t-test (``t``, ``p_t``).

@@ -145,3 +145,34 @@ def test_every_output_names_its_interval():
     assert (summary["score"]["ci_low"], summary["score"]["ci_high"]) == \
         pytest.approx((mean_ci([i % 4 for i in range(9)])["ci_low"], mean_ci([i % 4 for i in range(9)])["ci_high"]))
     assert stats.describe([0.2, 0.4])["ci_method"] == "Student t" and stats.describe([0.2])["ci_method"] is None
+
+
+def test_paired_zero_one_differences_use_newcombe():
+    # R contingencytables' Newcombe_square_and_add_CI_paired_2x2 on its Chapter 8 table
+    # [[59, 6], [16, 80]] (Cavo et al. 2012): -0.0621 (95% CI -0.1186 to -0.0046). Row 1 is b's
+    # successes, column 1 a's.
+    a = [1] * 59 + [1] * 16 + [0] * 6 + [0] * 80
+    b = [1] * 59 + [0] * 16 + [1] * 6 + [0] * 80
+    ci = mean_diff_ci(a, b, paired=True)
+    assert ci["ci_method"] == "Newcombe paired score"
+    assert (round(ci["diff"], 4), round(ci["ci_low"], 4), round(ci["ci_high"], 4)) == (-0.0621, -0.1186, -0.0046)
+    # every pair agreeing is not certainty (the paired t interval said [0, 0])
+    agree = mean_diff_ci([1.0] * 10, [1.0] * 10, paired=True)
+    assert agree["ci_low"] < -0.2 and agree["ci_high"] > 0.2
+    assert mean_ci(np.zeros(10), binary=False)["ci_high"] == 0.0  # what paired t gave
+    # a pair with a missing side is left out; anything but 0/1 keeps the paired t interval
+    assert mean_diff_ci([1, 0, None, 1], [1, 1, 1, 0], paired=True)["diff"] == pytest.approx(0.0)
+    assert mean_diff_ci([1, 0, 0.5], [1, 1, 0], paired=True)["ci_method"] == "paired t"
+
+
+def test_paired_zero_one_coverage():
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "ci_coverage", Path(__file__).resolve().parents[1] / "bench" / "ci_coverage.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    paired_binary = bench._paired_binary  # 10 correlated pairs, P(A) = 0.3, P(B) = 0.5
+    newcombe = _coverage(paired_binary, 0.2, interval=lambda ab: mean_diff_ci(*ab, paired=True))
+    paired_t = _coverage(paired_binary, 0.2, interval=lambda ab: mean_ci(ab[1] - ab[0], binary=False))
+    assert newcombe >= 0.93 and paired_t < 0.91  # 0.942 and 0.887 in bench/ci_coverage.py (2,000 reps)

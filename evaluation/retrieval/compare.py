@@ -4,7 +4,8 @@ Two retrievers on the same test set, or two judge models on the same retrieved l
 are paired designs: each case (and trial) is seen by both. A case's trials are averaged
 first (they repeat the same query: not independent), so n counts cases. Per metric the case-level
 differences are tested with the Wilcoxon signed-rank test and the paired t-test, and the
-mean difference gets a paired t 95% CI (convsim.aggregate.mean_diff_ci). Judge agreement pairs
+mean difference gets a paired t 95% CI (Newcombe's paired score when every value is 0/1;
+convsim.aggregate.mean_diff_ci). Judge agreement pairs
 the two runs' scores of the same course for the same case: Cohen's kappa (unweighted, linear and
 quadratic weights), exact agreement, and agreement on relevant (score >= 2) versus not.
 
@@ -87,7 +88,8 @@ def _finite_or_none(x: float) -> float | None:
 
 
 def paired_tests(a: Sequence[float], b: Sequence[float]) -> dict:
-    """Mean difference (b - a) with a paired t 95% CI (``diffCiMethod``), Wilcoxon signed-rank and
+    """Mean difference (b - a) with a paired 95% CI (``diffCiMethod``: paired t, or Newcombe's paired
+    score for 0/1 values), Wilcoxon signed-rank and
     paired t-test.
 
     A test is ``None`` where it does not apply (fewer than 2 pairs, all differences 0; the t-test
