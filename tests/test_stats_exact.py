@@ -235,3 +235,20 @@ def test_anova_and_tukey_with_zero_within_group_variance_report_no_p():
     assert (res["F"], res["p"]) == (None, None) and "within-group variance" in res["warning"]
     tk = stats.tukey_hsd({"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0]})
     assert tk["pairs"][0]["p_adj"] is None and tk["pairs"][0]["meandiff"] == 1.0
+
+
+def test_mann_whitney_smallest_attainable_p_with_ties():
+    from itertools import combinations
+    from evaluation.compare import compare_metric
+    a, b = [0.0] * 5 + [1.0], [1.0] * 3
+    pooled = a + b
+    # every split of the pooled values taken as the observed one: the smallest p the test can give
+    smallest = min(_mwu_by_enumeration([pooled[i] for i in c], [pooled[i] for i in range(9) if i not in c])
+                   for c in combinations(range(9), 6))
+    assert stats.min_p_mannwhitney_observed(a, b) == pytest.approx(smallest) == pytest.approx(8 / 84)
+    assert stats.min_p_mannwhitney(6, 3) == pytest.approx(2 / 84)  # the no-ties bound: too optimistic
+    row = compare_metric({f"x{i}": (v, 1) for i, v in enumerate(a)}, {f"y{i}": (v, 2) for i, v in enumerate(b)})
+    assert "cannot reach p<0.05" in row["warning"] and "0.09524" in row["warning"]
+    # without ties it is the no-ties bound
+    assert stats.min_p_mannwhitney_observed([0.1, 0.2, 0.3], [0.7, 0.8, 0.9]) == pytest.approx(0.1)
+    assert stats.min_p_mannwhitney_observed([2.0] * 4, [2.0] * 3) == 1.0
