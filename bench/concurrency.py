@@ -234,11 +234,14 @@ def _to_messages_importing(messages):
 
 
 class _TenacityPerCall(_Step):
+    """Also LangChain message objects built for every call (imports included), which the openai
+    path turned back into dicts (models._to_chat_messages now builds those directly)."""
     name = "only: tenacity + imports per call"
 
     def patches(self):
         return [(models, "call_with_retry", _tenacity_call_with_retry),
-                (models, "_to_messages", _to_messages_importing)]
+                (models, "_to_messages", _to_messages_importing),
+                (models, "_to_chat_messages", _to_messages_importing)]
 
 
 class _SchemaPerCall(_Step):

@@ -217,14 +217,68 @@ def _to_messages(messages) -> list:
     return out
 
 
-def _current_task() -> tuple[str | None, int | None, int | None, str | None]:
-    """The calling graph task: the session graph's node running it, LangGraph's step number, the
-    index of a ``Send`` task among its superstep's sends, and the inner node when the call is made
-    inside a subgraph (``None``s outside a graph run)."""
+# the chat-completions role of each role a graph may name (what message_dicts makes of its class),
+# and the LangChain message type of each chat-completions role
+_CHAT_ROLES = {"system": "system", "user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
+_TYPES = {"system": "system", "user": "human", "assistant": "ai"}
+
+
+class PlainMessage(dict):
+    """A chat-completions message, ``{"content": ..., "role": ...}`` (what the request body holds;
+    JSON-encoded as the dict it is), that also reads as the LangChain message it stands for:
+    ``.content`` and ``.type`` (what the response cache, the run budget and a test double read)."""
+
+    __slots__ = ()
+
+    @property
+    def content(self) -> str:
+        return self["content"]
+
+    @property
+    def type(self) -> str:
+        return _TYPES[self["role"]]
+
+
+def _to_chat_messages(messages) -> list:
+    """Messages for a backend that sends chat-completions dicts (:class:`~convsim.openai_client.OpenAIChat`):
+    each ``(role, text)`` or ``{role, content}`` with a string text as the :class:`PlainMessage`
+    ``openai_client.message_dicts`` makes of the LangChain message :func:`_to_messages` builds for
+    it, without building it (~20 us a message); anything else as :func:`_to_messages` has it
+    (LangChain messages, which ``message_dicts`` converts when the body is built)."""
+    if isinstance(messages, str):
+        return [PlainMessage(content=messages, role="user")]
+    out = []
+    for m in messages:
+        if isinstance(m, (tuple, list)):
+            role, content = m
+        elif isinstance(m, dict):
+            role, content = m["role"], m["content"]
+        else:
+            out.extend(_to_messages([m]))
+            continue
+        chat_role = _CHAT_ROLES.get(role) if type(content) is str else None
+        if chat_role is None:  # an unknown role (the same error), or content LangChain would check
+            out.extend(_to_messages([(role, content)]))
+        else:
+            out.append(PlainMessage(content=content, role=chat_role))
+    return out
+
+
+def _task_metadata() -> dict | None:
+    """The metadata LangGraph gives the calling task (None outside a graph run)."""
     try:
         from langgraph.config import get_config
-        metadata = get_config().get("metadata", {})
+        return get_config().get("metadata", {})
     except Exception:  # outside a graph run
+        return None
+
+
+def _current_task(metadata: dict | None = None) -> tuple[str | None, int | None, int | None, str | None]:
+    """The calling graph task: the session graph's node running it, LangGraph's step number, the
+    index of a ``Send`` task among its superstep's sends, and the inner node when the call is made
+    inside a subgraph (``None``s outside a graph run). ``metadata``: :func:`_task_metadata`'s,
+    when the caller has it already."""
+    if metadata is None and (metadata := _task_metadata()) is None:
         return None, None, None, None
     node = metadata.get("langgraph_node")
     namespace = str(metadata.get("langgraph_checkpoint_ns") or "").split("|")
@@ -236,14 +290,13 @@ def _current_task() -> tuple[str | None, int | None, int | None, str | None]:
     return top, metadata.get("langgraph_step"), push, inner
 
 
-def _current_task_id() -> str | None:
+def _current_task_id(metadata: dict | None = None) -> str | None:
     """LangGraph's id of the calling task of the session's graph (a subgraph's call: of the task
-    running the subgraph), as its ``tasks`` stream names it; None outside a graph run."""
-    try:
-        from langgraph.config import get_config
-        namespace = get_config().get("metadata", {}).get("langgraph_checkpoint_ns")
-    except Exception:  # outside a graph run
+    running the subgraph), as its ``tasks`` stream names it; None outside a graph run.
+    ``metadata``: as for :func:`_current_task`."""
+    if metadata is None and (metadata := _task_metadata()) is None:
         return None
+    namespace = metadata.get("langgraph_checkpoint_ns")
     return str(namespace or "").split("|")[0].partition(":")[2] or None
 
 
@@ -334,7 +387,8 @@ class ChatModel:
 
     def _record(self, *, purpose, started, message, ok, cache_hit=False, error=None) -> None:
         usage = getattr(message, "usage_metadata", None) or {}
-        node, step, task, inner = _current_task()
+        metadata = _task_metadata()  # read once for both: LangGraph's config of the calling task
+        node, step, task, inner = _current_task(metadata) if metadata is not None else (None,) * 4
         call = {
             "role": self.role, "model": self.spec.spec, "purpose": purpose, "node": node, "step": step,
             "task": task, **({"subgraph_node": inner} if inner is not None else {}),
@@ -343,14 +397,15 @@ class ChatModel:
             "latency_s": round(time.perf_counter() - started, 6), "cache_hit": cache_hit, "ok": ok,
             "error": error,
         }
-        if self.call_tasks is not None and (task_id := _current_task_id()) is not None:
+        if (self.call_tasks is not None and metadata is not None
+                and (task_id := _current_task_id(metadata)) is not None):
             self.call_tasks[id(call)] = task_id  # before the call is seen in ``calls``
         self.calls.append(call)
 
     def _invoke_message(self, messages, purpose: str, **kwargs):
         if self.is_none:
             raise RuntimeError(f"role {self.role!r} has model 'none': use the rule-based path")
-        msgs = _to_messages(messages)
+        msgs = _to_chat_messages(messages) if self.spec.provider == "openai" else _to_messages(messages)
         key = None
         if self.cache is not None:
             key = self.cache.key(self.spec.settings, msgs, kwargs)

@@ -106,9 +106,13 @@ class Answer:
 
 
 def message_dicts(messages: list) -> list[dict]:
-    """LangChain messages as chat-completions messages (``{"content", "role"}``, ChatOpenAI's order)."""
+    """LangChain messages as chat-completions messages (``{"content", "role"}``, ChatOpenAI's order);
+    a message that is such a dict already (``models.PlainMessage``) is kept as it is."""
     out = []
     for m in messages:
+        if isinstance(m, dict):
+            out.append(m)
+            continue
         role = getattr(m, "role", None) or _ROLES.get(m.type)
         if role is None:
             raise ValueError(f"message type {m.type!r} has no chat-completions role")
@@ -154,7 +158,8 @@ class OpenAIChat:
         self.settings = settings
 
     def body(self, messages: list, **kwargs: Any) -> dict:
-        """The request body for ``messages`` (LangChain messages) and per-call parameters."""
+        """The request body for ``messages`` (LangChain messages or chat-completions dicts) and
+        per-call parameters."""
         params = {**self.settings, **kwargs}
         body: dict[str, Any] = {"model": self.model, "stream": False, "messages": message_dicts(messages)}
         for key in sorted(params):

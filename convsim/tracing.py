@@ -269,9 +269,10 @@ class TraceRecorder:
                                            or key in self._length):
                     changes[key] = f"{_name(key)}: {self._change(key, values.get(key))}"
         self._turn = turn = _turn_of(values, self._turn)
-        tasks_of = Counter(p[0] for p in self._pending)
+        # (one task a superstep, the usual case, needs no count)
+        tasks_of = Counter(p[0] for p in self._pending) if len(self._pending) > 1 else None
         for node, update, wall, task_id in self._pending:
-            if tasks_of[node] > 1:  # parallel tasks of one node (a Send fan-out): each its own calls
+            if tasks_of is not None and tasks_of[node] > 1:  # parallel tasks of one node (a Send fan-out): each its own calls
                 calls = [c for c in new_calls if c.get("node") == node and self._call_tasks.get(id(c)) == task_id]
             else:
                 calls = [c for c in new_calls if c.get("node") in (node, None)]

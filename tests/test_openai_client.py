@@ -233,3 +233,21 @@ def test_https_with_a_trusted_and_an_untrusted_certificate(tmp_path, monkeypatch
         trusted = ChatModel(spec=parse_model_spec({"spec": f"openai:m@{url}", "seed": 1}))
         assert trusted.invoke("hi") == trusted.invoke("again") == '{"ok": true}'
     assert len(server.bodies) == 2 and len(set(server.peers)) == 1  # one kept-alive TLS connection
+
+
+def test_plain_messages_stand_for_the_langchain_messages_they_replace():
+    # the openai path builds chat-completions dicts, not LangChain messages: the body, the response
+    # cache's key and the run budget's prompt bound must not change
+    from convsim.cache import ResponseCache
+    from convsim.limits import prompt_bound
+    chat = openai_client.OpenAIChat(parse_model_spec("openai:m@http://127.0.0.1:9/v1"))
+    for messages in ["hi", [("system", "Be brief. Ünïcode ✓"), ("user", "hi"), ("assistant", "yo"), ("human", "x"),
+                            ("ai", "y")], [{"role": "user", "content": "q", "name": "ignored"}]]:
+        plain, langchain = models._to_chat_messages(messages), models._to_messages(messages)
+        assert all(isinstance(m, models.PlainMessage) for m in plain)
+        assert chat.body(plain) == chat.body(langchain)
+        assert openai_client.dumps(chat.body(plain)) == openai_client.dumps(chat.body(langchain))
+        assert ResponseCache.key({"s": 1}, plain, {}) == ResponseCache.key({"s": 1}, langchain, {})
+        assert prompt_bound(plain) == prompt_bound(langchain)
+    with pytest.raises(models.ConvsimError):
+        models._to_chat_messages([("robot", "hi")])
