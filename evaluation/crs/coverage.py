@@ -26,10 +26,11 @@ def preference_coverage(top_k_lists: Sequence[Sequence[str]], targets: set[str] 
     if not targets:
         return None
     seen: set[str] = set()
+    wanted = set(targets)
     out = []
     for items in top_k_lists:
         seen.update(items)
-        out.append(len(seen & set(targets)) / len(targets))
+        out.append(len(seen & wanted) / len(targets))
     return out
 
 

@@ -59,14 +59,24 @@ def stem(word: str) -> str:
 def content_words(text: str) -> set[str]:
     """The stems of a text's content words (function words, filler and generic words dropped);
     a clitic goes with its word ("you'd" is "you"; "don't", a negation, is a function word)."""
-    out = set()
-    for t in tokens(text):
-        base, _, clitic = t.partition("'")
-        if clitic == "t" or base in STOP:
-            continue
-        w = stem(base if clitic != "s" else t)
-        if w not in STOP:
-            out.add(w)
+    return content_words_of(tokens(text))
+
+
+@functools.lru_cache(maxsize=65536)
+def _content_stem(token: str) -> str | None:
+    """The stem a token contributes to :func:`content_words`, None for a function word (a
+    per-token memo: the same few hundred words make up most turns)."""
+    base, _, clitic = token.partition("'")
+    if clitic == "t" or base in STOP:
+        return None
+    w = stem(base if clitic != "s" else token)
+    return None if w in STOP else w
+
+
+def content_words_of(toks: list[str]) -> set[str]:
+    """:func:`content_words` of a text already split by ``tas.tokens``."""
+    out = set(map(_content_stem, toks))
+    out.discard(None)
     return out
 
 
@@ -80,13 +90,27 @@ def _match(a: str, b: str) -> bool:
 def near_copy(user_text: str, system_text: str) -> float | None:
     """Share of the user's content words that the reply repeats (stems matched as above);
     ``None`` when either text has no content word."""
-    u, s = content_words(user_text), content_words(system_text)
+    return near_copy_words(content_words(user_text), content_words(system_text))
+
+
+def near_copy_words(u: set[str], s: set[str]) -> float | None:
+    """:func:`near_copy` of the two texts' :func:`content_words`."""
     if not u or not s:
         return None
-    # _match against every reply word, by set lookups: a word of the reply's 5-letter prefixes
-    # (both >= 5 letters), a prefix (>= 4 letters) of a reply word, or a reply word (>= 4) its prefix
+    rest = u - s  # the user's words the reply does not repeat as such
+    if not rest:
+        return 1.0  # every word repeated
+    # _match against every reply word x, by set lookups. A word w of 5 letters or more matches
+    # when some x shares its first 5 letters, or when some x of 4 letters or more begins w: an x
+    # of 5 or more beginning w shares w's first 5 letters, so of these only x = w[:4] is left to
+    # look up; and when w begins an x, both are 5 letters or more (or w is x[:4]). A word of 4
+    # letters matches when it begins some x (an x of 4 letters beginning it is w itself).
     five = {x[:5] for x in s if len(x) >= 5}
-    prefixes = {x[:k] for x in s for k in range(4, len(x) + 1)}
-    return sum(w in s or len(w) >= 5 and w[:5] in five
-               or len(w) >= 4 and (w in prefixes or any(w[:k] in s for k in range(4, len(w))))
-               for w in u) / len(u)
+    four = {x[:4] for x in s if len(x) >= 4}
+    hits = len(u) - len(rest)
+    for w in rest:
+        if len(w) >= 5:
+            hits += w[:5] in five or w[:4] in s
+        elif len(w) == 4:
+            hits += w in four
+    return hits / len(u)

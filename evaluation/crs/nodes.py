@@ -12,6 +12,8 @@ is the default list; a graph may append its own.
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,10 +21,10 @@ from dataclasses import dataclass
 from agents.crs.references import echo_reply
 from evaluation.records import scored
 from evaluation.crs.health import HealthTally, health_metrics
-from evaluation.crs.near_copy import NEAR_COPY, near_copy
+from evaluation.crs.near_copy import NEAR_COPY, content_words_of, near_copy_words
 from evaluation.crs.tas import (
-    concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
-    mean_or_none, recovery, segment_scores, segments, tas_turn,
+    binary_cosine, copy_share, jaccard, dialogue_tas, dst_scores,
+    mean_or_none, recovery, segment_scores, segments, tas_turn, tokens,
 )
 
 
@@ -40,7 +42,7 @@ class TASSettings:
 
 def grounded_concepts(extractor, text: str) -> list[list[str]]:
     """E(x) as a sorted JSON-friendly list of [field, value] pairs."""
-    return sorted([f, str(v)] for f, v in extractor.extract(text))
+    return sorted([[f, str(v)] for f, v in extractor.extract(text)])
 
 
 def _pairs(items) -> set[tuple[str, str]]:
@@ -61,30 +63,39 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     s = grounded_concepts(extractor, system["text"])
     u_set, s_set = _pairs(u), _pairs(s)
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
-    cc = cross_coherence(u_set, s_set)
-    cr = context_retention(u_set, s_set, idf)
-    pen = copy_penalty(user["text"], system["text"])
-    gaps = concept_gaps(u_set, s_set)
+    # the formulas of evaluation.crs.tas, from what this turn computes once: each text's tokens
+    # (copy penalty and near-copy), the user's n-grams (scored against the reply and the echo
+    # reference), the concepts' squared idf weights (CR of the reply and of the echo reference)
+    squares: dict = {}
+    u_toks, s_toks = tokens(user["text"]), tokens(system["text"])
+    u_grams: dict = {}  # n -> the user's n-grams, built when first needed
+    cc = jaccard(u_set, s_set)
+    cr = binary_cosine(u_set, s_set, idf, squares)
+    pen = copy_share(u_toks, s_toks, u_grams=u_grams)
+    # tas.concept_gaps of the two sets
+    missing, hallucinated = sorted(u_set - s_set, key=repr), sorted(s_set - u_set, key=repr)
     dst = dst_scores(s_set, _pairs(gold))
     crs_meta = system.get("meta", {})
     named = named_films(extractor, system)
-    new_films = recommended_films(extractor, user, system, earlier_named, named=named)
-    copied = near_copy(user["text"], system["text"])
+    by_id = extractor.catalog.by_id if named else {}  # (an extractor without a catalog names none)
+    user_named = _user_named_all(user["text"], named, by_id)  # each film checked once
+    new_films = _recommended(by_id, user, named, earlier_named, user_named)
+    copied = near_copy_words(content_words_of(u_toks), content_words_of(s_toks))
     # a reply naming a film of its own is no copy of the user, whatever its wording
-    own_film = any(not _user_named(user["text"], extractor.catalog.by_id.get(i)) for i in named)
+    own_film = not all(user_named.values())
     echo = echo_turn(u_set, s_set, named_film=bool(new_films), near_copy=None if own_film else copied)
     echo_text = echo_reply(u_set)
     # the same few concepts, turn after turn: extracted once
     e_set = {(f, str(v)) for f, v in extractor.extract_recurring(echo_text)}
-    tas_echo = tas_turn(cross_coherence(u_set, e_set), context_retention(u_set, e_set, idf),
-                        copy_penalty(user["text"], echo_text), alpha=settings.alpha,
+    tas_echo = tas_turn(jaccard(u_set, e_set), binary_cosine(u_set, e_set, idf, squares),
+                        copy_share(u_toks, tokens(echo_text), u_grams=u_grams), alpha=settings.alpha,
                         beta=settings.beta, gamma=settings.gamma)
     metrics = {
         "turn": user["turn"], "cc": cc, "cr": cr, "copy_penalty": pen,
         "tas": tas_turn(cc, cr, pen, alpha=settings.alpha, beta=settings.beta, gamma=settings.gamma),
         "shift_event": bool(user["meta"].get("shift_event")),
         "n_user_concepts": len(u_set), "n_system_concepts": len(s_set),
-        "n_missing": len(gaps["missing"]), "n_hallucinated": len(gaps["hallucinated"]),
+        "n_missing": len(missing), "n_hallucinated": len(hallucinated),
         "dst_precision": dst["precision"], "dst_recall": dst["recall"], "dst_f1": dst["f1"],
         "dst_joint": dst["joint"],
         "n_recommended": len(crs_meta.get("mentioned_ids", [])),
@@ -92,8 +103,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
         "echo": echo, "near_copy": copied, "tas_echo": tas_echo, "n_recommended_new": len(new_films),
     }
     details = {"turn": user["turn"], "user_concepts": u, "system_concepts": s, "gold": gold,
-               "missing": [list(c) for c in gaps["missing"]],
-               "hallucinated": [list(c) for c in gaps["hallucinated"]]}
+               "missing": [list(c) for c in missing], "hallucinated": [list(c) for c in hallucinated]}
     return metrics, details
 
 
@@ -103,12 +113,26 @@ ECHO_SHARE = 0.8
 def _fits_any(movie, constraints: dict) -> bool:
     """Whether a film has at least one of the user's gold constraint values (True when the user
     has none: any film answers an open request)."""
-    if not constraints:
-        return True
+    return _fits(movie, _wanted(constraints))
+
+
+def _wanted(constraints: dict) -> list[tuple[str, set[str]]]:
+    """The user's gold constraints as (field, casefolded values) pairs, in order: what
+    :func:`_fits` compares each named film with (built once per turn, not once per film)."""
+    out = []
     for field, wanted in constraints.items():
         options = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
-        have = {str(v).casefold() for v in movie.values(field)}
-        if any(str(v).casefold() in have for v in options):
+        out.append((field, {str(v).casefold() for v in options}))
+    return out
+
+
+def _fits(movie, wanted: list[tuple[str, set[str]]]) -> bool:
+    """:func:`_fits_any` of ``_wanted(constraints)``; the film's fields read in the constraints'
+    order, up to the first that fits."""
+    if not wanted:
+        return True
+    for field, options in wanted:
+        if any(str(v).casefold() in options for v in movie.values(field)):
             return True
     return False
 
@@ -129,17 +153,47 @@ def recommended_films(extractor, user: dict, system: dict, earlier_named=(), *, 
     if not named:
         return []
     by_id = extractor.catalog.by_id
+    return _recommended(by_id, user, named, earlier_named, _user_named_all(user["text"], named, by_id))
+
+
+def _recommended(by_id, user: dict, named: list[str], earlier_named, user_named: dict) -> list[str]:
+    """:func:`recommended_films` given ``user_named``: film id -> :func:`_user_named` of it."""
+    if not named:
+        return []
     earlier, constraints = set(earlier_named), (user.get("meta") or {}).get("constraints") or {}
-    return [i for i in named if i not in earlier and not _user_named(user["text"], by_id.get(i))
-            and (i not in by_id or _fits_any(by_id[i], constraints))]
+    wanted = _wanted(constraints)
+    return [i for i in named if i not in earlier and not user_named[i]
+            and (i not in by_id or _fits(by_id[i], wanted))]
 
 
-def _user_named(text: str, movie) -> bool:
+def _user_named(text: str, movie, lowered: str | None = None) -> bool:
     """Whether the user's text names ``movie`` (its title on word boundaries, case-insensitive):
-    a check of the few films the system named, not a second extractor scan of the user turn."""
+    a check of the few films the system named, not a second extractor scan of the user turn.
+    ``lowered``: ``text.lower()`` when ``text`` is ASCII, else None (computed here if not given)."""
     if movie is None or not movie.title:
         return False
-    return re.search(r"(?<!\w)" + re.escape(movie.title) + r"(?!\w)", text, re.IGNORECASE) is not None
+    title = movie.title
+    if lowered is None and text.isascii():
+        lowered = text.lower()
+    # ASCII on both sides (the usual case), a match needs the lower-cased title inside the
+    # lower-cased text: most films a reply names are not the user's, and are told so by one scan
+    if lowered is not None and title.isascii() and title.lower() not in lowered:
+        return False
+    return _title_pattern(title).search(text) is not None
+
+
+def _user_named_all(text: str, named: list[str], by_id) -> dict[str, bool]:
+    """:func:`_user_named` of each film id of ``named`` (``by_id``: the catalog's films by id)."""
+    if not named:
+        return {}
+    lowered = text.lower() if text.isascii() else None
+    return {i: _user_named(text, by_id.get(i), lowered) for i in named}
+
+
+@functools.lru_cache(maxsize=65536)
+def _title_pattern(title: str) -> re.Pattern:
+    """A title on word boundaries, case-insensitive, compiled once per title."""
+    return re.compile(r"(?<!\w)" + re.escape(title) + r"(?!\w)", re.IGNORECASE)
 
 
 def echo_turn(u_set: set, s_set: set, *, named_film: bool, near_copy: float | None = None) -> int:
@@ -156,8 +210,10 @@ def echo_turn(u_set: set, s_set: set, *, named_film: bool, near_copy: float | No
         return 0
     if s_set and len(s_set & u_set) / len(s_set) >= ECHO_SHARE:
         return 1
+    if near_copy is None or not near_copy >= NEAR_COPY:  # (not "<": a NaN is no near-copy)
+        return 0
     said, values = {str(v).casefold() for _, v in u_set}, {str(v).casefold() for _, v in s_set}
-    return int(near_copy is not None and near_copy >= NEAR_COPY and 2 * len(values & said) >= len(values))
+    return int(2 * len(values & said) >= len(values))
 
 
 def shift_turns(transcript: list[dict]) -> list[int]:
@@ -167,24 +223,34 @@ def shift_turns(transcript: list[dict]) -> list[int]:
 
 
 def _column(rows: list[dict], key: str) -> list:
-    return [r.get(key) for r in sorted(rows, key=lambda r: r["turn"])]
+    return [r.get(key) for r in _by_turn(rows)]
+
+
+def _by_turn(rows: list[dict]) -> list[dict]:
+    """``rows`` sorted by turn (a stable sort, as :func:`_column` reads them); for several columns
+    of the same rows, sort once and read each column off the result."""
+    return sorted(rows, key=_TURN)
+
+
+_TURN = operator.itemgetter("turn")
 
 
 # --- dialogue-metric contributors -----------------------------------------------------------
 
 def grounded_tas(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
     rows = state["turn_metrics"]
-    tas = _column(rows, "tas")
-    return ({"tas_grounded": dialogue_tas(tas), "cc_mean": mean_or_none(_column(rows, "cc")),
-             "cr_mean": mean_or_none(_column(rows, "cr")),
-             "copy_penalty_mean": mean_or_none(_column(rows, "copy_penalty")),
-             "echo_turn_share": mean_or_none(_column(rows, "echo")),
-             "tas_echo_ceiling": dialogue_tas(_column(rows, "tas_echo")),
+    ordered = _by_turn(rows)
+    tas = [r.get("tas") for r in ordered]
+    return ({"tas_grounded": dialogue_tas(tas), "cc_mean": mean_or_none([r.get("cc") for r in ordered]),
+             "cr_mean": mean_or_none([r.get("cr") for r in ordered]),
+             "copy_penalty_mean": mean_or_none([r.get("copy_penalty") for r in ordered]),
+             "echo_turn_share": mean_or_none([r.get("echo") for r in ordered]),
+             "tas_echo_ceiling": dialogue_tas([r.get("tas_echo") for r in ordered]),
              "n_turns": len(rows), "n_turns_not_applicable": sum(t is None for t in tas)}, {})
 
 
 def segment_alignment(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
-    details = sorted(state["turn_details"], key=lambda r: r["turn"])
+    details = _by_turn(state["turn_details"])
     n = len(details)
     if n == 0:
         return {"segment_cc_mean": None, "segment_cr_mean": None, "segment_tas_mean": None,
@@ -203,8 +269,9 @@ def segment_alignment(state: dict, settings: TASSettings, idf) -> tuple[dict, di
 def shift_recovery(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
     rows = state["turn_metrics"]
     n = len(rows)
-    out = recovery([t for t in shift_turns(state["transcript"]) if t <= n], _column(rows, "cc"),
-                   _column(rows, "cr"), window=settings.window, tau=settings.tau,
+    ordered = _by_turn(rows)
+    out = recovery([t for t in shift_turns(state["transcript"]) if t <= n], [r.get("cc") for r in ordered],
+                   [r.get("cr") for r in ordered], window=settings.window, tau=settings.tau,
                    rule=settings.rule, cc_floor=settings.cc_floor)
     return ({"recovery_rate": out["recovery_rate"], "avg_recovery_delay": out["avg_delay"],
              "n_shifts": out["n_shifts"], "n_recovered": out["n_recovered"]},
@@ -214,6 +281,7 @@ def shift_recovery(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]
 
 def concept_accounting(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
     rows = state["turn_metrics"]
+    ordered = _by_turn(rows)
     recommended = sum(r["n_recommended"] for r in rows)
     off = sum(r["off_catalog_titles"] for r in rows)
     crs_failures = sum(1 for e in state["transcript"] if e["speaker"] == "system"
@@ -222,10 +290,10 @@ def concept_accounting(state: dict, settings: TASSettings, idf) -> tuple[dict, d
                          and (e["meta"].get("paraphrase") or {}).get("ok") is False)
     return ({"missing_concepts_total": sum(r["n_missing"] for r in rows),
              "hallucinated_concepts_total": sum(r["n_hallucinated"] for r in rows),
-             "dst_precision_mean": mean_or_none(_column(rows, "dst_precision")),
-             "dst_recall_mean": mean_or_none(_column(rows, "dst_recall")),
-             "dst_f1_mean": mean_or_none(_column(rows, "dst_f1")),
-             "dst_joint_mean": mean_or_none(_column(rows, "dst_joint")),
+             "dst_precision_mean": mean_or_none([r.get("dst_precision") for r in ordered]),
+             "dst_recall_mean": mean_or_none([r.get("dst_recall") for r in ordered]),
+             "dst_f1_mean": mean_or_none([r.get("dst_f1") for r in ordered]),
+             "dst_joint_mean": mean_or_none([r.get("dst_joint") for r in ordered]),
              "recommended_titles_total": recommended, "off_catalog_titles_total": off,
              "off_catalog_rate": off / (off + recommended) if off + recommended else None,
              "crs_generation_failures": crs_failures, "user_paraphrase_fallbacks": user_fallbacks},

@@ -20,10 +20,11 @@ Conventions (docs/crs_shift.md, "Conventions"):
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence, Set
 
 Concept = Hashable
 IdfLike = Callable[[str, str], float] | Mapping
@@ -32,10 +33,14 @@ _TOKEN = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)?")
 RECOVERY_RULES = ("cc", "original")
 
 
-def _as_set(concepts: Iterable[Concept] | None, name: str) -> frozenset:
-    if concepts is None:
-        raise ValueError(f"{name}: expected an iterable of concepts, got None")
-    if isinstance(concepts, (str, bytes)):
+def _as_set(concepts: Iterable[Concept] | None, name: str, turn: int | None = None) -> frozenset:
+    """``concepts`` as a frozenset; ``name`` (and ``turn``, ``"<name> turn <turn>"``) names them in
+    the error raised for None or a string."""
+    if concepts is None or isinstance(concepts, (str, bytes)):
+        if turn is not None:
+            name = f"{name} turn {turn}"
+        if concepts is None:
+            raise ValueError(f"{name}: expected an iterable of concepts, got None")
         raise ValueError(f"{name}: expected an iterable of concepts, got a string {concepts!r}")
     return frozenset(concepts)
 
@@ -48,9 +53,29 @@ def _idf_of(idf: IdfLike, concept: Concept) -> float:
         if concept not in idf:
             raise ValueError(f"idf: no weight for concept {concept!r}")
         weight = idf[concept]
+    if type(weight) is float and 0.0 <= weight < math.inf:  # the usual case, checked at once (NaN fails it)
+        return weight
     if not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
         raise ValueError(f"idf: weight of {concept!r} must be a finite number >= 0, got {weight!r}")
     return float(weight)
+
+
+def _weigh(idf: IdfLike, concepts: Iterable[Concept], weights: dict) -> dict:
+    """Puts ``_idf_of(idf, c)`` in ``weights`` for each concept not yet in it; returns ``weights``.
+    A callable's usual answer, a finite float >= 0, is taken here without a call of ``_idf_of``
+    (a dialogue weighs a few hundred concepts); any other answer goes through it, which asks
+    again and converts or rejects it."""
+    if not callable(idf):
+        for c in concepts:
+            if c not in weights:
+                weights[c] = _idf_of(idf, c)
+        return weights
+    for c in concepts:
+        if c not in weights:
+            field, value = c
+            w = idf(field, value)
+            weights[c] = w if type(w) is float and 0.0 <= w < math.inf else _idf_of(idf, c)
+    return weights
 
 
 def cross_coherence(u_concepts: Iterable[Concept], s_concepts: Iterable[Concept]) -> float | None:
@@ -59,11 +84,7 @@ def cross_coherence(u_concepts: Iterable[Concept], s_concepts: Iterable[Concept]
     Returns ``None`` when both sets are empty (not applicable; the original returned 1.0), and 0.0
     when exactly one is empty.
     """
-    u, s = _as_set(u_concepts, "u_concepts"), _as_set(s_concepts, "s_concepts")
-    union = u | s
-    if not union:
-        return None
-    return len(u & s) / len(union)
+    return jaccard(_as_set(u_concepts, "u_concepts"), _as_set(s_concepts, "s_concepts"))
 
 
 def weighted_cosine(u_counts: Mapping[Concept, float], s_counts: Mapping[Concept, float],
@@ -73,18 +94,25 @@ def weighted_cosine(u_counts: Mapping[Concept, float], s_counts: Mapping[Concept
     The turn-level CR uses binary counts; segment CR sums the binary vectors of its turns.
     Returns ``None`` when both vectors are empty, 0.0 when one has zero norm.
     """
+    return _weighted_cosine(u_counts, s_counts, idf, {})
+
+
+def _weighted_cosine(u_counts: Mapping[Concept, float], s_counts: Mapping[Concept, float],
+                     idf: IdfLike, weights: dict) -> float | None:
+    """:func:`weighted_cosine`; ``weights``: a dict concept -> validated idf weight that this call
+    reads and fills (the segments of a dialogue weigh the same concepts again)."""
     if not u_counts and not s_counts:
         return None
-    weights = {c: _idf_of(idf, c) for c in set(u_counts) | set(s_counts)}
+    _weigh(idf, itertools.chain(u_counts, s_counts), weights)
     u_vec = {c: float(n) * weights[c] for c, n in u_counts.items()}
     s_vec = {c: float(n) * weights[c] for c, n in s_counts.items()}
     # math.fsum is exactly rounded, so the result does not depend on set iteration order
     # (which changes with PYTHONHASHSEED): identical runs give bit-identical results.
-    u_norm = math.sqrt(math.fsum(x * x for x in u_vec.values()))
-    s_norm = math.sqrt(math.fsum(x * x for x in s_vec.values()))
+    u_norm = math.sqrt(math.fsum([x * x for x in u_vec.values()]))
+    s_norm = math.sqrt(math.fsum([x * x for x in s_vec.values()]))
     if u_norm == 0.0 or s_norm == 0.0:
         return 0.0
-    dot = math.fsum(x * s_vec[c] for c, x in u_vec.items() if c in s_vec)
+    dot = math.fsum([x * s_vec[c] for c, x in u_vec.items() if c in s_vec])
     return dot / (u_norm * s_norm)
 
 
@@ -98,14 +126,50 @@ def context_retention(u_concepts: Iterable[Concept], s_concepts: Iterable[Concep
     Returns ``None`` for ∅/∅ and 0.0 when exactly one side is empty.
     """
     u, s = _as_set(u_concepts, "u_concepts"), _as_set(s_concepts, "s_concepts")
-    return weighted_cosine({c: 1 for c in u}, {c: 1 for c in s}, idf)
+    return binary_cosine(u, s, idf)
+
+
+def binary_cosine(u: Set, s: Set, idf: IdfLike, squares: dict | None = None) -> float | None:
+    """:func:`weighted_cosine` of the binary vectors of two concept *sets* (what
+    :func:`context_retention` computes once its inputs are sets), bit-identical to it: a binary
+    entry is ``1.0 * idf(c)``, i.e. ``idf(c)`` exactly, and ``math.fsum`` is exactly rounded, so
+    summing the same squares over the sets directly, in any order, gives the same float.
+    ``squares``: a dict concept -> ``idf(c) ** 2`` (as ``idf(c) * idf(c)``, weights validated)
+    that this call reads and fills, for a caller weighing the same concepts several times (a
+    turn: its reply and the echo reference against the same user concepts).
+    """
+    if not u and not s:
+        return None
+    if squares is None:
+        squares = {}
+    for c in itertools.chain(u, s):
+        if c not in squares:
+            w = _idf_of(idf, c)
+            squares[c] = w * w
+    u_norm = math.sqrt(math.fsum([squares[c] for c in u]))
+    s_norm = math.sqrt(math.fsum([squares[c] for c in s]))
+    if u_norm == 0.0 or s_norm == 0.0:
+        return 0.0
+    return math.fsum([squares[c] for c in u & s]) / (u_norm * s_norm)
+
+
+def jaccard(u: Set, s: Set) -> float | None:
+    """:func:`cross_coherence` of two concept *sets*."""
+    shared = len(u & s)
+    union = len(u) + len(s) - shared  # |u ∪ s|, without building it
+    if not union:
+        return None
+    return shared / union
 
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens, regex ``[A-Za-z0-9]+('[A-Za-z0-9]+)?`` (crs.md §1.3)."""
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
-    # the tokens are ASCII and hold no space: one lower() and split() over them all, in C
+    if text.isascii():  # lower() maps A-Z to a-z only, and the pattern then finds the same tokens
+        return _TOKEN.findall(text.lower())
+    # lower() could turn a non-ASCII letter into an ASCII one (KELVIN SIGN -> "k"): the tokens
+    # first, ASCII and holding no space, then one lower() and split() over them all, in C
     return " ".join(_TOKEN.findall(text)).lower().split()
 
 
@@ -115,7 +179,17 @@ def word_ngrams(text: str, n: int) -> frozenset[tuple[str, ...]]:
 
 
 def _ngrams(toks: Sequence[str], n: int) -> frozenset[tuple[str, ...]]:
-    return frozenset(zip(*[toks[i:] for i in range(n)]))  # (t_i, ..., t_i+n-1), built in C
+    return frozenset(_ngram_iter(toks, n))
+
+
+def _ngram_iter(toks: Sequence[str], n: int) -> Iterator[tuple[str, ...]]:
+    """The n-grams (t_i, ..., t_i+n-1) of ``toks`` in order, built in C (the copy penalty's 3 and
+    4 spelled out: a third faster)."""
+    if n == 3:
+        return zip(toks, toks[1:], toks[2:])
+    if n == 4:
+        return zip(toks, toks[1:], toks[2:], toks[3:])
+    return zip(*[toks[i:] for i in range(n)])
 
 
 def copy_penalty(user_text: str, system_text: str, ns: Sequence[int] = (3, 4)) -> float | None:
@@ -124,12 +198,36 @@ def copy_penalty(user_text: str, system_text: str, ns: Sequence[int] = (3, 4)) -
     G_n are *sets* of lower-cased word n-grams. An n for which S has no n-gram is skipped;
     returns ``None`` when S has no n-gram for any n (too short to copy anything).
     """
-    u_toks, s_toks = tokens(user_text), tokens(system_text)  # each text tokenised once
+    return copy_share(tokens(user_text), tokens(system_text), ns)  # each text tokenised once
+
+
+def copy_share(u_toks: Sequence[str], s_toks: Sequence[str], ns: Sequence[int] = (3, 4),
+               u_grams: dict | None = None) -> float | None:
+    """:func:`copy_penalty` of two texts' :func:`tokens`. ``u_grams``: a dict n -> G_n(U) that
+    this call reads and fills, for a caller scoring several replies against one user turn.
+
+    Once S and U share no n-gram, they share no longer one either (each m-gram, m > n, holds an
+    n-gram): the ratio of every larger m is 0 without building its n-grams, which is what most
+    replies (copying nothing) need.
+    """
+    if u_grams is None:
+        u_grams = {}
     ratios = []
+    disjoint_from = None  # the smallest n found sharing no n-gram
     for n in ns:
+        if not 1 <= n <= len(s_toks):  # S has no n-gram
+            continue
+        if disjoint_from is not None and n >= disjoint_from:
+            ratios.append(0.0)  # S has n-grams, none of them U's
+            continue
+        if n not in u_grams:
+            u_grams[n] = _ngrams(u_toks, n)
+        if u_grams[n].isdisjoint(_ngram_iter(s_toks, n)):  # 0 / |G_n(S)|, G_n(S) not built
+            disjoint_from = n
+            ratios.append(0.0)
+            continue
         s_grams = _ngrams(s_toks, n)
-        if s_grams:
-            ratios.append(len(s_grams & _ngrams(u_toks, n)) / len(s_grams))
+        ratios.append(len(s_grams & u_grams[n]) / len(s_grams))
     return max(ratios) if ratios else None
 
 
@@ -190,17 +288,18 @@ def segment_scores(segment_bounds: Sequence[tuple[int, int]],
     """
     if len(u_concepts_by_turn) != len(s_concepts_by_turn):
         raise ValueError("u_concepts_by_turn and s_concepts_by_turn differ in length")
-    rows = []
+    rows, weights = [], {}  # weights: idf of each concept, looked up once for all segments
     for a, b in segment_bounds:
         if not 1 <= a <= b <= len(u_concepts_by_turn):
             raise ValueError(f"segment [{a}, {b}] is outside turns 1..{len(u_concepts_by_turn)}")
-        u_counts: Counter = Counter()
-        s_counts: Counter = Counter()
+        u_sets, s_sets = [], []  # each turn's concepts once (a set), then counted in one C loop
         for t in range(a, b + 1):
-            u_counts.update(_as_set(u_concepts_by_turn[t - 1], f"u_concepts turn {t}"))
-            s_counts.update(_as_set(s_concepts_by_turn[t - 1], f"s_concepts turn {t}"))
-        cc = cross_coherence(u_counts.keys(), s_counts.keys())
-        cr = weighted_cosine(u_counts, s_counts, idf)
+            u_sets.append(_as_set(u_concepts_by_turn[t - 1], "u_concepts", t))
+            s_sets.append(_as_set(s_concepts_by_turn[t - 1], "s_concepts", t))
+        u_counts = Counter(itertools.chain.from_iterable(u_sets))
+        s_counts = Counter(itertools.chain.from_iterable(s_sets))
+        cc = jaccard(u_counts.keys(), s_counts.keys())  # (each a set of distinct concepts)
+        cr = _weighted_cosine(u_counts, s_counts, idf, weights)
         pen = mean_or_none(penalties_by_turn[a - 1:b]) if penalties_by_turn is not None else None
         rows.append({"start": a, "end": b, "cc": cc, "cr": cr, "copy_penalty": pen,
                      "tas": tas_turn(cc, cr, pen, alpha=alpha, beta=beta, gamma=gamma)})
