@@ -68,7 +68,7 @@ def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str, run_dir: str |
     settings = TASSettings()
     embedder = _embedder("tfidf", catalog)
     topics = topic_extractor(topic_mode, catalog, run_dir)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     turns = 0
     for transcript in dialogues:
         state = {"transcript": transcript, "turn_metrics": [], "turn_details": []}
@@ -83,7 +83,8 @@ def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str, run_dir: str |
     tas_cas_many(dialogues, topics=_Timed(topics, "topics_many", parts, "lda_s"),
                  embedder=_Timed(embedder, "encode", parts, "encode_s"))
     total = time.perf_counter() - started
-    return {"turns": turns, "seconds": total, "grounded_s": grounded, "tas_cas_s": total - grounded, **parts}
+    return {"turns": turns, "seconds": total, "grounded_s": grounded, "tas_cas_s": total - grounded,
+            "cpu_s": time.process_time() - cpu_started, **parts}
 
 
 class _Timed:
@@ -133,11 +134,12 @@ def extraction_throughput(catalog, utterances: list[str]) -> dict:
     t0 = time.perf_counter()
     extractor = ConceptExtractor(catalog)
     build = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for text in utterances:
         extractor.extract(text)
-    secs = time.perf_counter() - t0
-    return {"movies": len(catalog), "build_s": build, "utterances": len(utterances), "per_s": len(utterances) / secs}
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"movies": len(catalog), "build_s": build, "utterances": len(utterances), "per_s": len(utterances) / secs,
+            "per_cpu_s": len(utterances) / cpu}
 
 
 def main() -> None:
@@ -178,6 +180,9 @@ def main() -> None:
           f"[per worker: grounded TAS + coverage {max(p['grounded_s'] for p in parts):.1f} s, "
           f"TAS/CAS {max(p['tas_cas_s'] for p in parts):.1f} s]; peak RSS {peak_rss_mb():,.0f} MB "
           f"(before evaluation {base_rss:,.0f} MB; largest worker process {children:,.0f} MB)")
+    cpu = max(p["cpu_s"] for p in parts)
+    print(f"  CPU time of the busiest worker: {cpu:.1f} s (the wall time when each worker has a core to itself; "
+          f"{turns / cpu:,.0f} turns/s); load average now {os.getloadavg()[0]:.1f}")
     busy = sum(p["seconds"] for p in parts)
     share = {key: sum(p[key] for p in parts) / busy for key in ("extract_s", "grounded_s", "lda_s", "encode_s", "tas_cas_s")}
     print(f"  where the workers' time goes: concept extraction (extract) {share['extract_s']:.0%}, other grounded "
@@ -196,7 +201,7 @@ def main() -> None:
     rows.append((f"synthetic {args.synthetic:,}", extraction_throughput(synthetic_catalog(args.synthetic), utterances)))
     for name, r in rows:
         print(f"extract [{name}: {r['movies']:,} movies]: {r['per_s']:,.0f} utterances/s "
-              f"(index build {r['build_s']:.1f} s, {r['utterances']:,} utterances)")
+              f"({r['per_cpu_s']:,.0f} per CPU second; index build {r['build_s']:.1f} s, {r['utterances']:,} utterances)")
     if len(rows) == 2:
         (_, a), (_, b) = rows
         print(f"catalog size x{b['movies'] / a['movies']:.0f} -> extraction time x{a['per_s'] / b['per_s']:.2f}")
