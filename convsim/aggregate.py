@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from .metric_ranges import Range, clip_to, difference_range, outside
 from .textio import is_int
 
 CHUNK_INDICES = 1 << 20  # resample indices held at once (int64: 8 MB)
@@ -165,7 +166,8 @@ def wilson_ci(count: int, n: int, *, alpha: float = 0.05) -> tuple[float, float]
     return max(0.0, float(ci.low)), min(1.0, float(ci.high))
 
 
-def mean_ci(values: Iterable[object], *, alpha: float = 0.05, binary: bool | None = None) -> dict:
+def mean_ci(values: Iterable[object], *, alpha: float = 0.05, binary: bool | None = None,
+            bounds: Range | None = None) -> dict:
     """Mean with a ``1 - alpha`` confidence interval, and the interval's method.
 
     * every value 0 or 1 (``binary=None`` detects it; ``False`` never takes it, as for differences,
@@ -177,11 +179,15 @@ def mean_ci(values: Iterable[object], *, alpha: float = 0.05, binary: bool | Non
     ``None`` and non-finite values are not applicable and are left out; ``n`` counts what was used.
     Returns ``{"mean", "n", "ci_low", "ci_high", "ci_method"}``; the mean is ``None`` when ``n == 0``
     and the interval (and its method) ``None`` when ``n < 2``. One pass over the values, no resampling.
+
+    ``bounds``: the metric's declared range ``(low, high)`` (None: unbounded side; convsim.metric_ranges).
+    The interval is clipped to it and ``ci_clipped`` says whether an end moved; when a value lies
+    outside the range it is not clipped (the range does not hold; the caller warns).
     """
     xs, out = _sample(values)
     n = out["n"]
     if n < 2:
-        return out
+        return clip_to(out, bounds)  # no interval: ci_clipped False when bounds are given
     if binary is None:
         binary = is_binary(xs)
     if binary:
@@ -191,10 +197,21 @@ def mean_ci(values: Iterable[object], *, alpha: float = 0.05, binary: bool | Non
         sd = float(xs.std(ddof=1))
         out["ci_low"], out["ci_high"] = _t_interval(out["mean"], sd / math.sqrt(n), n - 1, alpha)
         out["ci_method"] = "Student t"
-    return out
+    return _clip_if_held(out, xs, bounds)
 
 
-def mean_diff_ci(a: Iterable[object], b: Iterable[object], *, paired: bool, alpha: float = 0.05) -> dict:
+def _clip_if_held(ci: dict, values: np.ndarray, bounds: Range | None) -> dict:
+    """``ci`` clipped to ``bounds`` (:func:`convsim.metric_ranges.clip_to`) when every value lies in
+    them; with a value outside, the range does not hold and ``ci`` keeps its ends (``ci_clipped``
+    False)."""
+    if bounds is not None and outside(values, bounds).any():
+        ci["ci_clipped"] = False
+        return ci
+    return clip_to(ci, bounds)
+
+
+def mean_diff_ci(a: Iterable[object], b: Iterable[object], *, paired: bool, alpha: float = 0.05,
+                 bounds: Range | None = None) -> dict:
     """mean(b) - mean(a) with a ``1 - alpha`` confidence interval: ``{"diff", "ci_low", "ci_high",
     "ci_method"}``, the interval None when a side (or the pairs) has fewer than 2 values.
 
@@ -208,7 +225,25 @@ def mean_diff_ci(a: Iterable[object], b: Iterable[object], *, paired: bool, alph
     * independent, both sides all 0/1: Newcombe's hybrid score interval (Newcombe 1998, method 10;
       statsmodels' ``confint_proportions_2indep(method="newcomb")``), "Newcombe hybrid score";
     * independent otherwise: Welch's t interval (Welch-Satterthwaite df), "Welch t".
+
+    ``bounds``: the metric's declared range on both sides (convsim.metric_ranges). When both ends
+    are bounded the difference lies in [low - high, high - low], and the interval is clipped to that
+    (``ci_clipped`` says whether an end moved), unless a value of either side lies outside ``bounds``.
     """
+    a = a if isinstance(a, np.ndarray) else list(a)
+    b = b if isinstance(b, np.ndarray) else list(b)
+    out = _mean_diff_ci(a, b, paired=paired, alpha=alpha)
+    if difference_range(bounds) is None:
+        return out
+    values = np.concatenate([np.asarray(_finite(a), dtype=float), np.asarray(_finite(b), dtype=float)])
+    if outside(values, bounds).any():
+        out["ci_clipped"] = False
+        return out
+    return clip_to(out, difference_range(bounds))
+
+
+def _mean_diff_ci(a, b, *, paired: bool, alpha: float) -> dict:
+    """:func:`mean_diff_ci` without a range."""
     if paired:
         xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         if xa.shape != xb.shape:

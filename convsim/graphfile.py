@@ -9,6 +9,7 @@ from types import ModuleType
 
 from .context import SessionContext
 from .errors import ConvsimError
+from .metric_ranges import check_metric_ranges
 
 REQUIRED = ("State", "Context", "Params", "build", "sessions", "dataset_metrics", "graph")
 _CACHE: dict[Path, ModuleType] = {}
@@ -99,3 +100,4 @@ def check_contract(module: ModuleType, path: object = None) -> None:
     for key in ("session_id", "transcript", "turn_metrics", "dialogue_metrics"):
         if key not in annotations:
             raise ConvsimError(f"State lacks the required key {key!r}", file=path)
+    check_metric_ranges(getattr(module, "METRIC_RANGES", None), file=path)  # optional; bad input if malformed

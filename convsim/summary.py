@@ -8,7 +8,13 @@ averaged first (n: sessions; ``n_values``, ``trials_per_session``: its trials; m
 ``<metric>_n`` and ``<metric>_trials_per_session``).
 Top level: the run's totals, the first error message, and warnings: ``run_warnings`` are those the
 run raised (e.g. a capped session count), kept when the summary is rebuilt (``convsim report``);
-``warnings`` adds those of the summary itself (a metric out of range, a dataset hook that raised).
+``warnings`` adds those of the summary itself (a metric value beyond ±1e100 or outside the range the
+graph declares for it, a dataset hook that raised).
+
+A graph's ``METRIC_RANGES`` (convsim.metric_ranges) clip each declared metric's interval to its
+range, ``ci_clipped`` beside ``ci_method`` (true when an end moved; metrics.csv:
+``<metric>_ci_clipped``); a session with a value outside the range is warned of, naming the metric,
+the variant and the sessions, and that variant's interval is left unclipped.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ import numpy as np
 
 from .aggregate import mean_ci, session_means_of_columns, trials_info
 from .errors import ConvsimError, HookError
+from .metric_ranges import Range, metric_ranges, out_of_range_warning, outside, range_of
 from .recordset import RecordSet, check_record, statuses_of
 from .status import SCORED, Status
 from .store import RunStore
@@ -104,18 +111,23 @@ def metric_columns(records: Iterable[Mapping], *,
     return columns
 
 
-def variant_summary(records: Iterable[Mapping]) -> dict[str, dict]:
+def variant_summary(records: Iterable[Mapping], *, ranges: Mapping[str, Range] | None = None) -> dict[str, dict]:
     """Mean, n and 95% CI (:func:`convsim.aggregate.mean_ci`: Wilson for 0/1 metrics, else Student t;
     ``ci_method`` says which) of every numeric dialogue metric over scored sessions: the unit
     is the session, its trials averaged first (n counts sessions; ``n_values`` the trial values and
-    ``trials_per_session`` the trials each, see :func:`convsim.aggregate.session_means`)."""
-    return _metrics_and_usage(records)[0]
+    ``trials_per_session`` the trials each, see :func:`convsim.aggregate.session_means`).
+    ``ranges``: the graph's checked ``METRIC_RANGES`` (:func:`convsim.metric_ranges.metric_ranges`):
+    a declared metric's interval is clipped to its range (``ci_clipped``)."""
+    return _metrics_and_usage(records, ranges=ranges)[0]
 
 
-def _metrics_and_usage(records: Iterable[Mapping], *,
-                       out_of_range: list[str] | None = None) -> tuple[dict[str, dict], dict]:
+def _metrics_and_usage(records: Iterable[Mapping], *, out_of_range: list[str] | None = None,
+                       ranges: Mapping[str, Range] | None = None,
+                       outside_range: dict[str, int] | None = None) -> tuple[dict[str, dict], dict]:
     """One read of a variant's records (every status): its metric CIs over the scored sessions and its
-    model usage over all of them (convsim.usage); ``out_of_range`` as in :func:`flatten_metrics`."""
+    model usage over all of them (convsim.usage); ``out_of_range`` as in :func:`flatten_metrics`.
+    ``ranges``: as in :func:`variant_summary`; ``outside_range``: a dict that gets ``{metric: sessions
+    with a value outside its declared range}`` (each trial's value is checked, not only the mean)."""
     tally = UsageTally()
 
     def scored():
@@ -140,10 +152,17 @@ def _metrics_and_usage(records: Iterable[Mapping], *,
             col[2].append(math.nan if value is None else value)
     out = {}
     for name, (sessions, trials, values) in columns.items():
-        means, counts = session_means_of_columns(np.frombuffer(sessions, dtype=np.int64),
-                                                 np.frombuffer(trials, dtype=np.int64),
-                                                 np.frombuffer(values, dtype=float))
-        out[name] = {**mean_ci(means), **trials_info(counts.tolist())}
+        session_column, values = np.frombuffer(sessions, dtype=np.int64), np.frombuffer(values, dtype=float)
+        means, counts = session_means_of_columns(session_column, np.frombuffer(trials, dtype=np.int64), values)
+        bounds = range_of(ranges or {}, name)
+        wrong = outside(values, bounds)  # each trial's value: one outside may average back inside
+        if wrong.any():
+            ci = {**mean_ci(means), "ci_clipped": False}  # the range does not hold: not clipped
+            if outside_range is not None:
+                outside_range[name] = int(np.unique(session_column[wrong]).size)
+        else:
+            ci = mean_ci(means, bounds=bounds)
+        out[name] = {**ci, **trials_info(counts.tolist())}
     return out, tally.table()
 
 
@@ -234,16 +253,20 @@ def summarise_run(run_dir: Path, module: Any, *, warnings: list[str] | None = No
     rows = []
     by_variant = {v: records.where(variant=v) for v in _config_order(run_dir, records.variants)}
     usage = {}
+    ranges = metric_ranges(module)
     failed: HookError | None = None  # the first variant whose dataset_metrics raised (raised at the end)
     for variant, recs in by_variant.items():
         scored = recs.where(statuses=SCORED_STATUSES)
         counts = status_counts(recs)
         huge: list[str] = []
-        metrics, usage[variant] = _metrics_and_usage(recs, out_of_range=huge)
+        wrong: dict[str, int] = {}
+        metrics, usage[variant] = _metrics_and_usage(recs, out_of_range=huge, ranges=ranges, outside_range=wrong)
         for name, count in Counter(huge).items():
             summary["warnings"].append(
                 f"variant {variant}: metric {name}: {count} value{'s' * (count > 1)} beyond ±{METRIC_LIMIT:g} "
                 "left out as not applicable (a bug in the metric? averaging such values overflows)")
+        for name, sessions in wrong.items():
+            summary["warnings"].append(out_of_range_warning(variant, name, sessions, range_of(ranges, name)))
         dataset: Any = {}
         if scored:
             try:
@@ -273,6 +296,8 @@ def summarise_run(run_dir: Path, module: Any, *, warnings: list[str] | None = No
             row[f"{name}_mean"] = ci["mean"]
             row[f"{name}_ci_low"] = ci["ci_low"]
             row[f"{name}_ci_high"] = ci["ci_high"]
+            if "ci_clipped" in ci:  # a metric with a declared range
+                row[f"{name}_ci_clipped"] = ci["ci_clipped"]
             row[f"{name}_n"] = ci["n"]
             row[f"{name}_trials_per_session"] = ci["trials_per_session"]
         for name, value in _scalar_items(dataset, "dataset.").items():

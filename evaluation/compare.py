@@ -12,7 +12,9 @@ and variant compared (``p_holm``, ``p_t_holm``); effect sizes are d_z (paired) o
 (independent). The unit is the session: with ``--trials K`` a session's trials are averaged first
 (they replay the same customer and are not independent), so n counts sessions and
 ``trials_a``/``trials_b`` the trials per session. Values are taken in sorted order, so the rows do
-not depend on record order.
+not depend on record order. A metric that both runs' graph files declare a bounded range for
+(``METRIC_RANGES``, convsim.metric_ranges; their hull when they differ) has its difference's
+interval clipped to [low - high, high - low] (``ci_clipped``).
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from convsim import ConvsimError
+from convsim import ConvsimError, load_graph_module
 from convsim.aggregate import mean_diff_ci, trials_info
+from convsim.metric_ranges import Range, hull, metric_ranges, range_of
 from evaluation import stats
-from evaluation.records import JUDGE_FLAGS, MetricTable, load_run, metric_table, seeds_match
+from evaluation.records import JUDGE_FLAGS, MetricTable, RunData, load_run, metric_table, seeds_match
 
 NOT_COMPARED = JUDGE_FLAGS  # bookkeeping counters: summarised, not tested (as in stats.json)
 
@@ -31,6 +34,16 @@ NOT_COMPARED = JUDGE_FLAGS  # bookkeeping counters: summarised, not tested (as i
 def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[float, object, int]]:
     """``{session id: (mean over its trials, its (trial, seed) pairs, trials)}`` of one variant."""
     return {s: unit for (_, s), unit in table.units(metric, variant).items()}
+
+
+def _ranges(run: RunData) -> dict[str, Range]:
+    """The declared ``METRIC_RANGES`` of the run's graph file; none when the run names no graph or
+    its graph file cannot be loaded here (the comparison goes on, unclipped)."""
+    graph = run.config.get("graph")
+    try:
+        return metric_ranges(load_graph_module(graph)) if graph else {}
+    except ConvsimError:
+        return {}
 
 
 def _shared(a: dict, b: dict) -> list[str]:
@@ -42,16 +55,18 @@ def _trials(d: dict) -> int | float | None:
     return trials_info(t[2] if len(t) > 2 else 1 for t in d.values())["trials_per_session"]
 
 
-def _diff_ci(a: np.ndarray, b: np.ndarray, *, paired: bool) -> dict:
-    """``ci_low``, ``ci_high`` and ``ci_method`` of the 95% CI of mean(b) - mean(a)."""
-    ci = mean_diff_ci(a, b, paired=paired)
-    return {k: ci[k] for k in ("ci_low", "ci_high", "ci_method")}
+def _diff_ci(a: np.ndarray, b: np.ndarray, *, paired: bool, bounds: Range | None = None) -> dict:
+    """``ci_low``, ``ci_high`` and ``ci_method`` of the 95% CI of mean(b) - mean(a), and
+    ``ci_clipped`` when a range applies (:func:`convsim.aggregate.mean_diff_ci`)."""
+    ci = mean_diff_ci(a, b, paired=paired, bounds=bounds)
+    return {k: ci[k] for k in ("ci_low", "ci_high", "ci_method", "ci_clipped") if k in ci}
 
 
-def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
+def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA, bounds: Range | None = None) -> dict:
     """One row: ``a``/``b`` are ``{session: (value, seeds[, trials])}``, one entry per independent
     unit (a session, its trials averaged: :meth:`MetricTable.units`); n_a, n_b and n_paired count
-    them, ``trials_a``/``trials_b`` give the trials per session."""
+    them, ``trials_a``/``trials_b`` give the trials per session. ``bounds``: the metric's declared
+    range: the difference's interval is clipped to [low - high, high - low] (``ci_clipped``)."""
     shared = _shared(a, b)
     va = np.sort(np.array([t[0] for t in a.values()], dtype=float))
     vb = np.sort(np.array([t[0] for t in b.values()], dtype=float))
@@ -67,7 +82,7 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
         pa, pb = np.array([a[k][0] for k in shared]), np.array([b[k][0] for k in shared])
         d = pb - pa
         row.update(diff=float(d.mean()), test="paired Wilcoxon", effect_size=stats.cohens_dz(d))
-        row.update(_diff_ci(pa, pb, paired=True))
+        row.update(_diff_ci(pa, pb, paired=True, bounds=bounds))
         nz = stats.nonzero_count(d)
         if nz:
             stat, p = stats.wilcoxon_p(d)
@@ -80,7 +95,7 @@ def compare_metric(a: dict, b: dict, *, alpha: float = stats.ALPHA) -> dict:
         row.update(diff=float(vb.mean() - va.mean()), test="Mann-Whitney U", effect_size=stats.cohens_d(va, vb))
         warnings = []
         if min(len(va), len(vb)) >= 2:
-            row.update(_diff_ci(va, vb, paired=False))
+            row.update(_diff_ci(va, vb, paired=False, bounds=bounds))
             warnings.append(stats.small_n_warning(min(len(va), len(vb))))
         else:
             warnings.append(f"no interval: a run has {min(len(va), len(vb))} session(s) (at least 2 each needed)")
@@ -123,12 +138,14 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, alpha: float = stats.A
                            file=str(run_b), field="variant")
     ta, tb = metric_table(a.ok_records), metric_table(b.ok_records)
     shared_metrics = [m for m in ta.names if m in tb.columns and m not in NOT_COMPARED]
+    ranges_a, ranges_b = _ranges(a), _ranges(b)
     rows = []
     for var_a, var_b in matches:
         for m in shared_metrics:
             values_a, values_b = _values(ta, var_a, m), _values(tb, var_b, m)
+            bounds = hull(range_of(ranges_a, m), range_of(ranges_b, m))
             rows.append({"variant_a": var_a, "variant_b": var_b, "metric": m,
-                         **compare_metric(values_a, values_b, alpha=alpha),
+                         **compare_metric(values_a, values_b, alpha=alpha, bounds=bounds),
                          **same_denominator_means(values_a, values_b)})
     for row, adj, adj_t in zip(rows, stats.holm([r["p"] for r in rows]), stats.holm([r["p_t"] for r in rows])):
         row["p_holm"] = adj

@@ -1,6 +1,7 @@
 """``convsim compare`` as plain text that fits 80 columns: one block per matched variant, one row
 per metric with A, B, B - A, its 95% CI, the Holm-adjusted p (over the rows that have a p) and the
-number of pairs (marked ``!`` below SMALL_N sessions).
+number of pairs (marked ``!`` below SMALL_N sessions); a CI clipped to the range a difference of
+the metric can take (``METRIC_RANGES``) is marked ``‡``.
 
 A and B are means over the same sessions as B - A (``same_denominator_means``): the paired
 sessions when the runs share at least two, else each run's own sessions (then n shows "a/b" and
@@ -19,7 +20,7 @@ NUM_W, CI_W, P_W, N_W = 7, 16, 6, 5
 def _ci(row: Mapping) -> str:
     if row.get("ci_low") is None:
         return "—"
-    return f"[{sig3(row['ci_low'])}, {sig3(row['ci_high'])}]"
+    return f"[{sig3(row['ci_low'])}, {sig3(row['ci_high'])}]" + ("‡" if row.get("ci_clipped") else "")
 
 
 def _p(row: Mapping, alpha: float = 0.05) -> str:
@@ -88,6 +89,8 @@ def format_comparison(result: Mapping, *, width: int = 80) -> str:
         lines.append(f"test: {', '.join(tests) or 'none'}; p Holm-adjusted over the {tested} row(s) with a p "
                      f"(of {len(result['rows'])}, every variant), * p < {alpha}")
         lines.append("n: sessions paired by id and seeds, trials averaged (a/b: none pair, all sessions used)")
+        if any(r.get("ci_clipped") for r in rows):
+            lines.append("‡: the CI is clipped to the range a difference of the metric can take (METRIC_RANGES)")
         if any(_small(r) for r in rows):
             lines.append(f"!: n < {SMALL_N}: the CI (and any test) at such n is unreliable or out of reach")
         if unpaired:

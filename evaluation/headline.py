@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from convsim.aggregate import trials_info
+from convsim.metric_ranges import Range, range_of
 from evaluation import stats
 from evaluation.compare import compare_metric
 from evaluation.records import JUDGE_FLAGS, MetricTable, metric_names, metric_table
@@ -85,20 +86,23 @@ def _values(table: MetricTable, variant: str, metric: str) -> dict[str, tuple[fl
 
 
 def headline_table(clean: Sequence[Mapping] | MetricTable, variants: Sequence[str], metrics: Sequence[str], baseline: str | None,
-                   *, alpha: float = stats.ALPHA, references: Sequence[str] = ()) -> dict:
+                   *, alpha: float = stats.ALPHA, references: Sequence[str] = (),
+                   ranges: Mapping[str, Range] | None = None) -> dict:
     """``{"rows": [{metric, cells: {variant: describe}, diffs: {variant: compare row}}], "values",
     "n_comparisons"}`` over the scored records (status ok or agent_failure). ``references``:
-    variants described but never compared (no diff, no test, not in the Holm family)."""
+    variants described but never compared (no diff, no test, not in the Holm family). ``ranges``:
+    the graph's checked ``METRIC_RANGES``: cells' and differences' intervals clipped (``ci_clipped``)."""
     table = clean if isinstance(clean, MetricTable) else metric_table(clean)
     rows, values = [], {}
     others = [v for v in variants if v != baseline and v not in references]
     for m in metrics:
+        bounds = range_of(ranges or {}, m)
         per_variant = {v: _values(table, v, m) for v in variants}
         values[m] = {v: [x for x, _, _ in vals.values()] for v, vals in per_variant.items()}
-        cells = {v: {**stats.describe(values[m][v]),
+        cells = {v: {**stats.describe(values[m][v], bounds=bounds),
                      **trials_info(k for _, _, k in per_variant[v].values())} for v in variants}
-        diffs = {v: compare_metric(per_variant[baseline], per_variant[v], alpha=alpha) for v in others} \
-            if baseline else {}
+        diffs = {v: compare_metric(per_variant[baseline], per_variant[v], alpha=alpha, bounds=bounds)
+                 for v in others} if baseline else {}
         rows.append({"metric": m, "cells": cells, "diffs": diffs})
     flat = [d for r in rows for d in r["diffs"].values()]
     for d, adj in zip(flat, stats.holm([d["p"] for d in flat])):

@@ -24,6 +24,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from convsim.metric_ranges import metric_ranges
 from convsim.recordset import RecordSet, keys_of, statuses_of
 from convsim.textio import load_json
 from convsim.usage import REPORT_COLUMNS, UsageTally
@@ -96,7 +97,8 @@ def metric_rows(run: RunData, statistics: Mapping, metrics: list[str],
     (all None, inf or NaN; summary.json's n=0) are rows too, their cells ``no finite value (n=0)``;
     "—" is a variant that does not have the metric. ``notes``: the graph's ``METRIC_NOTES``
     ({metric: text}, e.g. "simulator figure: the same for every agent", "gameable: ..."), shown
-    under the metric's name (``note``)."""
+    under the metric's name (``note``). An interval clipped to the metric's declared range
+    (``METRIC_RANGES``, ``ci_clipped``) says so in its cell."""
     notes = notes or {}
     variants_summary = (run.summary or {}).get("variants", {})
     names = dict.fromkeys(metrics)
@@ -110,7 +112,9 @@ def metric_rows(run: RunData, statistics: Mapping, metrics: list[str],
             d = variants_summary.get(v, {}).get("metrics", {}).get(m) or \
                 statistics.get("metrics", {}).get(m, {}).get("variants", {}).get(v) or {}
             if d.get("mean") is not None:
-                cells[v] = f"{sig3(d['mean'])} [{sig3(d.get('ci_low'))}, {sig3(d.get('ci_high'))}] (n={d.get('n', '?')})"
+                clipped = ", CI clipped to the metric's range" if d.get("ci_clipped") else ""
+                cells[v] = (f"{sig3(d['mean'])} [{sig3(d.get('ci_low'))}, {sig3(d.get('ci_high'))}] "
+                            f"(n={d.get('n', '?')}{clipped})")
             else:
                 cells[v] = NO_FINITE if d.get("n") == 0 or (not d and m not in metrics) else "—"
         rows.append({"metric": m, "cells": cells, "note": notes.get(m)})
@@ -179,7 +183,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     compared = [v for v in run.variants if v != baseline and v not in references]
     choice = headline_choice(list(getattr(module, "SUMMARY_METRICS", None) or []), clean)
     headline = headline_table(clean, run.variants, choice["metrics"], baseline, alpha=statistics.get("alpha", 0.05),
-                              references=references)
+                              references=references, ranges=metric_ranges(module))
     notes = getattr(module, "METRIC_NOTES", None) or {}
     for row in headline["rows"]:
         row["note"] = notes.get(row["metric"])

@@ -5,7 +5,9 @@
 defining ``figures(records, out_dir) -> list[str]`` (stems written), which is called when present,
 and may name metrics that are not a property of the variant (``UNCOMPARED_METRICS``, ``{metric:
 reason}``, e.g. a figure of the user simulator that every agent meets alike): they get descriptives
-and the reason (``stats.json`` → ``metrics.<m>.not_compared``), no between-variant test.
+and the reason (``stats.json`` → ``metrics.<m>.not_compared``), no between-variant test. The graph's
+``METRIC_RANGES`` (convsim.metric_ranges) clip each declared metric's intervals to its range
+(``ci_clipped``); a session whose value is outside it is a warning in stats.json.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from convsim import ConvsimError, load_graph_module
 from convsim.aggregate import trials_info
+from convsim.metric_ranges import Range, metric_ranges, out_of_range_warning, outside, range_of
 from evaluation import plots, stats
 from evaluation.records import (JUDGE_FLAGS, RunData, reference_variants, flat_numeric, is_heuristic_metric, is_judge_metric,
                                 is_paired, MetricTable, metric_table, sort_records)
@@ -94,14 +97,16 @@ def across_metrics(per_metric: Mapping[str, Mapping], *, alpha: float) -> dict:
 
 def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, seed: int = 0,
                    table: MetricTable | None = None, uncompared: Mapping[str, str] | None = None,
-                   references: Sequence[str] = ()) -> dict:
+                   references: Sequence[str] = (), ranges: Mapping[str, Range] | None = None) -> dict:
     """Everything that goes into stats.json for a list of ok records (sorted by variant, session id and
     trial first, so the file does not depend on the order the sessions finished in). ``table``: the
     records' MetricTable when the caller has it (otherwise built here, one pass over the records).
     ``uncompared``: ``{metric: reason}`` of metrics that do not measure the variant (the graph's
     ``UNCOMPARED_METRICS``): descriptives and the reason only, no ANOVA, Tukey, Friedman or Wilcoxon.
     ``references``: variants shown but never compared (``reference: true`` in the config): their
-    descriptives are in each metric's ``variants`` (marked ``reference``), outside every test."""
+    descriptives are in each metric's ``variants`` (marked ``reference``), outside every test.
+    ``ranges``: the graph's checked ``METRIC_RANGES``: a declared metric's CIs are clipped to its
+    range (``ci_clipped``), and a session (its trials' mean) outside it is a warning."""
     records = sort_records(records)
     table = table if table is not None else metric_table(records)
     metrics = table.names
@@ -114,18 +119,24 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
         if m in NOT_TESTED:
             continue
         by_session, counts = table.sessions_and_trials(m)
+        bounds = range_of(ranges or {}, m)
+        for v, vals in sorted(by_session.items()):
+            wrong = int(outside(list(vals.values()), bounds).sum())
+            if wrong:
+                warnings.append(out_of_range_warning(v, m, wrong, bounds))
         if m in uncompared:
-            described[m] = {"variants": {v: {**stats.describe([vals[k] for k in sorted(vals)]),
+            described[m] = {"variants": {v: {**stats.describe([vals[k] for k in sorted(vals)], bounds=bounds),
                                              **trials_info(counts.get(v, []))}
                                          for v, vals in sorted(by_session.items())},
                             "not_compared": uncompared[m]}
             continue
         res = stats.compare_variants({v: vals for v, vals in by_session.items() if v not in references},
-                                     paired=paired, alpha=alpha)
+                                     paired=paired, alpha=alpha, bounds=bounds)
         for v in references:
             if v in by_session:
                 vals = by_session[v]
-                res["variants"][v] = {**stats.describe([vals[k] for k in sorted(vals)]), "reference": True}
+                res["variants"][v] = {**stats.describe([vals[k] for k in sorted(vals)], bounds=bounds),
+                                      "reference": True}
         for v, per_session in counts.items():
             if v in res["variants"]:
                 res["variants"][v].update(trials_info(per_session))
@@ -187,9 +198,10 @@ def _graph_module(run: RunData):
 
 def write_statistics(run: RunData) -> dict:
     """Compute stats.json and the figures of a loaded run, write both, and return the statistics."""
-    uncompared = getattr(_graph_module(run), "UNCOMPARED_METRICS", None) or {}
+    module = _graph_module(run)
+    uncompared = getattr(module, "UNCOMPARED_METRICS", None) or {}
     statistics = run_statistics(run.ok_records, table=run.table, uncompared=uncompared,
-                                references=reference_variants(run))
+                                references=reference_variants(run), ranges=metric_ranges(module))
     figure_dir = run.run_dir / "figures"
     statistics["figures"] = make_figures(run, statistics, figure_dir)
     (run.run_dir / "stats.json").write_text(json.dumps(statistics, indent=1, default=str), encoding="utf-8")

@@ -30,6 +30,7 @@ import numpy as np
 from scipy import stats as sps
 
 from convsim.aggregate import bootstrap_statistic, mean_ci
+from convsim.metric_ranges import Range, clip_to, difference_range, outside
 
 ALPHA = 0.05
 # the exact signed-rank distribution (ties included) is enumerated up to this many non-zero
@@ -566,39 +567,51 @@ def small_n_warning(n: int) -> str | None:
     return None
 
 
-def describe(values: Sequence[float], *, alpha: float = ALPHA) -> dict:
+def describe(values: Sequence[float], *, alpha: float = ALPHA, bounds: Range | None = None) -> dict:
     """n, mean, sd, median and a (1-alpha) CI of the mean (convsim.aggregate.mean_ci: Wilson's score
     interval when every value is 0 or 1, else Student's t; ``ci_method`` says which); mean None when
-    n = 0, the CI None when n < 2, and ``warning`` set when n < SMALL_N.
+    n = 0, the CI None when n < 2, and ``warning`` set when n < SMALL_N. ``bounds``: the metric's
+    declared range (convsim.metric_ranges): the CI is clipped to it, ``ci_clipped`` says whether it
+    was (not when a value lies outside the range).
 
     Values are sorted first, so the mean's last bits do not depend on their order."""
     arr = np.sort(_clean(values))
     n = len(arr)
     out = {"n": n, "mean": None, "sd": None, "median": None, "ci_low": None, "ci_high": None,
            "ci_method": None, "warning": None}
+    if bounds is not None:
+        out["ci_clipped"] = False
     if n == 0:
         return out
     out.update(mean=_f(arr.mean()), sd=_f(arr.std(ddof=1)) if n > 1 else None, median=_f(np.median(arr)))
     if n < 2:
         out["warning"] = "n=1: no interval"
         return out
-    ci = mean_ci(arr, alpha=alpha)
+    ci = mean_ci(arr, alpha=alpha, bounds=bounds)
     out.update(ci_low=_f(ci["ci_low"]), ci_high=_f(ci["ci_high"]), ci_method=ci["ci_method"],
                warning=small_n_warning(n))
+    if bounds is not None:
+        out["ci_clipped"] = ci["ci_clipped"]
     return out
 
 
 def compare_variants(values: Mapping[str, Mapping[str, float]], *, paired: bool,
-                     alpha: float = ALPHA) -> dict:
+                     alpha: float = ALPHA, bounds: Range | None = None) -> dict:
     """Every test for one metric: descriptives per variant, ANOVA + Tukey HSD (all pairs), and, for
     paired designs (keys = session id, the same seeds in every variant), Friedman and
     Holm-adjusted paired Wilcoxon over the sessions every variant has. Each value must be one
     independent unit: a session, its trials averaged (``MetricTable.by_session``), never a trial.
+    ``bounds``: the metric's declared range: the descriptives' CIs are clipped to it (:func:`describe`)
+    and, when both ends are bounded, Tukey's intervals to [low - high, high - low] (``ci_clipped``).
     """
     # sorted by variant and pair key: every sum below runs in the same order whatever the record order
     groups = {v: [values[v][k] for k in sorted(values[v])] for v in sorted(values)}
-    out = {"variants": {v: describe(g) for v, g in sorted(groups.items())},
+    out = {"variants": {v: describe(g, bounds=bounds) for v, g in sorted(groups.items())},
            "anova": anova_oneway(groups), "tukey": tukey_hsd(groups, alpha=alpha)}
+    within = difference_range(bounds)
+    if within is not None and not any(outside(_clean(g), bounds).any() for g in groups.values()):
+        for pair in out["tukey"]["pairs"]:  # a difference of two means in [lo, hi] is in [lo - hi, hi - lo]
+            clip_to(pair, within)
     if paired and len(values) >= 2:
         out["wilcoxon"] = paired_wilcoxon_holm(values, alpha=alpha)
         if len(values) >= 3:

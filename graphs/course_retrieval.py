@@ -472,6 +472,19 @@ graph = compile_with_default_context(build(Params()))
 # headline table: metrics that can fail. The gold ones first; the judged ones under either name
 # (heuristic_ with model none). The proxy NDCG (ndcgProxy@K) is not a headline: it cannot see
 # relevant courses that were not retrieved (a list of one good course scores 1.0).
+# The range of each per-case metric whose bounds follow from its definition (docs/metrics.md §5), with
+# or without the heuristic judge's "heuristic_" prefix ("*" matches any characters): the proxy and
+# fixed-ideal NDCG, precision at K and MRR in [0, 1], relevance on the judge's 0-3 scale, the rates in
+# percent. Not ndcgGold@K and recall@K: a retriever that lists a course twice could take them past 1.
+# A mean's 95% CI is clipped to it (ci_clipped) and a value outside it is a warning (docs/ENGINE_API.md).
+METRIC_RANGES = {
+    **{m: (0.0, 1.0) for m in ("*ndcgProxy@*", "*ndcgFixedIdeal@*", "*precision@*", "*precisionGold@*",
+                               "*precisionOverReturned@*", "mrr", "retrievalEmpty", "judgeFailed")},
+    "*averageRelevance": (0.0, 3.0),
+    "*highlyRelevantRate": (0.0, 100.0),
+    "*irrelevantRate": (0.0, 100.0),
+    "totalCourses": (0.0, None),
+}
 SUMMARY_METRICS = ["ndcgGold@10", "recall@10", "mrr", "precisionGold@10",
                    "ndcgFixedIdeal@10", "heuristic_ndcgFixedIdeal@10", "precision@10", "heuristic_precision@10",
                    "retrievalEmpty", "averageRelevance", "heuristic_averageRelevance", "judgeFailed",

@@ -399,6 +399,37 @@ METRIC_NOTES = {
 }
 
 
+# The range of each dialogue metric whose bounds follow from its definition (docs/metrics.md §1-2): a
+# mean's 95% CI is clipped to it (ci_clipped) and a value outside it is a warning (docs/ENGINE_API.md).
+# TAS is clipped to [-1, 1] per turn; CC is a Jaccard index and CR a cosine of non-negative idf vectors,
+# so both are in [0, 1]; the TAS/CAS similarities are embedding cosines (MiniLM's can be negative).
+_SHARE = (0.0, 1.0)
+_COUNT = (0.0, None)
+METRIC_RANGES = {
+    **{m: (-1.0, 1.0) for m in ("tas_grounded", "segment_tas_mean", "tas_echo_ceiling", "tas_cas",
+                                "tas_cas_cross_coherence", "tas_cas_context_retention")},
+    **{m: _SHARE for m in ("cc_mean", "cr_mean", "copy_penalty_mean", "segment_cc_mean", "segment_cr_mean",
+                           "echo_turn_share", "recovery_rate", "off_catalog_rate",
+                           "dst_precision_mean", "dst_recall_mean", "dst_f1_mean", "dst_joint_mean",
+                           "tas_cas_topic_recovery_rate", "tas_cas_topic_interference", "tas_cas_rd_norm",
+                           "tas_cas_ti_norm", "shift_detect_precision", "shift_detect_recall",
+                           "shift_detect_legacy_precision", "shift_detect_legacy_recall",
+                           "pc_final", "pc_mean", "recall_at_1", "recall_at_5", "recall_at_10",
+                           "judge_failed", "judge_heuristic", "health_candidates_ge3_share", "health_repeat_rate")},
+    # judges answer integers 1-5; the heuristic judge is 1 + 4 x a share
+    **{m: (1.0, 5.0) for m in ("judge_proactiveness", "judge_coherence", "judge_personalization",
+                               "judge_heuristic_proactiveness", "judge_heuristic_coherence",
+                               "judge_heuristic_personalization")},
+    **{m: _COUNT for m in ("avg_recovery_delay", "tas_cas_avg_recovery_delay", "n_turns", "n_turns_not_applicable",
+                           "n_segments", "n_shifts", "n_recovered", "missing_concepts_total",
+                           "hallucinated_concepts_total", "recommended_titles_total", "off_catalog_titles_total",
+                           "crs_generation_failures", "user_paraphrase_fallbacks", "tas_cas_n_shifts",
+                           "shift_detected_n", "shift_detected_legacy_n", "health_candidates_min",
+                           "health_n_shifts", "health_shifts_focus_changed", "health_shifts_anchor_changed",
+                           "health_first_reaction_turn")},
+}
+
+
 # Which state keys feed each turn metric and below which value it counts as low: the trace links a
 # low metric (e.g. CC under tau after a shift) to the steps of its turn that wrote these keys.
 METRIC_INPUTS = {"cc": ["crs_state", "user_state", "transcript"], "cr": ["crs_state", "transcript"],

@@ -525,6 +525,25 @@ SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joi
 
 # Which state keys feed each turn metric, and when a value counts as low: `convsim trace` and the
 # report link a low turn metric to the node steps of its turn that wrote these keys.
+# The range of each dialogue metric whose bounds follow from its definition (docs/customer_service.md,
+# docs/metrics.md §3): accuracies, rates and 0/1 outcomes in [0, 1], judge scores 1-5, counts >= 0. A
+# mean's 95% CI is clipped to it (ci_clipped) and a value outside it is a warning (docs/ENGINE_API.md).
+METRIC_RANGES = {
+    **{m: (0.0, 1.0) for m in ("domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "act_type_accuracy",
+                               "slot_accuracy", "joint_goal_accuracy", "slot_precision", "slot_false_discovery",
+                               "db_grounding", "db_grounding_proposed", "text_hallucination", "response_grounding",
+                               "memory_transfer", "system_correctness", "policy_decision_accuracy",
+                               "action_selection_accuracy", "task_completion", "task_completion_gated",
+                               "task_success", "task_success_structured", "sim_complete")},
+    **{m: (1.0, 5.0) for m in ("response_quality", "heuristic_response_quality")},
+    **{m: (0.0, None) for m in ("db_mentions", "text_mentions", "response_acts_checked", "response_ungrounded_turns",
+                                "supervisor_corrections", "booking_unconfirmed", "unsupported_turns",
+                                "system_correct_unscored", "memory_transfer_opportunities", "policy_violations",
+                                "n_turns", "judge_failures", "judge_calls", "llm_failures",
+                                "refusals_unscored_by_judge", "agent_errors", "simulator_errors",
+                                "simulator_misstatements", "supervisor_blocks")},
+}
+
 METRIC_INPUTS = {
     "domain_routing": ["triage"], "intent_accuracy": ["triage"], "act_type_accuracy": ["action", "response"],
     "slot_accuracy": ["triage", "belief"], "joint_goal_accuracy": ["belief", "transfers"],

@@ -460,3 +460,19 @@ _COUNT = ("a count set by the simulated members' stated preferences (the denomin
           "not by the planner; not tested between variants")
 UNCOMPARED_METRICS = {m: _COUNT for m in ("M10_pairs", "M2_agreeing_slots")}
 METRIC_NOTES = dict(UNCOMPARED_METRICS)
+
+# The range of each dialogue metric whose bounds follow from its definition (docs/metrics.md §4,
+# docs/group_planning.md): shares and W1-W3 (means, minimum and geometric mean of per-member shares) in
+# [0, 1], M12/M14 embedding cosines in [-1, 1], counts >= 0. Not M13 (a Gini of per-member M12 means,
+# which can be negative with a sentence embedder). A mean's 95% CI is clipped to it (ci_clipped) and a
+# value outside it is a warning (docs/ENGINE_API.md).
+METRIC_RANGES = {
+    **{m: (0.0, 1.0) for m in ("M1", "M2", "M2_false_alarm", "M3", "M4", "M4b", "M5", "M6",
+                               "M7_feedback_turn_overhead", "M8", "M8a", "M8b", "M8_placed", "M9", "M10", "M10b",
+                               "M11", "M15", "M16", "W1", "W2", "W3", "W1_all_members", "W2_all_members",
+                               "W3_all_members", "M11_all_members")},
+    **{m: (-1.0, 1.0) for m in ("M12", "M14")},
+    **{m: (0.0, None) for m in ("M7_total_turns", "M7_turns_per_slot", "M10_pairs", "M10_satisfied_pairs",
+                                "M2_agreeing_slots", "M2_false_alarms", "W3_zero_members",
+                                "W3_zero_members_all_members", "M9_repairs", "llm_failures", "options_in_plan")},
+}

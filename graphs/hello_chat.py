@@ -137,6 +137,11 @@ def sessions(params: Params, ctx: Context):
 METRIC_INPUTS = {"correct": ["transcript", "questions"], "answer_words": ["transcript"]}
 METRIC_THRESHOLDS = {"correct": 1.0}
 
+# Optional: the range of each dialogue metric, from its definition ((low, high), None for an unbounded
+# side; a "*" in a name matches any characters). A mean's 95% CI is clipped to it (ci_clipped in
+# summary.json), and a value outside it is warned of as a bug (docs/ENGINE_API.md).
+METRIC_RANGES = {"accuracy": (0.0, 1.0), "turns": (0.0, None)}
+
 
 def simulator_checks(state: State) -> list[dict]:
     """A judge that answered garbage failed (not the agent): the session is kept, not scored."""
