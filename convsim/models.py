@@ -194,16 +194,26 @@ def _message_classes() -> dict[str, Any]:
     return _MESSAGE_CLASSES
 
 
+def _role_and_content(m) -> tuple | None:
+    """``(role, content)`` of a message given as a ``(role, content)`` pair or a ``{role, content}``
+    dict; None for anything else (a LangChain message)."""
+    if isinstance(m, (tuple, list)):
+        role, content = m
+        return role, content
+    if isinstance(m, dict):
+        return m["role"], m["content"]
+    return None
+
+
 def _to_messages(messages) -> list:
     classes = _message_classes()
     if isinstance(messages, str):
         return [classes["user"](messages)]
     out = []
     for m in messages:
-        if isinstance(m, (tuple, list)):
-            role, content = m
-        elif isinstance(m, dict):
-            role, content = m["role"], m["content"]
+        pair = _role_and_content(m)
+        if pair is not None:
+            role, content = pair
         elif hasattr(m, "content"):  # a LangChain message already
             out.append(m)
             continue
@@ -249,13 +259,11 @@ def _to_chat_messages(messages) -> list:
         return [PlainMessage(content=messages, role="user")]
     out = []
     for m in messages:
-        if isinstance(m, (tuple, list)):
-            role, content = m
-        elif isinstance(m, dict):
-            role, content = m["role"], m["content"]
-        else:
+        pair = _role_and_content(m)
+        if pair is None:
             out.extend(_to_messages([m]))
             continue
+        role, content = pair
         chat_role = _CHAT_ROLES.get(role) if type(content) is str else None
         if chat_role is None:  # an unknown role (the same error), or content LangChain would check
             out.extend(_to_messages([(role, content)]))
