@@ -88,6 +88,11 @@ class Params(BaseModel):
     option_budget: int = Field(2, ge=1, le=4, description="options per (sub)slot every synthesising condition may choose")
     acceptance_threshold: float = Field(0.5, ge=0.0, le=1.0,
                                         description="model none: a member accepts the plan iff s_i >= this")
+    agreement: float = Field(0.0, ge=0.0, le=1.0,
+                             description="probability that a slot outside the group type's designed conflicts "
+                                         "is shared by every member (agents.group.members.shared_by_design); "
+                                         "0 = the groups as always. For M2_false_alarm "
+                                         "(configs/group_false_alarm.yaml), not for the condition runs")
     db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
     reference: Literal["oracle", "degraded", "gaming", "alarmist"] | None = Field(
         None, description="a reference planner in place of the condition's mediator/planner "
@@ -404,7 +409,8 @@ def sessions(params: Params, ctx: Context):
         rng = rng_for(seed, "trip")
         start = dt.date(2026, 6, 1) + dt.timedelta(days=rng.randint(0, 10 - params.n_days))
         yield {"session_id": sid, "group_type": group_type, "city": rng.choice(cities),
-               "start_date": start.strftime("%d-%m-%Y"), "members": make_group(group_type, seed)}
+               "start_date": start.strftime("%d-%m-%Y"),
+               "members": make_group(group_type, seed, params.agreement)}
 
 
 def _budget_of(records: list[dict]):

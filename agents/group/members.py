@@ -10,6 +10,15 @@ role-biased pools with designed conflicts: on the conflict slots of the group ty
 members want different options, and some members reject another member's option outright
 ("... but no Seafood"), which is what the vote round's polarity scorer reads.
 Draws come from ``rng_for(seed, "members", ...)`` streams so they do not depend on the agent.
+
+``agreement`` (default 0: the groups as they always were) makes some groups agree: each slot that
+is not one of the group type's designed conflict slots becomes, with that probability, a *shared*
+slot on which every member states the same option (one member's own draw, lodging: the same room
+type and house rule). The coin and the member whose wish is shared come from a stream of their own,
+``rng_for(seed, "members", group_type, slot, "agreement")``, so the other draws are unchanged and
+with ``agreement=0`` the groups are exactly those of before. It exists so that M2's false-alarm
+side (``M2_false_alarm``: agreeing slots reported as conflicts) has agreeing slots to be measured
+on; rule members almost never agree by chance (docs/group_planning.md).
 """
 
 from __future__ import annotations
@@ -122,19 +131,42 @@ def _utterance(slot: str, pref: dict, rng) -> str:
     return text
 
 
-def make_group(group_type: str, seed: int) -> list[dict]:
-    """The members of one session's group, with personas and per-slot preferences."""
+def shared_by_design(group_type: str, seed: int, slot: str, agreement: float, n_members: int) -> int | None:
+    """The index of the member whose wish every member shares on ``slot``, or None when the slot
+    is drawn as usual. Never on the group type's designed conflict slots; otherwise with
+    probability ``agreement``, from the stream ``(seed, "members", group_type, slot, "agreement")``
+    (one coin per slot, so the slots shared at a lower ``agreement`` stay shared at a higher one)."""
+    if agreement <= 0 or slot in CONFLICT_SLOTS[group_type]:
+        return None
+    rng = rng_for(seed, "members", group_type, slot, "agreement")
+    coin, who = rng.random(), rng.randrange(n_members)
+    return who if coin < agreement else None
+
+
+def make_group(group_type: str, seed: int, agreement: float = 0.0) -> list[dict]:
+    """The members of one session's group, with personas and per-slot preferences.
+
+    ``agreement``: the probability that a slot outside the group type's designed conflicts is
+    shared (every member states one member's option; ``shared_by_design``). 0 draws every slot
+    independently per member, as always."""
     if group_type not in _ROSTERS:
         raise ValueError(f"unknown group type {group_type!r}; expected one of {GROUP_TYPES}")
+    if not 0.0 <= agreement <= 1.0:
+        raise ValueError(f"agreement must be in [0, 1], got {agreement!r}")
     members = [{"member_id": f"m{i}", "name": n, "role": r, "persona": p, "preferences": {}}
                for i, (n, r, p) in enumerate(_ROSTERS[group_type])]
     for slot in SLOTS:
         rng = rng_for(seed, "members", group_type, slot)
+        shared = shared_by_design(group_type, seed, slot, agreement, len(members))
         keys = ("room_type", "house_rule") if slot == "lodging" else ("option",)
         for key in keys:
             opt_slot = slot if key == "option" else key
             values = [_draw(rng, m["role"], opt_slot) for m in members]
-            if slot in CONFLICT_SLOTS[group_type] and len(set(values)) == 1:
+            if shared is not None:
+                # a shared slot: everyone states that member's option (the draws above still run,
+                # so the rest of the slot's stream is consumed as without agreement)
+                values = [values[shared]] * len(values)
+            elif slot in CONFLICT_SLOTS[group_type] and len(set(values)) == 1:
                 # designed conflict: the last member wants something else
                 values[-1] = rng.choice([o for o in OPTIONS[opt_slot] if o != values[0]])
             for m, v in zip(members, values):
