@@ -200,14 +200,14 @@ def mean_ci(values: Iterable[object], *, alpha: float = 0.05, binary: bool | Non
     return _clip_if_held(out, xs, bounds)
 
 
-def _clip_if_held(ci: dict, values: np.ndarray, bounds: Range | None) -> dict:
-    """``ci`` clipped to ``bounds`` (:func:`convsim.metric_ranges.clip_to`) when every value lies in
-    them; with a value outside, the range does not hold and ``ci`` keeps its ends (``ci_clipped``
-    False)."""
+def _clip_if_held(ci: dict, values: np.ndarray, bounds: Range | None, clip: Range | None = None) -> dict:
+    """``ci`` clipped to ``clip`` (default ``bounds``; :func:`convsim.metric_ranges.clip_to`) when
+    every value lies in ``bounds``; with a value outside, the range does not hold and ``ci`` keeps
+    its ends (``ci_clipped`` False)."""
     if bounds is not None and outside(values, bounds).any():
         ci["ci_clipped"] = False
         return ci
-    return clip_to(ci, bounds)
+    return clip_to(ci, bounds if clip is None else clip)
 
 
 def mean_diff_ci(a: Iterable[object], b: Iterable[object], *, paired: bool, alpha: float = 0.05,
@@ -233,13 +233,11 @@ def mean_diff_ci(a: Iterable[object], b: Iterable[object], *, paired: bool, alph
     a = a if isinstance(a, np.ndarray) else list(a)
     b = b if isinstance(b, np.ndarray) else list(b)
     out = _mean_diff_ci(a, b, paired=paired, alpha=alpha)
-    if difference_range(bounds) is None:
+    differences = difference_range(bounds)
+    if differences is None:
         return out
     values = np.concatenate([np.asarray(_finite(a), dtype=float), np.asarray(_finite(b), dtype=float)])
-    if outside(values, bounds).any():
-        out["ci_clipped"] = False
-        return out
-    return clip_to(out, difference_range(bounds))
+    return _clip_if_held(out, values, bounds, differences)
 
 
 def _mean_diff_ci(a, b, *, paired: bool, alpha: float) -> dict:

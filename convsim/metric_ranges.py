@@ -29,6 +29,7 @@ What the engine does with it:
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -84,6 +85,7 @@ def metric_ranges(module: Any) -> dict[str, Range]:
     return check_metric_ranges(getattr(module, FIELD, None), file=getattr(module, "__file__", None))
 
 
+@functools.lru_cache(maxsize=1024)
 def _pattern(name: str) -> re.Pattern:
     return re.compile(".*".join(re.escape(part) for part in name.split("*")) + r"\Z")
 

@@ -51,8 +51,9 @@ class FastCounts:
         self.bigrams = vec.ngram_range == (1, 2)
         # a pair "a b" can be a feature only if "a" starts some vocabulary bigram
         self.first = frozenset(f.split(" ", 1)[0] for f in self.vocab if " " in f) if self.bigrams else frozenset()
-        self.tfidf = getattr(vec, "_tfidf", None)
-        if type(vec).__name__ == "TfidfVectorizer" and self.tfidf is None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        self.tfidf = getattr(vec, "_tfidf", None) if isinstance(vec, TfidfVectorizer) else None
+        if isinstance(vec, TfidfVectorizer) and self.tfidf is None:
             self.fast = False
 
     def counts(self, texts: Sequence[str]):

@@ -97,10 +97,11 @@ class LdaTopics:
         counts = self._counts(texts)
         # The E-step treats each text on its own, so texts with no in-vocabulary word (no topics)
         # are left out of it: the others' weights are the same, bit for bit.
-        filled = np.flatnonzero(np.diff(counts.indptr))
+        has_words = np.diff(counts.indptr) > 0
+        filled = np.flatnonzero(has_words)
         theta = iter(self.lda.transform(counts[filled]) if len(filled) else ())
         out = []
-        for is_filled in np.diff(counts.indptr) > 0:
+        for is_filled in has_words:
             if not is_filled:
                 out.append(frozenset())
                 continue
