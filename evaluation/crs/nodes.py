@@ -23,7 +23,7 @@ from evaluation.records import scored
 from evaluation.crs.health import HealthTally, health_metrics
 from evaluation.crs.near_copy import NEAR_COPY, content_words_of, near_copy_words
 from evaluation.crs.tas import (
-    binary_cosine, copy_share, jaccard, dialogue_tas, dst_scores,
+    binary_cosine, concept_gaps, copy_share, jaccard, dialogue_tas, dst_scores,
     mean_or_none, recovery, segment_scores, segments, tas_turn, tokens,
 )
 
@@ -72,8 +72,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     cc = jaccard(u_set, s_set)
     cr = binary_cosine(u_set, s_set, idf, squares)
     pen = copy_share(u_toks, s_toks, u_grams=u_grams)
-    # tas.concept_gaps of the two sets
-    missing, hallucinated = sorted(u_set - s_set, key=repr), sorted(s_set - u_set, key=repr)
+    gaps = concept_gaps(u_set, s_set)
     dst = dst_scores(s_set, _pairs(gold))
     crs_meta = system.get("meta", {})
     named = named_films(extractor, system)
@@ -95,7 +94,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
         "tas": tas_turn(cc, cr, pen, alpha=settings.alpha, beta=settings.beta, gamma=settings.gamma),
         "shift_event": bool(user["meta"].get("shift_event")),
         "n_user_concepts": len(u_set), "n_system_concepts": len(s_set),
-        "n_missing": len(missing), "n_hallucinated": len(hallucinated),
+        "n_missing": len(gaps["missing"]), "n_hallucinated": len(gaps["hallucinated"]),
         "dst_precision": dst["precision"], "dst_recall": dst["recall"], "dst_f1": dst["f1"],
         "dst_joint": dst["joint"],
         "n_recommended": len(crs_meta.get("mentioned_ids", [])),
@@ -103,7 +102,8 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
         "echo": echo, "near_copy": copied, "tas_echo": tas_echo, "n_recommended_new": len(new_films),
     }
     details = {"turn": user["turn"], "user_concepts": u, "system_concepts": s, "gold": gold,
-               "missing": [list(c) for c in missing], "hallucinated": [list(c) for c in hallucinated]}
+               "missing": [list(c) for c in gaps["missing"]],
+               "hallucinated": [list(c) for c in gaps["hallucinated"]]}
     return metrics, details
 
 
