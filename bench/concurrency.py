@@ -12,6 +12,8 @@ is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
   runner with every fix undone ("before") and with each fix undone alone ("only: ..."): the
   runner's thread pool, fsync, stream mode, and the model-call path (ChatOpenAI, the SDK's httpx
   client, a tenacity ``Retrying`` per call, and with ``--judge`` the JSON schema per structured call);
+  with ``--limits`` also with run limits that never bind, in one process and over two workers
+  (what asking the run's limits costs per call);
 * the same work through openevals' ``run_multiturn_simulation`` (one session after another, as its
   users run it), and the ratio convsim / openevals.
 
@@ -284,6 +286,20 @@ class _TwoProcesses(_Step):
         return {"executor": "process", "workers": min(2, in_flight)}
 
 
+class _LimitsNeverBinding(_Step):
+    """Every fix, with run limits that never bind (``max_in_flight: 1000000``): every call is admitted
+    by the run's limits: in this process (async), or, with ``workers``, by asking the one RunLimits
+    the driver serves from a manager process (two round trips a call: limits.LimitsClient)."""
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
+        self.name = "limits on (never binding)" + (f", {workers} workers" if workers > 1 else "")
+
+    def config(self, in_flight: int) -> dict:
+        where = {"executor": "process", "workers": min(self.workers, in_flight)} if self.workers > 1 else {}
+        return {**where, "limits": {"max_in_flight": 1_000_000}}
+
+
 def sessions_for(in_flight: int, ideal: float, seconds: float) -> int:
     return max(in_flight, int(round(ideal * seconds / in_flight)) * in_flight)
 
@@ -296,6 +312,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="median of this many runs per cell")
     ap.add_argument("--steps", action="store_true", help="also measure the runner before each fix")
     ap.add_argument("--llamacpp", action="store_true", help="also measure the platform share on llama.cpp")
+    ap.add_argument("--limits", action="store_true",
+                    help="also run with limits that never bind, in one process and over 2 workers (their cost)")
     ap.add_argument("--judge", action="store_true",
                     help="also call hello_chat's judge each turn (structured output; no openevals comparison)")
     args = ap.parse_args()
@@ -303,6 +321,8 @@ def main() -> None:
         ROLES.append("judge")
     steps = ([_Before()] + [step() for step in STEPS + (JUDGE_STEPS if args.judge else ())]
              + [_OldCallPath(), _Step()] if args.steps else [_Step()]) + [_TwoProcesses()]
+    if args.limits:
+        steps += [_LimitsNeverBinding(), _LimitsNeverBinding(workers=2)]
     verdict = '{"correct": true, "reason": "a fixed verdict"}'
     with LatencyServerProcess(args.latency, idle_s=60, json_answer=verdict) as base_url, \
             tempfile.TemporaryDirectory() as out:
@@ -336,7 +356,7 @@ def main() -> None:
                 assert calls == k * calls_per_session
                 if type(step) is _Step:
                     best[n] = rate
-                if n == max(IN_FLIGHT) and type(step) in (_Step, _TwoProcesses):
+                if n == max(IN_FLIGHT) and type(step) in (_Step, _TwoProcesses, _LimitsNeverBinding):
                     goal[step.name] = (rate / ideal, steady / ideal)
                 print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} "
                       f"{steady / ideal:6.0%} {cpu:11.2f}")

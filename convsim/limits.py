@@ -27,17 +27,21 @@ cut at the model's own ``max_tokens`` counts its tokens too (a usage with only `
 counts that), and under ``max_tokens`` an answer with no token count at all stops the run: the
 budget can no longer be kept.
 
-The limits are process-wide (threads and asyncio tasks alike take the same locks; async model
-calls reach the server through the same sync path in a worker thread). Process and Ray workers
-each get a share (see :func:`worker_share`), which docs/cluster.md describes.
+The limits are the run's, not a process's: threads and asyncio tasks alike take the same locks (async
+model calls reach the server through the same sync path in a worker thread), and process and Ray
+workers ask the one :class:`RunLimits` of the run, served from a manager process
+(:func:`serve_to_processes`) or a Ray actor (:func:`serve_to_ray`), through a :class:`LimitsClient`:
+two round trips a call, which docs/cluster.md measures. So the budget is used to its end whichever
+worker spends it, ``max_in_flight`` holds across workers for any count, and ``rpm`` paces the run's
+calls one after another.
 """
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from contextlib import contextmanager, nullcontext
+from multiprocessing.managers import BaseManager
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -134,13 +138,17 @@ class _Pacer:
         self.lock = threading.Lock()
         self.clock, self.sleep = clock, sleep  # injectable: a test checks the schedule, not wall time
 
-    def wait_turn(self) -> None:
+    def book(self) -> float:
+        """Book the next start: the seconds to wait before it (0: start now)."""
         with self.lock:
             now = self.clock()
             start = max(now, self.next_start)
             self.next_start = start + self.interval
-        if start > now:
-            self.sleep(start - now)
+        return start - now
+
+    def wait_turn(self) -> None:
+        if (delay := self.book()) > 0:
+            self.sleep(delay)
 
 
 PROMPT_TOKENS_PER_MESSAGE = 8  # a chat template's role markers around each message (ChatML: 5, Llama 3: 5)
@@ -225,21 +233,22 @@ class RunLimits:
         """Count a served answer's tokens (prompt + completion, else the total). Under a token budget,
         an answer with no count at all spends the budget: it cannot be kept, so no further call is
         made (one line says why)."""
-        usage = getattr(message, "usage_metadata", None) or {}
-        prompt, completion, total = usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens")
+        self._charge(usage_of(message), server_key(spec) if spec is not None else "the server")
+
+    def _charge(self, usage: tuple, server: str) -> None:
+        prompt, completion, total = usage
         counted = prompt is not None or completion is not None
         used = (prompt or 0) + (completion or 0) if counted else (total or 0)
         with self._lock:
             self.tokens += used
             if not counted and total is None and self.limits.max_tokens is not None and self.exhausted is None:
-                server = server_key(spec) if spec is not None else "the server"
                 self.exhausted = (f"max_tokens={self.limits.max_tokens} cannot be kept: {server} answered "
                                   "without token usage (set max_calls instead)")
 
     @contextmanager
     def call(self, spec: Any, messages: Any = ()):
         """Around one request to a server: the budget (a reservation, returned when the call does),
-        then a slot (held while in flight), then pacing."""
+        then a slot (held while in flight), then pacing. Yields ``charge(message)``."""
         completion = getattr(spec, "completion_limit", None)
         reserve = self._admit(completion, prompt_bound(messages) if self.limits.max_tokens is not None else 0)
         try:
@@ -247,21 +256,101 @@ class RunLimits:
             with slot if slot is not None else nullcontext():
                 if pacer is not None:
                     pacer.wait_turn()
-                yield self
+                yield lambda message: self.charge(message, spec)
         finally:
             self._release(reserve)
+
+    # ----- the run's limits served to process and Ray workers (LimitsClient asks these) ---------
+    def enter(self, key: str, completion: int | None, prompt: int) -> tuple[str | None, int, float]:
+        """:meth:`call`'s entry for a call made in another process: admit it, take a slot of its
+        server and book its start. Returns (why it was refused or None, tokens reserved, seconds
+        the caller waits before it starts)."""
+        try:
+            reserve = self._admit(completion, prompt)
+        except BudgetExhausted as exc:
+            return str(exc), 0, 0.0
+        slot, pacer = self._for(key)
+        if slot is not None:
+            slot.acquire()
+        return None, reserve, (pacer.book() if pacer is not None else 0.0)
+
+    def leave(self, key: str, reserve: int, usages: list) -> None:
+        """:meth:`call`'s exit for a call :meth:`enter` admitted: charge its answers' ``usages``
+        (:func:`usage_of`), free its slot, return its reservation."""
+        try:
+            for usage in usages:
+                self._charge(tuple(usage), key)
+            slot = self._slots.get(key)
+            if slot is not None:
+                slot.release()
+        finally:
+            self._release(reserve)
+
+    def stopped_by(self) -> str | None:
+        return self.exhausted
+
+
+def usage_of(message: Any) -> tuple:
+    """(prompt, completion, total) tokens of an answer, each None when the server did not say."""
+    usage = getattr(message, "usage_metadata", None) or {}
+    return usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens")
+
+
+class LimitsUnreachable(ModelUnavailable):
+    """A worker could not reach the run's limits (their process or actor is gone): an infrastructure
+    fault, the session is run again on resume."""
+
+
+class LimitsClient:
+    """The run's limits as a process or Ray worker sees them: every call asks the one
+    :class:`RunLimits` of the run (``broker``: a multiprocessing manager's proxy of it, or a Ray
+    actor holding it), so the budget, the slots and the pacing are the run's, not a share of them.
+    Two round trips a call (enter, leave); answers' tokens travel with the second."""
+
+    def __init__(self, limits: Limits, broker: Any) -> None:
+        self.limits = limits
+        self.exhausted: str | None = None  # the driver reads the stop reason from the sessions it cut
+        self._broker = broker
+        self._ray = hasattr(getattr(broker, "enter", None), "remote")
+
+    def _ask(self, method: str, *args: Any) -> Any:
+        try:
+            if self._ray:
+                import ray
+                return ray.get(getattr(self._broker, method).remote(*args))
+            return getattr(self._broker, method)(*args)
+        except Exception as exc:  # noqa: BLE001 — the broker is gone: the session is an infra fault
+            raise LimitsUnreachable(f"the run's limits are unreachable ({type(exc).__name__}: {exc})") from exc
+
+    @contextmanager
+    def call(self, spec: Any, messages: Any = ()):
+        completion = getattr(spec, "completion_limit", None)
+        prompt = prompt_bound(messages) if self.limits.max_tokens is not None else 0
+        key = server_key(spec)
+        refused, reserve, delay = self._ask("enter", key, completion, prompt)
+        if refused is not None:
+            raise BudgetExhausted(refused)
+        usages: list = []
+        try:
+            if delay > 0:
+                time.sleep(delay)
+            yield lambda message: usages.append(usage_of(message))
+        finally:
+            self._ask("leave", key, reserve, usages)
 
 
 _ACTIVE: RunLimits | None = None
 
 
-def activate(limits: Limits | None, share: tuple[int, int] = (0, 1)) -> RunLimits | None:
-    """Make ``limits`` the process's limits for the run attempt now starting (None: unlimited);
-    ``share``: (index, workers) of a process or Ray worker, which keeps its share (:func:`worker_share`)."""
+def activate(limits: Limits | None, broker: Any = None) -> RunLimits | LimitsClient | None:
+    """Make ``limits`` the process's limits for the run attempt now starting (None: unlimited).
+    ``broker``: in a process or Ray worker, the run's :class:`RunLimits` served by the driver
+    (:func:`serve_to_processes`, :func:`serve_to_ray`), which every call then asks."""
     global _ACTIVE
-    if limits is not None and share[1] > 1:
-        limits = worker_share(limits, share[1], share[0])
-    _ACTIVE = RunLimits(limits) if limits is not None and limits.any() else None
+    if limits is None or not limits.any():
+        _ACTIVE = None
+    else:
+        _ACTIVE = LimitsClient(limits, broker) if broker is not None else RunLimits(limits)
     models.call_guard = model_call if _ACTIVE is not None else None
     return _ACTIVE
 
@@ -273,28 +362,58 @@ def model_call(spec: Any, messages: Any = ()):
     if run_limits is None:
         yield None
         return
-    with run_limits.call(spec, messages):
-        yield lambda message: run_limits.charge(message, spec)
+    with run_limits.call(spec, messages) as charge:
+        yield charge
 
 
-def worker_share(limits: Limits | None, workers: int, index: int = 0) -> Limits | None:
-    """The limits worker ``index`` of ``workers`` processes or Ray actors keeps: 1/workers of
-    ``max_in_flight`` (rounded up) and of ``rpm``; of the budget, a part such that the parts add up
-    to it exactly (7 calls over 2 workers: 4 and 3; a part may be 0, a worker that may make no call).
+class _LimitsManager(BaseManager):
+    """Serves one :class:`RunLimits` from its own process to the run's worker processes."""
 
-    A worker holds its own counters, so the run as a whole stays within ``max_in_flight`` and
-    ``rpm`` exactly when they divide by the workers, and within the budget exactly as one process does.
-    """
-    if limits is None or not limits.any() or workers <= 1:
-        return limits
 
-    def part(total: int) -> int:
-        return total * (index + 1) // workers - total * index // workers
-    share = {"max_in_flight": None if limits.max_in_flight is None else math.ceil(limits.max_in_flight / workers),
-             "rpm": None if limits.rpm is None else limits.rpm / workers,
-             "max_calls": None if limits.max_calls is None else part(limits.max_calls),
-             "max_tokens": None if limits.max_tokens is None else part(limits.max_tokens)}
-    return Limits.model_construct(**share)  # not validated: a budget part may be 0
+_LimitsManager.register("RunLimits", RunLimits, exposed=("enter", "leave", "stopped_by"))
+
+
+def _ignore_sigterm() -> None:
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@contextmanager
+def serve_to_processes(limits: Limits | None, ctx: Any):
+    """The run's limits for worker processes: yields the broker to hand to each worker
+    (:func:`activate`), or None when the run has no limits. The manager process ends with the block."""
+    if limits is None or not limits.any():
+        yield None
+        return
+    manager = _LimitsManager(ctx=ctx)
+    manager.start(_ignore_sigterm)  # the driver ends it: a SIGTERM to the job must not cut the workers' calls
+    try:
+        yield manager.RunLimits(limits)
+    finally:
+        manager.shutdown()
+
+
+def serve_to_ray(limits: Limits | None, callers: int) -> Any:
+    """The run's limits for Ray workers: an actor holding them (no CPU of its own; ``callers``:
+    the calls that may wait in it at once, one per session thread), or None without limits."""
+    if limits is None or not limits.any():
+        return None
+    import ray
+
+    @ray.remote(num_cpus=0, max_restarts=0, max_concurrency=max(2, callers + 2))
+    class LimitsActor:
+        def __init__(self, limits_json: str) -> None:
+            self.run_limits = RunLimits(Limits.model_validate_json(limits_json))
+
+        def enter(self, *args):
+            return self.run_limits.enter(*args)
+
+        def leave(self, *args):
+            return self.run_limits.leave(*args)
+
+        def stopped_by(self):
+            return self.run_limits.stopped_by()
+    return LimitsActor.remote(limits.model_dump_json())
 
 
 def with_limits(config: Any, **values: Any) -> Any:

@@ -59,14 +59,14 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="convsim-parent-watch", daemon=True).start()
 
 
-def _init_worker(config_json: str, parent_pid: int | None = None, share: tuple[int, int] = (0, 1)) -> None:
+def _init_worker(config_json: str, parent_pid: int | None = None, broker: Any = None) -> None:
     """Plan the run once in this worker (``parent_pid``: end with that process; Ray manages its own;
-    ``share``: this worker's index and the number of workers, for its share of the limits)."""
+    ``broker``: the run's limits, which the driver serves to every worker: limits.activate)."""
     global _PLAN
     if parent_pid is not None:
         die_with_parent(parent_pid)
     cfg = ExperimentConfig.model_validate_json(config_json)
-    limits.activate(cfg.limits, share)  # this worker's share (see limits.worker_share)
+    limits.activate(cfg.limits, broker)  # every call asks the run's limits (one budget, one pacer)
     plan = plan_run(cfg, source="worker")
     saver = None
     if cfg.checkpoint:
@@ -155,8 +155,7 @@ def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
                     os._exit(1)
 
 
-def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox,
-                 share: tuple[int, int] = (0, 1)) -> None:
+def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox, broker: Any = None) -> None:
     """A worker process: plan the run once, then ``threads`` threads each run one session at a time."""
     # Ctrl-C reaches the whole process group, and so may SIGTERM (a batch scheduler ending the job): the
     # driver stops the run and ends its workers, which would otherwise each print a KeyboardInterrupt
@@ -164,7 +163,7 @@ def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox,
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        _init_worker(config_json, parent_pid, share)
+        _init_worker(config_json, parent_pid, broker)
     except BaseException as exc:  # noqa: BLE001 — a malformed catalog...: one clear line in the driver
         outbox.send(_portable(exc))
         return
@@ -211,12 +210,19 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
     per_worker = sessions_per_worker(plan.config.concurrency, n)
     # spawn, not fork: the parent holds threads (asyncio, SQLite) that must not be forked
     ctx = multiprocessing.get_context("spawn")
+    # the run's limits live in one process that every worker's calls ask (limits.serve_to_processes)
+    with limits.serve_to_processes(plan.config.limits, ctx) as broker:
+        await _run_workers(plan, todo, first, land, observe, ctx, n, per_worker, broker, stop)
+
+
+async def _run_workers(plan: Any, todo: Iterator[Unit], first: Unit, land, observe, ctx, n: int,
+                       per_worker: int, broker: Any, stop) -> None:
     inbox = ctx.Queue()
-    config_json = plan.config.model_dump_json()  # each worker keeps its share of the limits
+    config_json = plan.config.model_dump_json()
     readers = {}
     for i in range(n):
         reader, writer = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer, (i, n)),
+        proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer, broker),
                            name=f"convsim-worker-{i}")  # not daemonic: a node may start processes
         proc.start()
         writer.close()  # the worker's end: a worker that dies closes its pipe

@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from . import limits
 from .errors import ConvsimError
 from .process_executor import sessions_per_worker
 
@@ -122,9 +123,9 @@ def _worker_class():
     class SessionWorker:
         """Holds the planned run (compiled graphs, catalogs) for all the sessions it runs."""
 
-        def __init__(self, config_json: str, share: tuple[int, int] = (0, 1)) -> None:
+        def __init__(self, config_json: str, broker=None) -> None:
             from .process_executor import _init_worker
-            _init_worker(config_json, share=share)
+            _init_worker(config_json, broker=broker)
 
         def run(self, unit):
             from .process_executor import _run_in_worker
@@ -181,6 +182,7 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
         return
     started = connect(address, workers)
     actors: list = []
+    served: list = []  # the limits' actor
     try:
         n = worker_count(workers, cluster_cpus())
         config = plan.config
@@ -191,9 +193,12 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
         per_actor = sessions_per_worker(config.concurrency, n)
         if per_actor > 1:  # a threaded actor; one session at a time stays on the actor's main thread
             Worker = Worker.options(max_concurrency=per_actor)
-        # each actor holds its own counters: its share of the limits (see limits.worker_share)
+        # one actor holds the run's limits; every session thread's calls ask it (limits.serve_to_ray)
+        broker = limits.serve_to_ray(config.limits, callers=n * per_actor)
+        if broker is not None:
+            served.append(broker)  # killed with the workers
         config_json = config.model_dump_json()
-        actors = [Worker.remote(config_json, (i, n)) for i in range(n)]
+        actors = [Worker.remote(config_json, broker) for _ in range(n)]
         pending = [first]
         try:
             nodes = await asyncio.wait_for(asyncio.gather(*(a.node.remote() for a in actors)), PLACE_TIMEOUT_S)
@@ -221,7 +226,7 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
         except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
             raise _worker_failed(exc) from None
     finally:
-        for a in actors:
+        for a in actors + served:
             ray.kill(a)
         if started:
             ray.shutdown()

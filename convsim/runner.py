@@ -159,7 +159,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     done = store.done()
     todo = (u for u in plan.iter_units() if u.key not in done)
     run_limits = limits.activate(cfg.limits)
-    budget_cut: list[str] = []  # why a worker's budget stopped a session (process and Ray workers hold their own)
+    budget_cut: list[str] = []  # why the budget stopped a session (as process and Ray workers' calls saw it)
     spent = limits.Spent()  # what this attempt's landed sessions spent, whichever process made the calls
 
     def land_one(outcome: Outcome, progress: LiveProgress) -> None:
@@ -197,7 +197,7 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         store.close()
         limits.activate(None)
     why = None if not stopped() else (run_limits.exhausted if run_limits and run_limits.exhausted
-                                      else f"a worker's share was spent: {budget_cut[0]}")
+                                      else budget_cut[0])
     budget = spent.report(cfg.limits, why)  # summary.json's "budget": spent, over, why it stopped
     warnings = plan.warnings + [w for w in [limits.overshoot_warning(budget)] if w]
     try:  # a dataset_metrics that raises: the summary is written without it, then HookError

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 import convsim
-from convsim.limits import BudgetReached, Limits, worker_share
+from convsim.limits import BudgetReached, Limits
 from convsim.store import RunStore
 from convsim.usage import usage_table
 
@@ -128,14 +128,54 @@ def test_usage_table_hand_computed():
     assert u["tokens"] == 8 and u["prompt_tokens"] == 0 and u["calls_without_usage"] == 1
 
 
-def test_worker_share_splits_every_limit():
-    limits = Limits(max_in_flight=5, rpm=90, max_calls=7, max_tokens=101)
-    shares = [worker_share(limits, 2, i).model_dump() for i in range(2)]
-    assert shares == [{"max_in_flight": 3, "rpm": 45, "max_calls": 3, "max_tokens": 50},
-                      {"max_in_flight": 3, "rpm": 45, "max_calls": 4, "max_tokens": 51}]
-    # before, every worker got the budget rounded up (4 + 4 calls of 7): the parts now add up to it
-    assert [worker_share(Limits(max_calls=2), 3, i).max_calls for i in range(3)] == [0, 1, 1]
-    assert worker_share(Limits(), 4) == Limits()
+@pytest.mark.slow
+def test_worker_processes_share_the_runs_limits_not_a_part_of_them(tmp_path):
+    """Two worker processes ask the run's one RunLimits (served by a manager process): max_in_flight 3
+    holds across them (a share each, rounded up, allowed 4), rpm paces the run's calls one after
+    another (each worker's own pacer let both start at once), and the call budget is used to its
+    last call whichever worker makes it (a share each stopped the run when one share was spent)."""
+    common = dict(executor="process", workers=2, concurrency=8, sessions=8)
+    with LatencyServer(latency_s=0.1) as server:
+        convsim.run(config(tmp_path, server, **common, limits={"max_in_flight": 3}), run_id="cap", analyze=False)
+        assert server.requests == 24 and server.max_in_flight == 3
+    with LatencyServer(latency_s=0.01) as server:
+        convsim.run(config(tmp_path, server, **common | {"sessions": 2}, limits={"rpm": 300}), run_id="rpm",
+                    analyze=False)
+        gaps = [b - a for a, b in zip(server.starts, server.starts[1:])]
+        assert len(server.starts) == 6 and min(gaps) > 0.1  # 300 a minute: one start every 0.2 s
+    with LatencyServer(latency_s=0.02) as server:
+        with pytest.raises(BudgetReached, match=r"run budget reached \(max_calls=11 reached; this attempt: 11 calls"):
+            convsim.run(config(tmp_path, server, **common, limits={"max_calls": 11}), run_id="b", analyze=False)
+        assert server.requests == 11  # every call of the budget, none over
+        summary = json.loads((tmp_path / "runs" / "b" / "summary.json").read_text())["budget"]
+        assert summary["calls"] == 11 and summary["stopped"] == "max_calls=11 reached"
+
+
+def test_a_client_asks_the_runs_limits_and_an_unreachable_broker_is_an_infra_fault():
+    from types import SimpleNamespace
+    from convsim import limits
+    from convsim.models import ModelUnavailable
+    spec = SimpleNamespace(base_url="http://h/v1", provider="openai", model="m", completion_limit=20)
+    run = limits.RunLimits(Limits(max_calls=2, max_tokens=1000, max_in_flight=1))
+    client = limits.LimitsClient(run.limits, run)  # the broker answered in this process
+    answer = SimpleNamespace(usage_metadata={"input_tokens": 7, "output_tokens": 3})
+    with client.call(spec, [("user", "hi")]) as charge:
+        assert run.in_flight == 1 and run._slots["http://h/v1"]._value == 0 and run.reserved > 0
+        charge(answer)
+    assert (run.calls, run.tokens, run.reserved, run.in_flight) == (1, 10, 0, 0)
+    assert run._slots["http://h/v1"]._value == 1  # the slot came back
+    with client.call(spec):
+        pass
+    with pytest.raises(limits.BudgetExhausted, match="run budget: max_calls=2 reached"):
+        with client.call(spec):
+            pass
+
+    class Gone:
+        def enter(self, *args):
+            raise ConnectionRefusedError("no manager")
+    with pytest.raises(ModelUnavailable, match="limits are unreachable .*no manager"):
+        with limits.LimitsClient(run.limits, Gone()).call(spec):
+            pass
 
 
 FALLBACK = str(ROOT / "tests" / "data" / "graphs" / "fallback_chat.py")
@@ -296,12 +336,12 @@ def _hard_bound_across_workers(tmp_path, cfg):
     with LatencyServer(latency_s=0.02) as server:  # 10 + 5 tokens a call, answers bound at 5
         cfg = cfg | {"executor": "process", "workers": 2, "sessions": 24,
                      "models": {"agent": {"spec": f"openai:fake@{server.base_url}", "max_tokens": 5}}}
-        with pytest.raises(BudgetReached, match=r"a worker's share was spent: max_tokens=30[01] reached"):
+        with pytest.raises(BudgetReached, match=r"max_tokens=601 reached"):
             convsim.run(cfg | {"limits": {"max_tokens": 601}}, run_id="w", analyze=False)
-        # the shares (300 and 301) add up to the budget; before, each worker got 301 and its 8 calls
-        # in flight went past it
-        assert 0 < server.requests * 15 <= 601 == json.loads((tmp_path / "runs" / "w" / "summary.json").read_text()
-                                                             )["budget"]["max_tokens"]
+        # one budget for both workers, used to its end: spent + the next call's bound (~100) > 601
+        budget = json.loads((tmp_path / "runs" / "w" / "summary.json").read_text())["budget"]
+        assert 601 - 150 < server.requests * 15 <= 601 == budget["max_tokens"]
+        assert budget["tokens"] == server.requests * 15 and budget["over_tokens"] == 0
         done = convsim.run(cfg, run_id="w", analyze=False)
         assert len(RunStore(done).records()) == 24 and all(r["status"] == "ok" for r in RunStore(done).records())
 

@@ -104,6 +104,30 @@ def test_ray_actors_keep_the_concurrency_in_flight_at_the_server(tmp_path, local
     assert stable(a) == stable(b)
 
 
+@pytest.mark.slow
+def test_ray_actors_share_the_runs_limits(tmp_path, local_ray):
+    """One actor holds the run's limits and every session thread of both workers asks it: max_in_flight
+    3 holds across the two actors, and the call budget is spent to its last call, then the run stops
+    with exit code 3's BudgetReached and resumes to the async executor's records."""
+    from convsim.limits import BudgetReached
+    sys.path.insert(0, str(ROOT / "bench"))
+    from latency_server import LatencyServer
+    with LatencyServer(latency_s=0.1) as server:
+        common = dict(graph="hello_chat", sessions=8, params={"n_turns": 2}, concurrency=8,
+                      models={"agent": f"openai:fake@{server.base_url}"})
+        convsim.run(write_config(tmp_path, **common, limits={"max_in_flight": 3}), run_id="cap", executor="ray",
+                    workers=2, analyze=False)
+        assert server.requests == 16 and server.max_in_flight == 3
+        server.reset()
+        with pytest.raises(BudgetReached, match=r"\(max_calls=7 reached; this attempt: 7 calls"):
+            convsim.run(write_config(tmp_path, **common, limits={"max_calls": 7}), run_id="b", executor="ray",
+                        workers=2, analyze=False)
+        assert server.requests == 7
+        b = convsim.run(write_config(tmp_path, **common), run_id="b", executor="ray", workers=2, analyze=False)
+        a = convsim.run(write_config(tmp_path, **common), run_id="a", analyze=False)
+    assert stable(a) == stable(b)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
