@@ -186,7 +186,7 @@ def main() -> None:
     busy = sum(p["seconds"] for p in parts)
     share = {key: sum(p[key] for p in parts) / busy for key in ("extract_s", "grounded_s", "lda_s", "encode_s", "tas_cas_s")}
     print(f"  where the workers' time goes: concept extraction (extract) {share['extract_s']:.0%}, other grounded "
-          f"metrics {share['grounded_s'] - share['extract_s']:.0%}, LDA topics (scikit-learn's E-step and counts) "
+          f"metrics {share['grounded_s'] - share['extract_s']:.0%}, LDA topics (word counts and the E-step) "
           f"{share['lda_s']:.0%}, TF-IDF encoding {share['encode_s']:.0%}, TAS/CAS logic "
           f"{share['tas_cas_s'] - share['lda_s'] - share['encode_s']:.0%}")
 

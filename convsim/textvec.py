@@ -92,4 +92,26 @@ class FastCounts:
         if not self.fast or not all(isinstance(t, str) for t in texts):  # bytes, NaN: scikit-learn's rules
             return self.vec.transform(texts)
         counts = self.counts(texts)
-        return self.tfidf.transform(counts, copy=False) if self.tfidf is not None else counts
+        return self.weighted(counts) if self.tfidf is not None else counts
+
+    def weighted(self, counts):
+        """``TfidfTransformer.transform(counts, copy=False)``: the same steps on the same arrays
+        (log + 1 for ``sublinear_tf``, times ``idf_``, scikit-learn's own in-place row normaliser),
+        without its input validation, which costs ~1 ms a call: as much as weighting 40 texts."""
+        t = self.tfidf
+        try:
+            from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l1, inplace_csr_row_normalize_l2
+        except ImportError:  # moved in another scikit-learn: its transform is the reference
+            return t.transform(counts, copy=False)
+        if counts.dtype not in (np.float64, np.float32) or t.norm not in (None, "l1", "l2"):
+            return t.transform(counts, copy=False)
+        if t.sublinear_tf:
+            np.log(counts.data, counts.data)
+            counts.data += 1.0
+        if hasattr(t, "idf_"):
+            counts.data *= t.idf_[counts.indices]
+        if t.norm == "l2":
+            inplace_csr_row_normalize_l2(counts)
+        elif t.norm == "l1":
+            inplace_csr_row_normalize_l1(counts)
+        return counts

@@ -31,6 +31,9 @@ def _same(a, b) -> None:
 @pytest.mark.parametrize("make", [
     lambda: TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True, max_features=40),
     lambda: TfidfVectorizer(ngram_range=(1, 2)),
+    lambda: TfidfVectorizer(norm="l1", use_idf=False, sublinear_tf=True),
+    lambda: TfidfVectorizer(norm=None, smooth_idf=False, dtype=np.float32),
+    lambda: TfidfVectorizer(norm="l2", dtype=np.float32, stop_words="english"),
     lambda: CountVectorizer(stop_words=["the", "a", "of", "dark"], token_pattern=r"(?u)\b[a-zA-Z]{3,}\b",
                             min_df=1, max_features=30),
     lambda: CountVectorizer(lowercase=False),
@@ -41,6 +44,8 @@ def test_fast_counts_equal_scikit_learn(make):
     assert fast.fast
     _same(vec.transform(TEXTS), fast.transform(TEXTS))
     _same(vec.transform(CORPUS), fast.transform(CORPUS))
+    for text in TEXTS:  # one text a call, as a session's stray texts are encoded
+        _same(vec.transform([text]), fast.transform([text]))
 
 
 def test_an_unsupported_vectoriser_goes_through_its_own_transform():
@@ -65,7 +70,8 @@ def test_the_shipped_embedder_and_topics_use_it_and_match(tmp_path):
     dense = np.asarray(emb._vec.transform(texts).todense(), dtype=np.float32)
     norms = np.linalg.norm(dense, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    assert np.array_equal(emb.encode(texts), dense / norms)
+    assert len(texts) >= 64 and np.array_equal(emb.encode(texts), dense / norms)  # the sparse path
+    assert np.array_equal(emb.encode(texts[:10]), (dense / norms)[:10])  # a few texts: the dense path
     # texts without an in-vocabulary word skip the LDA E-step: the others' topics are unchanged
     theta = topics.lda.transform(topics.vectorizer.transform(texts))
     empty = np.diff(topics.vectorizer.transform(texts).indptr) == 0
