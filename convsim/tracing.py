@@ -105,6 +105,26 @@ def append_channels(channels: dict) -> frozenset[str]:
                      if isinstance(ch, BinaryOperatorAggregate) and ch.operator is operator.add)
 
 
+def _tile(combined: list, parts: list[list]) -> list[int] | None:
+    """Where each of ``parts`` sits in the tail of ``combined`` they make up together (their items
+    found by identity, in any order; an empty part sits at the end), or None when they do not tile it."""
+    start = len(combined) - sum(len(p) for p in parts)
+    if start < 0:
+        return None
+    at: list[int | None] = [len(combined) if not p else None for p in parts]
+    pos = start
+    while pos < len(combined):
+        for j, part in enumerate(parts):
+            if (at[j] is None and pos + len(part) <= len(combined)
+                    and all(a is b for a, b in zip(part, combined[pos:pos + len(part)]))):
+                at[j] = pos
+                pos += len(part)
+                break
+        else:
+            return None
+    return at if None not in at else None
+
+
 def _appended_text(before_len: int, after_len: int, appended: str) -> str:
     return f'{{"appended": {appended}, "before_len": {before_len}, "after_len": {after_len}}}'
 
@@ -268,19 +288,63 @@ class TraceRecorder:
                 if key not in changes and (key in values or key in self._echo or key in self._text
                                            or key in self._length):
                     changes[key] = f"{_name(key)}: {self._change(key, values.get(key))}"
+        own, order = self._own_parts(values, changes) if len(self._pending) > 1 else ({}, None)
         self._turn = turn = _turn_of(values, self._turn)
         # (one task a superstep, the usual case, needs no count)
         tasks_of = Counter(p[0] for p in self._pending) if len(self._pending) > 1 else None
-        for node, update, wall, task_id in self._pending:
+        for i in order or range(len(self._pending)):
+            node, update, wall, task_id = self._pending[i]
             if tasks_of is not None and tasks_of[node] > 1:  # parallel tasks of one node (a Send fan-out): each its own calls
                 calls = [c for c in new_calls if c.get("node") == node and self._call_tasks.get(id(c)) == task_id]
             else:
                 calls = [c for c in new_calls if c.get("node") in (node, None)]
             self._lines.append(_step_line(len(self._lines), self._superstep, turn, node,
-                                          ", ".join(changes[k] for k in update if k in changes),
+                                          ", ".join(own.get((i, k), changes[k]) for k in update if k in changes),
                                           round(wall, 6), dumps(calls) if calls else "[]"))
         self._pending = []
         self._superstep += 1
+
+    def _own_parts(self, values: dict, changes: dict) -> tuple[dict, list[int] | None]:
+        """Each task's own part of the ``operator.add`` keys several tasks of this superstep appended to
+        (members speaking at once, a ``Send`` fan-out), and the order of the superstep's steps.
+
+        LangGraph appends the tasks' lists in its task order, whatever order they finished in; each
+        task's items are found in the combined list by identity (the reducer copies references), so
+        its step records only them, at their place (``before_len``), and the steps come in that
+        order: replaying the trace step by step (:func:`state_at`) passes through each task's append.
+        Returns ``({(pending index, key): change text}, step order)``; a key whose parts cannot be
+        found (or disagree with the order another key gave) keeps the superstep's combined change on
+        each of its steps, as before."""
+        found: dict = {}  # key -> [(pending index, its items)] in the order LangGraph appended them
+        order: list[int] | None = None
+        for key in changes:
+            writers = [i for i, p in enumerate(self._pending) if key in p[1]]
+            if len(writers) < 2 or key not in self._length or not changes[key].startswith(f"{_name(key)}: {{\"appended\""):
+                continue
+            raw = values.get(key)
+            parts = _tile(raw, [self._pending[i][1][key] for i in writers])
+            if parts is None:
+                continue
+            # an empty part has no place of its own: it goes where the step order puts it
+            by_place = [i for _, i in sorted((start, i) for start, i in zip(parts, writers)
+                                              if self._pending[i][1][key])]
+            if order is None:
+                order = by_place + [i for i in range(len(self._pending)) if i not in by_place]
+            elif [i for i in order if i in by_place] != by_place:
+                continue  # the tasks' order differs from the other key's: keep the combined change
+            found[key] = len(raw) - sum(len(self._pending[i][1][key]) for i in writers)
+        if order is None:
+            return {}, None
+        own: dict = {}
+        first = [i for i in range(len(self._pending)) if not any(k in self._pending[i][1] for k in found)]
+        order = first + [i for i in order if i not in first]  # steps writing none of them first
+        for key, length in found.items():
+            for i in order:
+                items = self._pending[i][1].get(key)
+                if items is not None:
+                    own[i, key] = f"{_name(key)}: {_appended_text(length, length + len(items), dumps(items))}"
+                    length += len(items)
+        return own, order
 
     def on_failure(self, error: str) -> None:
         """The session ended on an exception: one ``failure`` line after the last finished step,

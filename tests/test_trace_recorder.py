@@ -250,11 +250,19 @@ def test_each_send_task_step_lists_only_its_own_model_calls(tmp_path, monkeypatc
         trace = read_trace(run_dir / "traces" / "default" / f"{record['session_id']}.jsonl")
         steps = [s for s in trace["steps"] if s["node"] == "expert"]
         assert len(steps) == 3 and len({s["superstep"] for s in steps}) == 1
-        # the steps come as the tasks finished (each shows the superstep's combined change of
-        # "answers"), each with the one call its task made
+        # the steps come in the order LangGraph applied the tasks' writes (the send order), not as
+        # their threads finished, each with the one call its task made and its own answer
         assert [[c["purpose"] for c in s["llm_calls"]] for s in steps] == \
-            [["ask_literature"], ["ask_chemistry"], ["ask_geography"]]
-        assert [c["task"] for s in steps for c in s["llm_calls"]] == [2, 1, 0]  # the Send index
+            [["ask_geography"], ["ask_chemistry"], ["ask_literature"]]
+        assert [c["task"] for s in steps for c in s["llm_calls"]] == [0, 1, 2]  # the Send index
+        own = [s["changed"]["answers"] for s in steps]
+        assert [(c["before_len"], c["after_len"], len(c["appended"])) for c in own] == [(0, 1, 1), (1, 2, 1), (2, 3, 1)]
+        assert [c["appended"][0]["expert"] for c in own] == ["geography", "chemistry", "literature"]
+        # replayed step by step, the state passes through each task's append and ends as the run did
+        from convsim.tracing import state_at
+        assert state_at(trace["initial"], trace["steps"], steps[0]["step"])["answers"] == own[0]["appended"]
+        assert state_at(trace["initial"], trace["steps"], steps[-1]["step"])["answers"] == \
+            [a for c in own for a in c["appended"]]
         # the record lists each call once, in task order (the send order)
         assert [c["purpose"] for c in record["llm_calls"]] == ["ask_geography", "ask_chemistry", "ask_literature"]
 
@@ -276,3 +284,36 @@ def test_a_task_id_goes_to_its_own_step_when_two_tasks_interleave_their_events()
     rec.on_task({"id": "A", "name": "w", "error": None, "result": {"xs": a}})
     rec.on_values({"xs": [1, 2]})
     assert [[c["purpose"] for c in s["llm_calls"]] for s in rec.steps] == [["p1"], ["p2"]]
+
+
+def test_tasks_appending_to_one_key_at_once_each_show_their_own_items():
+    # two tasks of a superstep append to "xs" and "log"; they finish B before A, LangGraph applies A
+    # then B. Before, both steps showed the combined change of each key; now each shows its own items
+    # at their place, the steps come in the order applied, and replay passes through each append.
+    from convsim.tracing import state_at
+    rec = TraceRecorder({"xs": [0], "log": [], "errs": []}, [], append_keys={"xs", "log", "errs"})
+    rec.on_values({"xs": [0], "log": [], "errs": []})
+    a_xs, b_xs, a_log, b_log = [{"a": 1}, {"a": 2}], [{"b": 1}], ["A"], ["B", "B2"]
+    rec.on_updates({"w": {"xs": b_xs, "log": b_log, "errs": ["e"]}})
+    rec.on_updates({"v": {"xs": a_xs, "log": a_log, "flag": True, "errs": []}})
+    rec.on_updates({"u": {"other": 5}})  # writes none of them: its step comes first
+    rec.on_values({"xs": [0, *a_xs, *b_xs], "log": [*a_log, *b_log], "flag": True, "other": 5, "errs": ["e"]})
+    steps = rec.steps
+    assert [s["node"] for s in steps] == ["u", "v", "w"]
+    assert steps[1]["changed"]["xs"] == {"appended": a_xs, "before_len": 1, "after_len": 3}
+    assert steps[2]["changed"]["xs"] == {"appended": b_xs, "before_len": 3, "after_len": 4}
+    assert steps[1]["changed"]["log"] == {"appended": ["A"], "before_len": 0, "after_len": 1}
+    assert steps[2]["changed"]["log"] == {"appended": ["B", "B2"], "before_len": 1, "after_len": 3}
+    # an empty append sits where its step comes
+    assert steps[1]["changed"]["errs"] == {"appended": [], "before_len": 0, "after_len": 0}
+    assert steps[2]["changed"]["errs"] == {"appended": ["e"], "before_len": 0, "after_len": 1}
+    assert state_at(rec.initial, steps, 1)["xs"] == [0, *a_xs]
+    assert state_at(rec.initial, steps, 2) == {"xs": [0, *a_xs, *b_xs], "log": ["A", "B", "B2"], "flag": True,
+                                               "other": 5, "errs": ["e"]}
+    # a list the tasks' items cannot be found in (a custom reducer that copied them): the combined change
+    rec2 = TraceRecorder({"xs": []}, [], append_keys={"xs"})
+    rec2.on_values({"xs": []})
+    rec2.on_updates({"w": {"xs": [{"b": 1}]}})
+    rec2.on_updates({"v": {"xs": [{"a": 1}]}})
+    rec2.on_values({"xs": [{"a": 1}, {"b": 1}]})  # equal items, other objects
+    assert [s["changed"]["xs"]["appended"] for s in rec2.steps] == [[{"a": 1}, {"b": 1}]] * 2
