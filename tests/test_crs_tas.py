@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from evaluation.crs.tas import (
-    concept_gaps, context_retention, copy_penalty, cross_coherence, dialogue_tas, dst_scores,
-    recovery, segment_scores, segments, tas_turn, tokens, weighted_cosine, word_ngrams,
+    binary_cosine, binary_cosines, concept_gaps, context_retention, copy_penalty, cross_coherence,
+    dialogue_tas, dst_scores, recovery, segment_scores, segments, tas_turn, tokens, weighted_cosine,
+    word_ngrams,
 )
 
 A, B, C, D = ("genre", "Drama"), ("actor", "Tom Hanks"), ("director", "Robert Zemeckis"), ("year", "2000")
@@ -50,6 +51,15 @@ def test_context_retention_accepts_callable_idf():
 
     assert context_retention({A, B, C}, {B, C, D}, idf) == pytest.approx(13 / math.sqrt(406))
     assert set(calls) == {A, B, C, D}
+
+
+def test_binary_cosines_is_binary_cosine_of_each_set():
+    others = ({B, C, D}, {A}, set(), frozenset({C}))
+    for u in ({A, B, C}, set()):
+        got = binary_cosines(u, others, IDF)
+        assert [repr(x) for x in got] == [repr(binary_cosine(u, s, IDF)) for s in others]
+    with pytest.raises(ValueError, match="no weight"):
+        binary_cosines({A}, ({B}, {("genre", "War")}), IDF)
 
 
 def test_context_retention_rejects_missing_or_bad_weight():
@@ -191,6 +201,9 @@ def test_recovery_validates_input():
 def test_concept_gaps():
     out = concept_gaps({A, B}, {B, C})
     assert out == {"missing": [A], "hallucinated": [C]}
+    # sorted by repr, which is not the tuples' own order ("'" sorts after " ")
+    tom, hanks = ("actor", "Tom"), ("actor", "Tom Hanks")
+    assert concept_gaps(set(), {tom, hanks, A})["hallucinated"] == [hanks, tom, A]
 
 
 def test_dst_scores():

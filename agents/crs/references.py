@@ -40,11 +40,18 @@ FIXED_FILM = "Titanic"  # echo_plus_fixed_film's film (the catalog's first film 
 
 def concepts_phrase(concepts) -> str:
     """The user's concepts as one phrase: "drama films, Tom Hanks, 1999"."""
-    order = {f: k for k, f in enumerate(FIELDS)}
     parts = []
-    for field, value in sorted(concepts, key=lambda c: (order.get(c[0], 99), c[1])):
+    for field, value in sorted(concepts, key=_phrase_order):
         parts.append(f"{value.lower()} films" if field == "genre" else str(value))
     return ", ".join(parts)
+
+
+_FIELD_ORDER = {f: k for k, f in enumerate(FIELDS)}
+
+
+def _phrase_order(concept) -> tuple:
+    """:func:`concepts_phrase`'s order: by field (FIELDS' order, any other field last), then value."""
+    return _FIELD_ORDER.get(concept[0], 99), concept[1]
 
 
 def echo_reply(user_concepts) -> str:

@@ -23,7 +23,7 @@ from evaluation.records import scored
 from evaluation.crs.health import HealthTally, health_metrics
 from evaluation.crs.near_copy import NEAR_COPY, content_words_of, near_copy_words
 from evaluation.crs.tas import (
-    binary_cosine, concept_gaps, copy_share, jaccard, dialogue_tas, dst_scores,
+    binary_cosines, concept_gaps, copy_share, jaccard, dialogue_tas, dst_scores,
     mean_or_none, recovery, segment_scores, segments, tas_turn, tokens,
 )
 
@@ -65,12 +65,14 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
     # the formulas of evaluation.crs.tas, from what this turn computes once: each text's tokens
     # (copy penalty and near-copy), the user's n-grams (scored against the reply and the echo
-    # reference), the concepts' squared idf weights (CR of the reply and of the echo reference)
-    squares: dict = {}
+    # reference), the user concepts' idf weights and norm (CR of the reply and of the echo reference)
     u_toks, s_toks = tokens(user["text"]), tokens(system["text"])
     u_grams: dict = {}  # n -> the user's n-grams, built when first needed
+    echo_text = echo_reply(u_set)
+    # the same few concepts, turn after turn: extracted once
+    e_set = {(f, str(v)) for f, v in extractor.extract_recurring(echo_text)}
+    cr, cr_echo = binary_cosines(u_set, (s_set, e_set), idf)
     cc = jaccard(u_set, s_set)
-    cr = binary_cosine(u_set, s_set, idf, squares)
     pen = copy_share(u_toks, s_toks, u_grams=u_grams)
     gaps = concept_gaps(u_set, s_set)
     dst = dst_scores(s_set, _pairs(gold))
@@ -83,10 +85,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     # a reply naming a film of its own is no copy of the user, whatever its wording
     own_film = not all(user_named.values())
     echo = echo_turn(u_set, s_set, named_film=bool(new_films), near_copy=None if own_film else copied)
-    echo_text = echo_reply(u_set)
-    # the same few concepts, turn after turn: extracted once
-    e_set = {(f, str(v)) for f, v in extractor.extract_recurring(echo_text)}
-    tas_echo = tas_turn(jaccard(u_set, e_set), binary_cosine(u_set, e_set, idf, squares),
+    tas_echo = tas_turn(jaccard(u_set, e_set), cr_echo,
                         copy_share(u_toks, tokens(echo_text), u_grams=u_grams), alpha=settings.alpha,
                         beta=settings.beta, gamma=settings.gamma)
     metrics = {
@@ -132,8 +131,9 @@ def _fits(movie, wanted: list[tuple[str, set[str]]]) -> bool:
     if not wanted:
         return True
     for field, options in wanted:
-        if any(str(v).casefold() in options for v in movie.values(field)):
-            return True
+        for v in movie.values(field):
+            if str(v).casefold() in options:
+                return True
     return False
 
 
@@ -282,14 +282,19 @@ def shift_recovery(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]
 def concept_accounting(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
     rows = state["turn_metrics"]
     ordered = _by_turn(rows)
-    recommended = sum(r["n_recommended"] for r in rows)
-    off = sum(r["off_catalog_titles"] for r in rows)
-    crs_failures = sum(1 for e in state["transcript"] if e["speaker"] == "system"
-                       and (e["meta"].get("generation") or {}).get("ok") is False)
-    user_fallbacks = sum(1 for e in state["transcript"] if e["speaker"] == "user"
-                         and (e["meta"].get("paraphrase") or {}).get("ok") is False)
-    return ({"missing_concepts_total": sum(r["n_missing"] for r in rows),
-             "hallucinated_concepts_total": sum(r["n_hallucinated"] for r in rows),
+    recommended = off = missing = hallucinated = 0
+    for r in rows:
+        recommended += r["n_recommended"]
+        off += r["off_catalog_titles"]
+        missing += r["n_missing"]
+        hallucinated += r["n_hallucinated"]
+    crs_failures = user_fallbacks = 0  # LLM calls that failed: the recommender's, the user's paraphrase
+    for e in state["transcript"]:
+        if e["speaker"] == "system":
+            crs_failures += (e["meta"].get("generation") or {}).get("ok") is False
+        elif e["speaker"] == "user":
+            user_fallbacks += (e["meta"].get("paraphrase") or {}).get("ok") is False
+    return ({"missing_concepts_total": missing, "hallucinated_concepts_total": hallucinated,
              "dst_precision_mean": mean_or_none([r.get("dst_precision") for r in ordered]),
              "dst_recall_mean": mean_or_none([r.get("dst_recall") for r in ordered]),
              "dst_f1_mean": mean_or_none([r.get("dst_f1") for r in ordered]),

@@ -23,19 +23,23 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence, Set
 
 Concept = Hashable
 IdfLike = Callable[[str, str], float] | Mapping
 
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)?")
+# [A-Za-z0-9]+('[A-Za-z0-9]+)? with possessive quantifiers: the same tokens (a run of letters and
+# digits never gives back a character to what follows it here), found without backtracking states
+_TOKEN = re.compile(r"[A-Za-z0-9]++(?:'[A-Za-z0-9]++)?+")
 RECOVERY_RULES = ("cc", "original")
 
 
-def _as_set(concepts: Iterable[Concept] | None, name: str, turn: int | None = None) -> frozenset:
-    """``concepts`` as a frozenset; ``name`` (and ``turn``, ``"<name> turn <turn>"``) names them in
+def _as_set(concepts: Iterable[Concept] | None, name: str, turn: int | None = None) -> Set:
+    """``concepts`` as a frozenset (a set or frozenset given is returned as it is: the callers only
+    read it); ``name`` (and ``turn``, ``"<name> turn <turn>"``) names them in
     the error raised for None or a string."""
+    if type(concepts) is frozenset or type(concepts) is set:  # already a set: read as it is, not copied
+        return concepts
     if concepts is None or isinstance(concepts, (str, bytes)):
         if turn is not None:
             name = f"{name} turn {turn}"
@@ -76,6 +80,24 @@ def _weigh(idf: IdfLike, concepts: Iterable[Concept], weights: dict) -> dict:
             w = idf(field, value)
             weights[c] = w if type(w) is float and 0.0 <= w < math.inf else _idf_of(idf, c)
     return weights
+
+
+def _square_weights(idf: IdfLike, concepts: Iterable[Concept], squares: dict) -> None:
+    """Puts ``w * w``, ``w = _idf_of(idf, c)``, in ``squares`` for each concept not yet in it (a
+    callable's usual answer taken at once, as :func:`_weigh` does)."""
+    if not callable(idf):
+        for c in concepts:
+            if c not in squares:
+                w = _idf_of(idf, c)
+                squares[c] = w * w
+        return
+    for c in concepts:
+        if c not in squares:
+            field, value = c
+            w = idf(field, value)
+            if not (type(w) is float and 0.0 <= w < math.inf):
+                w = _idf_of(idf, c)
+            squares[c] = w * w
 
 
 def cross_coherence(u_concepts: Iterable[Concept], s_concepts: Iterable[Concept]) -> float | None:
@@ -142,15 +164,32 @@ def binary_cosine(u: Set, s: Set, idf: IdfLike, squares: dict | None = None) -> 
         return None
     if squares is None:
         squares = {}
-    for c in itertools.chain(u, s):
-        if c not in squares:
-            w = _idf_of(idf, c)
-            squares[c] = w * w
+    _square_weights(idf, itertools.chain(u, s), squares)
     u_norm = math.sqrt(math.fsum([squares[c] for c in u]))
     s_norm = math.sqrt(math.fsum([squares[c] for c in s]))
     if u_norm == 0.0 or s_norm == 0.0:
         return 0.0
     return math.fsum([squares[c] for c in u & s]) / (u_norm * s_norm)
+
+
+def binary_cosines(u: Set, others: Sequence[Set], idf: IdfLike) -> list[float | None]:
+    """:func:`binary_cosine` of ``u`` and each set of ``others``, bit-identical to it, each
+    concept weighed once and u's norm computed once (a turn: its reply and the echo reference
+    against the same user concepts)."""
+    squares: dict = {}
+    _square_weights(idf, itertools.chain(u, *others), squares)
+    u_norm = math.sqrt(math.fsum([squares[c] for c in u]))
+    out = []
+    for s in others:
+        if not u and not s:
+            out.append(None)
+            continue
+        s_norm = math.sqrt(math.fsum([squares[c] for c in s]))
+        if u_norm == 0.0 or s_norm == 0.0:
+            out.append(0.0)
+        else:
+            out.append(math.fsum([squares[c] for c in u & s]) / (u_norm * s_norm))
+    return out
 
 
 def jaccard(u: Set, s: Set) -> float | None:
@@ -292,12 +331,13 @@ def segment_scores(segment_bounds: Sequence[tuple[int, int]],
     for a, b in segment_bounds:
         if not 1 <= a <= b <= len(u_concepts_by_turn):
             raise ValueError(f"segment [{a}, {b}] is outside turns 1..{len(u_concepts_by_turn)}")
-        u_sets, s_sets = [], []  # each turn's concepts once (a set), then counted in one C loop
+        u_counts: dict = {}  # concept -> turns of the segment holding it (each turn's concepts a set)
+        s_counts: dict = {}
         for t in range(a, b + 1):
-            u_sets.append(_as_set(u_concepts_by_turn[t - 1], "u_concepts", t))
-            s_sets.append(_as_set(s_concepts_by_turn[t - 1], "s_concepts", t))
-        u_counts = Counter(itertools.chain.from_iterable(u_sets))
-        s_counts = Counter(itertools.chain.from_iterable(s_sets))
+            for c in _as_set(u_concepts_by_turn[t - 1], "u_concepts", t):
+                u_counts[c] = u_counts.get(c, 0) + 1
+            for c in _as_set(s_concepts_by_turn[t - 1], "s_concepts", t):
+                s_counts[c] = s_counts.get(c, 0) + 1
         cc = jaccard(u_counts.keys(), s_counts.keys())  # (each a set of distinct concepts)
         cr = _weighted_cosine(u_counts, s_counts, idf, weights)
         pen = mean_or_none(penalties_by_turn[a - 1:b]) if penalties_by_turn is not None else None
@@ -352,7 +392,12 @@ def recovery(shift_turns: Iterable[int], cc_by_turn: Sequence[float | None],
 def concept_gaps(u_concepts: Iterable[Concept], s_concepts: Iterable[Concept]) -> dict:
     """Missing = E(U) ∖ E(S) and hallucinated = E(S) ∖ E(U) concepts (crs.md §1.3), sorted lists."""
     u, s = _as_set(u_concepts, "u_concepts"), _as_set(s_concepts, "s_concepts")
-    return {"missing": sorted(u - s, key=repr), "hallucinated": sorted(s - u, key=repr)}
+    return {"missing": _sorted_by_repr(u - s), "hallucinated": _sorted_by_repr(s - u)}
+
+
+def _sorted_by_repr(concepts: Set) -> list:
+    """``sorted(concepts, key=repr)`` (no repr taken of a single concept)."""
+    return sorted(concepts, key=repr) if len(concepts) > 1 else list(concepts)
 
 
 def dst_scores(predicted: Iterable[Concept], gold: Iterable[Concept]) -> dict:
