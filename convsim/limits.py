@@ -286,9 +286,6 @@ class RunLimits:
         finally:
             self._release(reserve)
 
-    def stopped_by(self) -> str | None:
-        return self.exhausted
-
 
 def usage_of(message: Any) -> tuple:
     """(prompt, completion, total) tokens of an answer, each None when the server did not say."""
@@ -370,7 +367,7 @@ class _LimitsManager(BaseManager):
     """Serves one :class:`RunLimits` from its own process to the run's worker processes."""
 
 
-_LimitsManager.register("RunLimits", RunLimits, exposed=("enter", "leave", "stopped_by"))
+_LimitsManager.register("RunLimits", RunLimits, exposed=("enter", "leave"))
 
 
 def _ignore_sigterm() -> None:
@@ -410,9 +407,6 @@ def serve_to_ray(limits: Limits | None, callers: int) -> Any:
 
         def leave(self, *args):
             return self.run_limits.leave(*args)
-
-        def stopped_by(self):
-            return self.run_limits.stopped_by()
     return LimitsActor.remote(limits.model_dump_json())
 
 
