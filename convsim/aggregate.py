@@ -159,11 +159,20 @@ def _t_interval(estimate: float, se: float, df: float, alpha: float) -> tuple[fl
 
 
 def wilson_ci(count: int, n: int, *, alpha: float = 0.05) -> tuple[float, float]:
-    """Wilson's score interval of count / n (scipy.stats.binomtest(...).proportion_ci(method="wilson");
-    the same as statsmodels' ``proportion_confint(method="wilson")``). 24 of 24: [0.862, 1]."""
-    from scipy import stats as sps  # imported on first use (see _t_interval)
-    ci = sps.binomtest(int(count), int(n)).proportion_ci(confidence_level=1 - alpha, method="wilson")
-    return max(0.0, float(ci.low)), min(1.0, float(ci.high))
+    """Wilson's score interval of count / n: what scipy.stats.binomtest(...).proportion_ci(method="wilson")
+    computes, step for step and float for float (tests compare them), without importing scipy.stats
+    (~0.3–0.9 s at a run's end, for a summary that needs only this); the same as statsmodels'
+    ``proportion_confint(method="wilson")``. 24 of 24: [0.862, 1]."""
+    from scipy.special import ndtri  # imported on first use (see _t_interval)
+    k, n = int(count), int(n)
+    p = k / n
+    z = ndtri(0.5 + 0.5 * (1 - alpha))
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
+    low = 0.0 if k == 0 else center - delta
+    high = 1.0 if k == n else center + delta
+    return max(0.0, float(low)), min(1.0, float(high))
 
 
 def mean_ci(values: Iterable[object], *, alpha: float = 0.05, binary: bool | None = None,

@@ -118,6 +118,16 @@ def test_wilson_by_hand_and_statsmodels():
     assert mean_ci([0.0, 1.0, 1.0], binary=False)["ci_method"] == "Student t"
 
 
+def test_wilson_is_scipys_binomtest_interval_float_for_float():
+    # computed without importing scipy.stats (a run's summary needs only this from it): the same floats
+    from convsim.aggregate import wilson_ci
+    for alpha in (0.05, 0.1, 0.01):
+        for n in range(1, 61):
+            for k in range(n + 1):
+                ci = sps.binomtest(k, n).proportion_ci(confidence_level=1 - alpha, method="wilson")
+                assert wilson_ci(k, n, alpha=alpha) == (max(0.0, float(ci.low)), min(1.0, float(ci.high))), (k, n)
+
+
 def test_difference_intervals_by_scipy_and_statsmodels():
     from statsmodels.stats.proportion import confint_proportions_2indep
     a, b = [1.0, 2.0, 4.0, 3.0], [2.0, 2.5, 6.0, 3.5]
