@@ -306,7 +306,6 @@ class LimitsClient:
 
     def __init__(self, limits: Limits, broker: Any) -> None:
         self.limits = limits
-        self.exhausted: str | None = None  # the driver reads the stop reason from the sessions it cut
         self._broker = broker
         self._ray = hasattr(getattr(broker, "enter", None), "remote")
 
@@ -336,7 +335,7 @@ class LimitsClient:
             self._ask("leave", key, reserve, usages)
 
 
-_ACTIVE: RunLimits | None = None
+_ACTIVE: RunLimits | LimitsClient | None = None
 
 
 def activate(limits: Limits | None, broker: Any = None) -> RunLimits | LimitsClient | None:

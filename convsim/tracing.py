@@ -319,7 +319,7 @@ class TraceRecorder:
         order: list[int] | None = None
         for key in changes:
             writers = [i for i, p in enumerate(self._pending) if key in p[1]]
-            if len(writers) < 2 or key not in self._length or not changes[key].startswith(f"{_name(key)}: {{\"appended\""):
+            if len(writers) < 2 or key not in self._length:  # (in _length: recorded as an append just now)
                 continue
             raw = values.get(key)
             parts = _tile(raw, [self._pending[i][1][key] for i in writers])

@@ -80,9 +80,14 @@ def _check_replay_exhausted(state: Mapping) -> list[dict]:
                        f"(last: {last[:80]!r})"}]
 
 
+def _padded_lower(text: str) -> str:
+    """The text as the rules read it: lower case, typographic apostrophes plain, a space each side."""
+    return " " + text.lower().replace("’", "'") + " "
+
+
 def stated_values(text: str, domain: str, db) -> dict[str, str]:
     """The slot values of ``domain`` that the rule NLU reads in ``text`` (normalised)."""
-    low = " " + text.lower().replace("’", "'") + " "
+    low = _padded_lower(text)
     lex = _lexicon(db)
     slots = dict(_search_slots(domain, low, lex))
     # an area word inside a food, a venue name or a kind of place ("north american food", "granta
@@ -170,7 +175,7 @@ def misstated_domain(text: str, domain: str, db) -> str | None:
     restaurant in the west" from a customer looking for an attraction), or None. Read with the
     triage rules' domain words and venue names; an utterance with no domain word (a day, a count,
     "yes, book it") or one that also names the simulator's domain is none."""
-    low = " " + text.lower().replace("’", "'") + " "
+    low = _padded_lower(text)
     named = _find_name(low, _lexicon(db))
     # another domain named as a landmark ("near the attraction we talked about", "in that same
     # neighbourhood as the restaurant") is where, not what: masked

@@ -173,23 +173,10 @@ def binary_cosine(u: Set, s: Set, idf: IdfLike, squares: dict | None = None) -> 
 
 
 def binary_cosines(u: Set, others: Sequence[Set], idf: IdfLike) -> list[float | None]:
-    """:func:`binary_cosine` of ``u`` and each set of ``others``, bit-identical to it, each
-    concept weighed once and u's norm computed once (a turn: its reply and the echo reference
-    against the same user concepts)."""
+    """:func:`binary_cosine` of ``u`` and each set of ``others``, each concept weighed once (a turn:
+    its reply and the echo reference against the same user concepts)."""
     squares: dict = {}
-    _square_weights(idf, itertools.chain(u, *others), squares)
-    u_norm = math.sqrt(math.fsum([squares[c] for c in u]))
-    out = []
-    for s in others:
-        if not u and not s:
-            out.append(None)
-            continue
-        s_norm = math.sqrt(math.fsum([squares[c] for c in s]))
-        if u_norm == 0.0 or s_norm == 0.0:
-            out.append(0.0)
-        else:
-            out.append(math.fsum([squares[c] for c in u & s]) / (u_norm * s_norm))
-    return out
+    return [binary_cosine(u, s, idf, squares) for s in others]
 
 
 def jaccard(u: Set, s: Set) -> float | None:
