@@ -15,7 +15,11 @@ is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
   with ``--limits`` also with run limits that never bind, in one process and over two workers
   (what asking the run's limits costs per call);
 * the same work through openevals' ``run_multiturn_simulation`` (one session after another, as its
-  users run it), and the ratio convsim / openevals.
+  users run it), and the ratio convsim / openevals;
+* the one-process ceiling: the CPU per session of LangGraph's bare ``stream`` of the same sessions
+  (values only, same model client, against a server that answers at once; and with model ``none``),
+  one after another in one thread. One GIL runs at most 1 / that many sessions/s, so no executor in
+  one process can pass that share of the ideal, whatever the runner does around the graph.
 
 With ``--llamacpp`` it also runs a few sessions against llama-cpp-python's real server and prints the
 platform's share of wall time (everything but waiting for the model). With ``--judge`` every turn
@@ -300,6 +304,53 @@ class _LimitsNeverBinding(_Step):
         return {**where, "limits": {"max_in_flight": 1_000_000}}
 
 
+def one_process_ceiling(spec: str, turns: int, out: str, sessions: int = 60) -> tuple[float, float]:
+    """The least CPU a session of the bench needs in one process, ``(user, system)`` seconds of this
+    thread: LangGraph's bare ``stream`` (values only) of the same sessions with the same model client
+    and session context, one after another, and nothing else (no runner, trace, record, file or
+    summary). Python runs in user time, holding the GIL; the kernel's part (socket reads and
+    writes, waking the thread) runs without it. So one process runs at most ``1 / user`` sessions/s,
+    whatever the runner does around them: the ceiling of any executor in one process. ``spec``
+    should answer at once (latency 0): the server's wait is not CPU."""
+    import itertools
+    cfg = config_from_dict({"name": "ceiling", "graph": "hello_chat", "sessions": sessions, "seed": 0,
+                            "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": 1,
+                            "trace": False, "analysis": [], "out_dir": out, "run_id": f"ceil-{time.time_ns()}",
+                            "models": {role: spec for role in ROLES}})
+    plan = plan_run(cfg)
+    vp = next(iter(plan.variants.values()))
+    compiled = vp.compiled = plan.module.build(vp.params).compile()  # (no checkpointer: as the runner's)
+    units = list(itertools.islice(plan.iter_units(), sessions))
+
+    def run(batch):
+        for unit in batch:
+            s = session._Session(plan, unit, lambda event: None)
+            for _ in compiled.stream(s.input, s.config, context=s.ctx, stream_mode="values"):
+                pass
+    run(units[:4])  # warm-up: the client's connection, caches
+    least = (float("inf"), 0.0)
+    for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_THREAD)
+        run(units)
+        after = resource.getrusage(resource.RUSAGE_THREAD)
+        least = min(least, ((after.ru_utime - before.ru_utime) / len(units),
+                            (after.ru_stime - before.ru_stime) / len(units)))
+    return least
+
+
+def print_ceiling(spec_at_once: str, args, per_session: float) -> None:
+    """What one process could reach at most (see :func:`one_process_ceiling`), with the model client
+    and with model ``none`` (LangGraph's own steps alone)."""
+    n = max(IN_FLIGHT)
+    with tempfile.TemporaryDirectory() as out:
+        for label, spec in (("LangGraph's bare stream + the model client", spec_at_once),
+                            ("LangGraph's bare stream alone (model none)", "none")):
+            user, system = one_process_ceiling(spec, args.turns, out)
+            print(f"one-process ceiling, {label}: {1000 * user:.2f} ms of user CPU per session (+ "
+                  f"{1000 * system:.2f} ms in the kernel) -> at most {1 / user:.1f} sessions/s in one GIL = "
+                  f"{1 / user / (n / per_session):.0%} of the ideal at {n} in flight")
+
+
 def sessions_for(in_flight: int, ideal: float, seconds: float) -> int:
     return max(in_flight, int(round(ideal * seconds / in_flight)) * in_flight)
 
@@ -363,6 +414,8 @@ def main() -> None:
         for name, (whole, steady) in goal.items():
             print(f"goal >= 90% of ideal at {max(IN_FLIGHT)} in flight, {name}: {whole:.0%} over the run, "
                   f"{steady:.0%} steady")
+        with LatencyServerProcess(0.0, idle_s=60, json_answer=verdict) as at_once:
+            print_ceiling(f"openai:fake@{at_once}", args, per_session)
         if not args.judge:  # openevals' loop below calls the agent only
             openevals_side_by_side(base_url, args, per_session, best)
     if args.llamacpp:
