@@ -304,14 +304,11 @@ class _LimitsNeverBinding(_Step):
         return {**where, "limits": {"max_in_flight": 1_000_000}}
 
 
-def one_process_ceiling(spec: str, turns: int, out: str, sessions: int = 60) -> tuple[float, float]:
-    """The least CPU a session of the bench needs in one process, ``(user, system)`` seconds of this
-    thread: LangGraph's bare ``stream`` (values only) of the same sessions with the same model client
-    and session context, one after another, and nothing else (no runner, trace, record, file or
-    summary). Python runs in user time, holding the GIL; the kernel's part (socket reads and
-    writes, waking the thread) runs without it. So one process runs at most ``1 / user`` sessions/s,
-    whatever the runner does around them: the ceiling of any executor in one process. ``spec``
-    should answer at once (latency 0): the server's wait is not CPU."""
+def bare_sessions(spec: str, turns: int, out: str, sessions: int):
+    """``run(units) -> final states``, and the units: the bench's hello_chat sessions streamed by
+    LangGraph's bare ``stream`` (values only), with the session context and model client the runner
+    gives them, one after another in the calling thread, and nothing else (no trace, record, file or
+    summary). Their final states are the runner's records' states (tests/test_concurrency_bench.py)."""
     import itertools
     cfg = config_from_dict({"name": "ceiling", "graph": "hello_chat", "sessions": sessions, "seed": 0,
                             "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": 1,
@@ -320,13 +317,26 @@ def one_process_ceiling(spec: str, turns: int, out: str, sessions: int = 60) -> 
     plan = plan_run(cfg)
     vp = next(iter(plan.variants.values()))
     compiled = vp.compiled = plan.module.build(vp.params).compile()  # (no checkpointer: as the runner's)
-    units = list(itertools.islice(plan.iter_units(), sessions))
 
-    def run(batch):
+    def run(batch) -> list[dict]:
+        finals = []
         for unit in batch:
             s = session._Session(plan, unit, lambda event: None)
-            for _ in compiled.stream(s.input, s.config, context=s.ctx, stream_mode="values"):
+            for final in compiled.stream(s.input, s.config, context=s.ctx, stream_mode="values"):
                 pass
+            finals.append(final)
+        return finals
+    return run, list(itertools.islice(plan.iter_units(), sessions))
+
+
+def one_process_ceiling(spec: str, turns: int, out: str, sessions: int = 60) -> tuple[float, float]:
+    """The least CPU a session of the bench needs in one process, ``(user, system)`` seconds of this
+    thread: the same sessions through :func:`bare_sessions`. Python runs in user time, holding the
+    GIL; the kernel's part (socket reads and writes, waking the thread) runs without it. So one
+    process runs at most ``1 / user`` sessions/s, whatever the runner does around them: the ceiling
+    of any executor in one process. ``spec`` should answer at once (latency 0): the server's wait
+    is not CPU."""
+    run, units = bare_sessions(spec, turns, out, sessions)
     run(units[:4])  # warm-up: the client's connection, caches
     least = (float("inf"), 0.0)
     for _ in range(3):
