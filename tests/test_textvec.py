@@ -80,3 +80,5 @@ def test_the_shipped_embedder_and_topics_use_it_and_match(tmp_path):
         expected = frozenset() if is_empty else frozenset().union(
             *(topics.topic_words[k] for k in np.flatnonzero(row >= topics.min_prob)))
         assert topics.topics(text) == expected
+    # and in one call (rows whose topics are the same share one set)
+    assert topics.topics_many(texts * 3) == [topics.topics(t) for t in texts] * 3

@@ -219,17 +219,22 @@ class LdaTopics:
         counts = self._counts(texts)
         # The E-step treats each text on its own, so texts with no in-vocabulary word (no topics)
         # are left out of it: the others' weights are the same, bit for bit.
-        has_words = np.diff(counts.indptr) > 0
-        filled = np.flatnonzero(has_words)
-        theta = iter(lda_transform(self.lda, counts[filled]) if len(filled) else ())
-        out = []
-        for is_filled in has_words:
-            if not is_filled:
-                out.append(frozenset())
-                continue
-            row = next(theta)
-            chosen = np.flatnonzero(row >= self.min_prob)
-            out.append(frozenset().union(*(self.topic_words[k] for k in chosen)) if len(chosen) else frozenset())
+        filled = np.flatnonzero(np.diff(counts.indptr) > 0)
+        out = [frozenset()] * counts.shape[0]
+        if not len(filled):
+            return out
+        chosen = lda_transform(self.lda, counts[filled]) >= self.min_prob
+        # A text's topics are the union of its chosen topics' words: one union per distinct choice
+        # (a few dozen in thousands of texts), each row's choice read as the bytes of its bits.
+        width = (chosen.shape[1] + 7) // 8
+        packed = np.packbits(chosen, axis=1).tobytes()
+        words_of: dict[bytes, frozenset[str]] = {}
+        for n, i in enumerate(filled.tolist()):
+            key = packed[n * width:(n + 1) * width]
+            words = words_of.get(key)
+            if words is None:
+                words = words_of[key] = frozenset().union(*(self.topic_words[k] for k in np.flatnonzero(chosen[n])))
+            out[i] = words
         return out
 
     def topics(self, text: str) -> frozenset[str]:
