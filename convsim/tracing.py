@@ -315,7 +315,7 @@ class TraceRecorder:
         Returns ``({(pending index, key): change text}, step order)``; a key whose parts cannot be
         found (or disagree with the order another key gave) keeps the superstep's combined change on
         each of its steps, as before."""
-        found: dict = {}  # key -> [(pending index, its items)] in the order LangGraph appended them
+        found: dict = {}  # key -> its length before this superstep's appends (whose parts were found)
         order: list[int] | None = None
         for key in changes:
             writers = [i for i, p in enumerate(self._pending) if key in p[1]]

@@ -82,24 +82,6 @@ def _weigh(idf: IdfLike, concepts: Iterable[Concept], weights: dict) -> dict:
     return weights
 
 
-def _square_weights(idf: IdfLike, concepts: Iterable[Concept], squares: dict) -> None:
-    """Puts ``w * w``, ``w = _idf_of(idf, c)``, in ``squares`` for each concept not yet in it (a
-    callable's usual answer taken at once, as :func:`_weigh` does)."""
-    if not callable(idf):
-        for c in concepts:
-            if c not in squares:
-                w = _idf_of(idf, c)
-                squares[c] = w * w
-        return
-    for c in concepts:
-        if c not in squares:
-            field, value = c
-            w = idf(field, value)
-            if not (type(w) is float and 0.0 <= w < math.inf):
-                w = _idf_of(idf, c)
-            squares[c] = w * w
-
-
 def cross_coherence(u_concepts: Iterable[Concept], s_concepts: Iterable[Concept]) -> float | None:
     """Cross-coherence CC(t) = |E(U) ∩ E(S)| / |E(U) ∪ E(S)| (Jaccard).
 
@@ -151,32 +133,30 @@ def context_retention(u_concepts: Iterable[Concept], s_concepts: Iterable[Concep
     return binary_cosine(u, s, idf)
 
 
-def binary_cosine(u: Set, s: Set, idf: IdfLike, squares: dict | None = None) -> float | None:
+def binary_cosine(u: Set, s: Set, idf: IdfLike, weights: dict | None = None) -> float | None:
     """:func:`weighted_cosine` of the binary vectors of two concept *sets* (what
     :func:`context_retention` computes once its inputs are sets), bit-identical to it: a binary
     entry is ``1.0 * idf(c)``, i.e. ``idf(c)`` exactly, and ``math.fsum`` is exactly rounded, so
     summing the same squares over the sets directly, in any order, gives the same float.
-    ``squares``: a dict concept -> ``idf(c) ** 2`` (as ``idf(c) * idf(c)``, weights validated)
-    that this call reads and fills, for a caller weighing the same concepts several times (a
-    turn: its reply and the echo reference against the same user concepts).
+    ``weights``: a dict concept -> ``idf(c)`` (validated, :func:`_weigh`) that this call reads and
+    fills, for a caller weighing the same concepts several times (a turn: its reply and the echo
+    reference against the same user concepts).
     """
     if not u and not s:
         return None
-    if squares is None:
-        squares = {}
-    _square_weights(idf, itertools.chain(u, s), squares)
-    u_norm = math.sqrt(math.fsum([squares[c] for c in u]))
-    s_norm = math.sqrt(math.fsum([squares[c] for c in s]))
+    w = _weigh(idf, itertools.chain(u, s), {} if weights is None else weights)
+    u_norm = math.sqrt(math.fsum([w[c] * w[c] for c in u]))
+    s_norm = math.sqrt(math.fsum([w[c] * w[c] for c in s]))
     if u_norm == 0.0 or s_norm == 0.0:
         return 0.0
-    return math.fsum([squares[c] for c in u & s]) / (u_norm * s_norm)
+    return math.fsum([w[c] * w[c] for c in u & s]) / (u_norm * s_norm)
 
 
 def binary_cosines(u: Set, others: Sequence[Set], idf: IdfLike) -> list[float | None]:
     """:func:`binary_cosine` of ``u`` and each set of ``others``, each concept weighed once (a turn:
     its reply and the echo reference against the same user concepts)."""
-    squares: dict = {}
-    return [binary_cosine(u, s, idf, squares) for s in others]
+    weights: dict = {}
+    return [binary_cosine(u, s, idf, weights) for s in others]
 
 
 def jaccard(u: Set, s: Set) -> float | None:
