@@ -16,10 +16,15 @@ is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
   (what asking the run's limits costs per call);
 * the same work through openevals' ``run_multiturn_simulation`` (one session after another, as its
   users run it), and the ratio convsim / openevals;
-* the one-process ceiling: the CPU per session of LangGraph's bare ``stream`` of the same sessions
-  (values only, same model client, against a server that answers at once; and with model ``none``),
-  one after another in one thread. One GIL runs at most 1 / that many sessions/s, so no executor in
-  one process can pass that share of the ideal, whatever the runner does around the graph.
+* LangGraph's bare ``stream`` (values only) of the same sessions, same model client and server, in
+  1, 8 and 32 threads: what LangGraph reaches with that many sessions in flight and nothing of the
+  runner around it (no trace, record, file or summary), and the runner's rate as a share of it;
+* the one-process ceiling: the user CPU per session of that bare stream. One GIL runs at most 1 /
+  that many sessions/s, so no executor in one process can pass that share of the ideal, whatever
+  the runner does around the graph. Printed twice: one session after another in one thread against
+  a server that answers at once (warm caches: the least a session needs), and in the 32 threads
+  against the bench's server, where each session waits for the model between its steps and shares
+  the core (what a session costs there: on the 2-core machines here ~1.5-2x the warm figure).
 
 With ``--llamacpp`` it also runs a few sessions against llama-cpp-python's real server and prints the
 platform's share of wall time (everything but waiting for the model). With ``--judge`` every turn
@@ -348,17 +353,47 @@ def one_process_ceiling(spec: str, turns: int, out: str, sessions: int = 60) -> 
     return least
 
 
-def print_ceiling(spec_at_once: str, args, per_session: float) -> None:
-    """What one process could reach at most (see :func:`one_process_ceiling`), with the model client
-    and with model ``none`` (LangGraph's own steps alone)."""
+def bare_stream_rate(spec: str, turns: int, in_flight: int, sessions: int, out: str) -> tuple[float, float, float]:
+    """LangGraph's bare ``stream`` of the bench's sessions (:func:`bare_sessions`: no trace, record,
+    file or summary) in ``in_flight`` threads, each streaming its share one session after another,
+    against the same server as the runner: what LangGraph and the model client reach with that
+    many sessions in flight and nothing of the runner around them. Returns sessions/s, the
+    process's CPU ms per model call (as :func:`convsim_rate` counts it), and the user CPU ms per
+    session of the streaming threads themselves (``RUSAGE_THREAD``, summed over the threads)."""
+    run, units = bare_sessions(spec, turns, out, sessions)
+    user: list[float] = []
+
+    def stream_share(batch) -> None:
+        before = resource.getrusage(resource.RUSAGE_THREAD).ru_utime
+        run(batch)
+        user.append(resource.getrusage(resource.RUSAGE_THREAD).ru_utime - before)
+    started, cpu = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(in_flight) as pool:
+        list(pool.map(stream_share, [units[i::in_flight] for i in range(in_flight)]))
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return sessions / wall, 1000 * cpu / (sessions * turns * len(ROLES)), 1000 * sum(user) / sessions
+
+
+def print_ceiling(spec_at_once: str, args, per_session: float, busy_user: float) -> None:
+    """What one process could reach at most. First :func:`one_process_ceiling`, against a server that
+    answers at once, with the model client and with model ``none``: the least CPU a session needs,
+    with the caches warm. Then ``busy_user``, the user CPU per session of LangGraph's bare stream in
+    as many threads as the last in-flight level, against the bench's own server
+    (:func:`bare_stream_rate`): what a session costs where it waits for the model between steps and
+    shares the core with other sessions. That one bounds the runner's rate at that level."""
     n = max(IN_FLIGHT)
+
+    def bound(user_ms: float) -> str:
+        return (f"at most {1000 / user_ms:.1f} sessions/s in one GIL = {1000 / user_ms / (n / per_session):.0%} "
+                f"of the ideal at {n} in flight")
     with tempfile.TemporaryDirectory() as out:
         for label, spec in (("LangGraph's bare stream + the model client", spec_at_once),
                             ("LangGraph's bare stream alone (model none)", "none")):
             user, system = one_process_ceiling(spec, args.turns, out)
-            print(f"one-process ceiling, {label}: {1000 * user:.2f} ms of user CPU per session (+ "
-                  f"{1000 * system:.2f} ms in the kernel) -> at most {1 / user:.1f} sessions/s in one GIL = "
-                  f"{1 / user / (n / per_session):.0%} of the ideal at {n} in flight")
+            print(f"one-process ceiling, warm (a server that answers at once), {label}: {1000 * user:.2f} ms "
+                  f"of user CPU per session (+ {1000 * system:.2f} ms in the kernel) -> {bound(1000 * user)}")
+    print(f"one-process ceiling, at {args.latency * 1000:.0f} ms a call: LangGraph's bare stream in {n} threads "
+          f"(above) spends {busy_user:.2f} ms of user CPU per session in its threads -> {bound(busy_user)}")
 
 
 def sessions_for(in_flight: int, ideal: float, seconds: float) -> int:
@@ -398,6 +433,7 @@ def main() -> None:
         # Round robin: each repeat measures every step in turn, so a machine whose load drifts during
         # the run (other jobs) shifts every step alike instead of whichever step ran last.
         runs: dict[tuple[int, int], list] = {(i, n): [] for i in range(len(steps)) for n in IN_FLIGHT}
+        bare: dict[int, list] = {n: [] for n in IN_FLIGHT}  # LangGraph's bare stream in n threads
         for n in IN_FLIGHT:
             k = sessions_for(n, n / per_session, args.seconds)
             for _ in range(args.repeat):
@@ -407,6 +443,7 @@ def main() -> None:
                         if not extra:  # warm-up: a step's imports and clients (workers start afresh)
                             convsim_rate(spec, args.turns, n, n, out)
                         runs[i, n].append(convsim_rate(spec, args.turns, n, k, out, extra))
+                bare[n].append(bare_stream_rate(spec, args.turns, n, k, out))
         best: dict[int, float] = {}
         goal: dict[str, tuple[float, float]] = {}
         for i, step in enumerate(steps):
@@ -421,11 +458,21 @@ def main() -> None:
                     goal[step.name] = (rate / ideal, steady / ideal)
                 print(f"{step.name:36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} {rate / ideal:6.0%} "
                       f"{steady / ideal:6.0%} {cpu:11.2f}")
+        bare_rate, bare_user = {}, {}
+        for n in IN_FLIGHT:
+            ideal, k = n / per_session, sessions_for(n, n / per_session, args.seconds)
+            rate, cpu, user = sorted(bare[n])[len(bare[n]) // 2]  # the median run
+            bare_rate[n], bare_user[n] = rate, sorted(r[2] for r in bare[n])[len(bare[n]) // 2]
+            print(f"{'LangGraph bare stream, n threads':36s} {n:9d} {k:8d} {rate:8.2f} {ideal:8.2f} "
+                  f"{rate / ideal:6.0%} {'':>6s} {cpu:11.2f}")
         for name, (whole, steady) in goal.items():
             print(f"goal >= 90% of ideal at {max(IN_FLIGHT)} in flight, {name}: {whole:.0%} over the run, "
                   f"{steady:.0%} steady")
+        for n in IN_FLIGHT:
+            print(f"runner / LangGraph's bare stream in as many threads, {n:2d} in flight: "
+                  f"{best[n] / bare_rate[n]:.0%}")
         with LatencyServerProcess(0.0, idle_s=60, json_answer=verdict) as at_once:
-            print_ceiling(f"openai:fake@{at_once}", args, per_session)
+            print_ceiling(f"openai:fake@{at_once}", args, per_session, bare_user[max(IN_FLIGHT)])
         if not args.judge:  # openevals' loop below calls the agent only
             openevals_side_by_side(base_url, args, per_session, best)
     if args.llamacpp:

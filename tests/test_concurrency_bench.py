@@ -28,3 +28,11 @@ def test_the_ceiling_streams_the_runners_sessions_with_its_model_calls(tmp_path)
     # and the CPU it reports is this thread's, per session
     user, system = concurrency.one_process_ceiling("none", 2, str(tmp_path / "none"), sessions=5)
     assert 0 < user < 1 and 0 <= system < 1
+
+
+def test_the_bare_stream_in_threads_runs_every_session_once_per_thread_share(tmp_path):
+    with LatencyServer(0.0) as server:
+        spec = f"openai:fake@{server.base_url}"
+        rate, cpu_per_call, user_per_session = concurrency.bare_stream_rate(spec, 3, 2, 6, str(tmp_path))
+        assert server.requests == 6 * 3  # every session's calls, none twice
+    assert rate > 0 and cpu_per_call > 0 and 0 < user_per_session < 1000
