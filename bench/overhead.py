@@ -69,17 +69,22 @@ def in_run_dir(arm):
 def run_loop(mod, params, inits, run_dir=None) -> None:
     """The same node functions, called in the graph's order, no LangGraph."""
     for init in inits:
-        ctx = context(mod, params, init["session_id"], run_dir)
-        rt = SimpleNamespace(context=ctx, stream_writer=lambda e: None)
-        state = {"transcript": [], "turn_metrics": [], "dialogue_metrics": {}, **init}
-        while True:
-            for node in (mod.user, mod.crs, mod.evaluate_turn):
-                merge(state, node(state, rt))
-            if state["turn"] >= params.n_turns:
-                break
-        for _, node in mod.DIALOGUE_STAGE_NODES:
+        loop_session(mod, params, {"transcript": [], "turn_metrics": [], "dialogue_metrics": {}, **init},
+                     context(mod, params, init["session_id"], run_dir))
+
+
+def loop_session(mod, params, state: dict, ctx) -> dict:
+    """One crs_shift session from ``state``: its node functions called in the graph's order, no LangGraph."""
+    rt = SimpleNamespace(context=ctx, stream_writer=lambda e: None)
+    while True:
+        for node in (mod.user, mod.crs, mod.evaluate_turn):
             merge(state, node(state, rt))
-        merge(state, mod.evaluate_dialogue(state, rt))
+        if state["turn"] >= params.n_turns:
+            break
+    for _, node in mod.DIALOGUE_STAGE_NODES:
+        merge(state, node(state, rt))
+    merge(state, mod.evaluate_dialogue(state, rt))
+    return state
 
 
 @in_run_dir
