@@ -24,7 +24,7 @@ is ``n / (t * latency)`` sessions/s. Printed, side by side in one run:
   the runner does around the graph. Printed twice: one session after another in one thread against
   a server that answers at once (warm caches: the least a session needs), and in the 32 threads
   against the bench's server, where each session waits for the model between its steps and shares
-  the core (what a session costs there: on the 2-core machines here ~1.5-2x the warm figure).
+  the core (what a session costs there: on the 2-core machines here ~1.2-1.6x the warm figure).
 
 With ``--llamacpp`` it also runs a few sessions against llama-cpp-python's real server and prints the
 platform's share of wall time (everything but waiting for the model). With ``--judge`` every turn
