@@ -21,13 +21,20 @@ thread, each arm once to warm up (the catalog, the LDA topic model) and once cou
 6. ``session + trace file``: what the runner runs in a session's thread
    (``convsim.runner._session_in_thread``): the above and the trace file written.
 
-Per-run work (planning, compiling, results.jsonl, the summary) is left out: these are per-session
-figures. The counted region is a call through ``operator.call`` (callgrind toggles collection on
-entering and leaving its C function ``_operator_call``, which nothing else calls, and dumps the
-counts when it returns). Needs valgrind (Debian: ``apt install valgrind``); takes a few minutes.
+These are per-session figures: per-run work (planning, compiling, results.jsonl, the summary) is
+left out. Then bench/overhead.py's own arms, whole runs of the same sessions, are counted too: its
+``loop``, ``stream`` (compiled per run, as there), ``runner`` and ``runner+trace`` (everything a run
+does, its threads included: the session threads, the fsync thread, the summary), which is the
+comparison of that bench's goals (runner+trace <= 1.20x the bare stream, <= 1.5x the loop).
+
+Each counted region is a call through ``operator.call``: callgrind dumps its counts just before the
+call and just after it (``--dump-before`` / ``--dump-after`` of its C function ``_operator_call``,
+which nothing else calls), so the dump written on return holds the region alone, all threads
+summed. Needs valgrind (Debian: ``apt install valgrind``); takes ~10 minutes with the defaults,
+~45 with ``--run-sessions 30`` (bench/overhead.py's default size).
 
 Usage:
-    python bench/instructions.py [--sessions 3] [--turns 20]
+    python bench/instructions.py [--sessions 3] [--turns 20] [--run-sessions 10]
 """
 from __future__ import annotations
 
@@ -47,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TOGGLE = "_operator_call"  # the C function behind operator.call
+REGION = "_operator_call"  # the C function behind operator.call
 
 
 def arms(n_sessions: int, n_turns: int, out: str) -> dict:
@@ -97,20 +104,39 @@ def arms(n_sessions: int, n_turns: int, out: str) -> dict:
             "session + trace file": sessions(traced, units, runner._session_in_thread)}
 
 
+def run_arms(n_sessions: int, n_turns: int) -> dict:
+    """bench/overhead.py's arms, whole runs of the same crs_shift sessions (each in a fresh run
+    directory, as there)."""
+    import overhead
+    from convsim import load_graph_module
+    mod = load_graph_module("crs_shift")
+    params_dict = {"n_turns": n_turns, "n_sessions": n_sessions}
+    params = mod.Params(**params_dict)
+    inits = list(mod.sessions(params, mod.Context(params=params)))
+    return {"run: loop": lambda: overhead.run_loop(mod, params, inits),
+            "run: bare stream": lambda: overhead.run_stream(mod, params, inits),
+            "run: runner": lambda: overhead.run_runner(params_dict, n_sessions, trace=False),
+            "run: runner+trace": lambda: overhead.run_runner(params_dict, n_sessions, trace=True)}
+
+
 def child(args) -> None:
-    """Under callgrind: each arm once uncounted, then once inside ``operator.call`` (counted)."""
+    """Under callgrind: each arm once to warm up, then once inside ``operator.call`` (counted)."""
     with tempfile.TemporaryDirectory() as out:
-        for name, run in arms(args.sessions, args.turns, out).items():
+        for name, run in {**arms(args.sessions, args.turns, out), **run_arms(args.run_sessions, args.turns)}.items():
             run()
             print(json.dumps({"arm": name}), flush=True)
             operator.call(run)
 
 
-def totals(dump: Path) -> int:
-    """The instruction count of a callgrind dump (its ``summary:`` or ``totals:`` line)."""
+def totals(dump: Path) -> tuple[str, int]:
+    """What triggered a callgrind dump (its ``desc: Trigger:`` line) and its instruction count (its
+    ``summary:`` or ``totals:`` line)."""
+    trigger = ""
     for line in dump.read_text(errors="replace").splitlines():
-        if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
+        if line.startswith("desc: Trigger:"):
+            trigger = line.split(":", 2)[2].strip()
+        elif line.startswith(("summary:", "totals:")):
+            return trigger, int(line.split()[1])
     raise ValueError(f"{dump}: no summary line")
 
 
@@ -118,6 +144,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=3)
     ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--run-sessions", type=int, default=10,
+                    help="sessions of the whole-run arms (bench/overhead.py's default is 30; ~3 min each under valgrind)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -126,9 +154,10 @@ def main() -> None:
     if valgrind is None:
         sys.exit("bench/instructions.py needs valgrind (Debian: apt install valgrind): not found on PATH")
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [valgrind, "--tool=callgrind", "--collect-atstart=no", f"--toggle-collect={TOGGLE}",
-               f"--dump-after={TOGGLE}", f"--callgrind-out-file={tmp}/cg.out", sys.executable,
-               str(Path(__file__).resolve()), "--child", "--sessions", str(args.sessions), "--turns", str(args.turns)]
+        cmd = [valgrind, "--tool=callgrind", f"--dump-before={REGION}", f"--dump-after={REGION}",
+               f"--callgrind-out-file={tmp}/cg.out", sys.executable,
+               str(Path(__file__).resolve()), "--child", "--sessions", str(args.sessions), "--turns", str(args.turns),
+               "--run-sessions", str(args.run_sessions)]
         # one hash seed: set iteration orders (and so the counts) the same from run to run
         env = {**os.environ, "PYTHONHASHSEED": "0",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -137,18 +166,34 @@ def main() -> None:
         if done.returncode != 0 or not names:
             sys.exit(f"the run under valgrind failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
         dumps = sorted(Path(tmp).glob("cg.out.*"), key=lambda p: int(re.sub(r"\D", "", p.suffix) or 0))
-        counts = dict(zip(names, (totals(d) for d in dumps[-len(names):])))
+        regions = [ir for trigger, ir in map(totals, dumps) if trigger == f"--dump-after={REGION}"]
+        if len(regions) != len(names):
+            sys.exit(f"{len(names)} arms ran but {len(regions)} regions were counted: is operator.call used "
+                     "elsewhere in the arms?")
+        counts = dict(zip(names, regions))
     turns = args.sessions * args.turns
-    print(f"crs_shift, model none, {args.sessions} sessions x {args.turns} turns, one thread; executed "
-          "instructions (valgrind callgrind, Ir), per-session work only")
-    print(f"{'arm':28s}{'Ir (M)':>10s}{'Ir/turn (k)':>13s}{'/ loop':>8s}{'/ bare stream':>15s}")
-    for name, ir in counts.items():
-        print(f"{name:28s}{ir / 1e6:10.1f}{ir / turns / 1e3:13.1f}{ir / counts['loop']:8.3f}"
-              f"{ir / counts['bare stream']:15.3f}")
+    print(f"crs_shift, model none, {args.turns} turns a session; executed instructions (valgrind callgrind, "
+          "Ir, all threads)")
+    table(f"per session, {args.sessions} sessions (one thread; per-run work aside)", {k: v for k, v in counts.items() if not k.startswith("run: ")},
+          turns, "loop", "bare stream")
     full = counts["session + trace file"]
-    print(f"session + trace file / bare stream = {full / counts['bare stream']:.3f} (goal <= 1.20 for the "
-          f"runner with its trace, per-run work aside); / loop = {full / counts['loop']:.3f} (goal <= 1.50); "
-          f"bare stream / loop = {counts['bare stream'] / counts['loop']:.3f}")
+    print(f"session + trace file / bare stream = {full / counts['bare stream']:.3f}; / loop = "
+          f"{full / counts['loop']:.3f}; bare stream / loop = {counts['bare stream'] / counts['loop']:.3f}")
+    runs = {k[5:]: v for k, v in counts.items() if k.startswith("run: ")}
+    table(f"whole runs of {args.run_sessions} sessions, bench/overhead.py's arms (each in a fresh run directory)",
+          runs, args.run_sessions * args.turns, "loop", "bare stream")
+    print(f"runner+trace / bare stream = {runs['runner+trace'] / runs['bare stream']:.3f} (goal <= 1.20); "
+          f"runner+trace / loop = {runs['runner+trace'] / runs['loop']:.3f} (goal <= 1.50); "
+          f"bare stream / loop = {runs['bare stream'] / runs['loop']:.3f}; the trace = "
+          f"{runs['runner+trace'] / runs['runner']:.3f}x the untraced runner")
+
+
+def table(title: str, counts: dict, turns: int, loop: str, stream: str) -> None:
+    print(title)
+    print(f"  {'arm':28s}{'Ir (M)':>10s}{'Ir/turn (k)':>13s}{'/ loop':>8s}{'/ bare stream':>15s}")
+    for name, ir in counts.items():
+        print(f"  {name:28s}{ir / 1e6:10.1f}{ir / turns / 1e3:13.1f}{ir / counts[loop]:8.3f}"
+              f"{ir / counts[stream]:15.3f}")
 
 
 if __name__ == "__main__":

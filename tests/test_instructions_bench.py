@@ -27,8 +27,9 @@ def test_every_arm_streams_the_same_sessions_to_the_same_end(tmp_path):
 
 def test_totals_reads_a_callgrind_dump(tmp_path):
     dump = tmp_path / "cg.out.1"
-    dump.write_text("# callgrind format\nversion: 1\ncmd: python\nevents: Ir\nsummary: 123456\nfn=x\n1 5\n")
-    assert instructions.totals(dump) == 123456
+    dump.write_text("# callgrind format\nversion: 1\ncmd: python\npart: 2\ndesc: Trigger: --dump-after=_operator_call\n"
+                    "events: Ir\nsummary: 123456\nfn=x\n1 5\n")
+    assert instructions.totals(dump) == (f"--dump-after={instructions.REGION}", 123456)
     (tmp_path / "bad").write_text("events: Ir\n")
     try:
         instructions.totals(tmp_path / "bad")
@@ -36,3 +37,10 @@ def test_totals_reads_a_callgrind_dump(tmp_path):
         assert "no summary line" in str(exc)
     else:
         raise AssertionError("a dump without a count must not read as one")
+
+
+def test_the_whole_run_arms_are_bench_overheads_and_run():
+    arms = instructions.run_arms(1, 2)
+    assert list(arms) == ["run: loop", "run: bare stream", "run: runner", "run: runner+trace"]
+    for run in arms.values():
+        run()  # each a whole run of the one session, in its own run directory (an error fails the test)
