@@ -8,7 +8,8 @@ machine does. They are not time (a cache miss costs more than an instruction), s
 complements bench/overhead.py rather than replacing it.
 
 The same rule-based crs_shift sessions (model ``none``) run six ways, one after another in one
-thread, each arm once to warm up (the catalog, the LDA topic model) and once counted:
+thread, each arm once to warm up (the catalog, the LDA topic model) and once counted, after a full
+garbage collection (so which collections fall in a region depends on its own allocations only):
 
 1. ``loop``: the graph's node functions in a plain loop, merging updates by hand (bench/overhead.py's);
 2. ``bare stream``: LangGraph's ``stream`` (values) of the compiled graph, the runner's session input
@@ -31,7 +32,7 @@ Each counted region is a call through ``operator.call``: callgrind dumps its cou
 call and just after it (``--dump-before`` / ``--dump-after`` of its C function ``_operator_call``,
 which nothing else calls), so the dump written on return holds the region alone, all threads
 summed. Needs valgrind (Debian: ``apt install valgrind``); takes ~10 minutes with the defaults,
-~45 with ``--run-sessions 30`` (bench/overhead.py's default size).
+~20 with ``--run-sessions 30`` (bench/overhead.py's default size).
 
 Usage:
     python bench/instructions.py [--sessions 3] [--turns 20] [--run-sessions 10]
@@ -39,6 +40,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import json
 import operator
@@ -125,6 +127,11 @@ def child(args) -> None:
         for name, run in {**arms(args.sessions, args.turns, out), **run_arms(args.run_sessions, args.turns)}.items():
             run()
             print(json.dumps({"arm": name}), flush=True)
+            # A full collection first: each region starts with the collector's counts at zero, so
+            # which collections fall inside it depends on its own allocations only (one run's arm
+            # counted +88 M instructions, +14%, more than the same arm in runs whose earlier
+            # allocations differed: an oldest-generation collection of the catalogs had landed in it).
+            gc.collect()
             operator.call(run)
 
 
@@ -145,7 +152,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=3)
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--run-sessions", type=int, default=10,
-                    help="sessions of the whole-run arms (bench/overhead.py's default is 30; ~3 min each under valgrind)")
+                    help="sessions of the whole-run arms (bench/overhead.py's default is 30)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
