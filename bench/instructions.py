@@ -60,7 +60,9 @@ REGION = "_operator_call"  # the C function behind operator.call
 
 
 def arms(n_sessions: int, n_turns: int, out: str) -> dict:
-    """``{name: run() -> final states}``: the six arms over the same crs_shift sessions."""
+    """``{name: run()}``: the six per-session arms over the same crs_shift sessions. Each returns the
+    sessions' final states (the runner's arms: their records; the stream with the trace's modes:
+    ``None`` each), which tests/test_instructions_bench.py compares."""
     import overhead
     from convsim import runner, session
     from convsim.config import config_from_dict
