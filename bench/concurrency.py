@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from latency_server import LatencyServerProcess  # noqa: E402
+from planned import compiled_plan  # noqa: E402
 from convsim import models, openai_client, retry, runner, session, store  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.plan import plan_run  # noqa: E402
@@ -314,14 +315,11 @@ def bare_sessions(spec: str, turns: int, out: str, sessions: int):
     LangGraph's bare ``stream`` (values only), with the session context and model client the runner
     gives them, one after another in the calling thread, and nothing else (no trace, record, file or
     summary). Their final states are the runner's records' states (tests/test_concurrency_bench.py)."""
-    import itertools
-    cfg = config_from_dict({"name": "ceiling", "graph": "hello_chat", "sessions": sessions, "seed": 0,
-                            "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": 1,
-                            "trace": False, "analysis": [], "out_dir": out, "run_id": f"ceil-{time.time_ns()}",
-                            "models": {role: spec for role in ROLES}})
-    plan = plan_run(cfg)
-    vp = next(iter(plan.variants.values()))
-    compiled = vp.compiled = plan.module.build(vp.params).compile()  # (no checkpointer: as the runner's)
+    plan, compiled, units = compiled_plan({
+        "name": "ceiling", "graph": "hello_chat", "sessions": sessions, "seed": 0,
+        "params": {"n_turns": turns, "n_sessions": sessions}, "concurrency": 1, "trace": False,
+        "analysis": [], "out_dir": out, "run_id": f"ceil-{time.time_ns()}",
+        "models": {role: spec for role in ROLES}}, sessions)
 
     def run(batch) -> list[dict]:
         finals = []
@@ -331,7 +329,7 @@ def bare_sessions(spec: str, turns: int, out: str, sessions: int):
                 pass
             finals.append(final)
         return finals
-    return run, list(itertools.islice(plan.iter_units(), sessions))
+    return run, units
 
 
 def one_process_ceiling(spec: str, turns: int, out: str, sessions: int = 60) -> tuple[float, float]:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import itertools
 import json
 import operator
 import os
@@ -65,25 +64,22 @@ def arms(n_sessions: int, n_turns: int, out: str) -> dict:
     ``None`` each), which tests/test_instructions_bench.py compares."""
     import overhead
     from convsim import runner, session
-    from convsim.config import config_from_dict
-    from convsim.plan import plan_run
+    from planned import compiled_plan
 
     def planned(trace: bool):
-        cfg = config_from_dict({"name": "ir", "graph": "crs_shift", "sessions": n_sessions, "seed": 0,
-                                "params": {"n_turns": n_turns, "n_sessions": n_sessions}, "concurrency": 1,
-                                "trace": trace, "analysis": [], "out_dir": out, "run_id": f"ir-{trace}"})
-        plan = plan_run(cfg)
-        vp = next(iter(plan.variants.values()))
-        vp.compiled = plan.module.build(vp.params).compile()  # (no checkpointer: as the runner's for this graph)
-        return plan, vp.compiled, list(itertools.islice(plan.iter_units(), n_sessions))
-    traced, compiled, units = planned(True)
-    untraced, _, untraced_units = planned(False)
-    mod, params = traced.module, next(iter(traced.variants.values())).params
+        return compiled_plan({"name": "ir", "graph": "crs_shift", "sessions": n_sessions, "seed": 0,
+                              "params": {"n_turns": n_turns, "n_sessions": n_sessions}, "concurrency": 1,
+                              "trace": trace, "analysis": [], "out_dir": out, "run_id": f"ir-{trace}"}, n_sessions)
+    traced, _, traced_units = planned(True)
+    # the loop and the streams take their input and context from the untraced plan's sessions (a
+    # traced one would also build a trace recorder for each): the same units, seeds and inits
+    untraced, compiled, units = planned(False)
+    mod, params = untraced.module, next(iter(untraced.variants.values())).params
 
     def loop():
         finals = []
         for unit in units:
-            s = session._Session(traced, unit, lambda event: None)  # the runner's input and context
+            s = session._Session(untraced, unit, lambda event: None)  # the runner's input and context
             finals.append(overhead.loop_session(mod, params, dict(s.input), s.ctx))
         return finals
 
@@ -91,7 +87,7 @@ def arms(n_sessions: int, n_turns: int, out: str) -> dict:
         def run():
             finals = []
             for unit in units:
-                s = session._Session(traced, unit, lambda event: None)
+                s = session._Session(untraced, unit, lambda event: None)
                 for chunk in compiled.stream(s.input, s.config, context=s.ctx, stream_mode=modes):
                     pass
                 finals.append(chunk if modes == "values" else None)
@@ -103,9 +99,9 @@ def arms(n_sessions: int, n_turns: int, out: str) -> dict:
     return {"loop": loop,
             "bare stream": stream("values"),
             "stream, the trace's modes": stream(["values", "updates", "tasks"]),
-            "session, trace off": sessions(untraced, untraced_units, session.run_session_blocking),
-            "session + trace": sessions(traced, units, session.run_session_blocking),
-            "session + trace file": sessions(traced, units, runner._session_in_thread)}
+            "session, trace off": sessions(untraced, units, session.run_session_blocking),
+            "session + trace": sessions(traced, traced_units, session.run_session_blocking),
+            "session + trace file": sessions(traced, traced_units, runner._session_in_thread)}
 
 
 def run_arms(n_sessions: int, n_turns: int) -> dict:
@@ -184,25 +180,26 @@ def main() -> None:
     print(f"crs_shift, model none, {args.turns} turns a session; executed instructions (valgrind callgrind, "
           "Ir, all threads)")
     table(f"per session, {args.sessions} sessions (one thread; per-run work aside)", {k: v for k, v in counts.items() if not k.startswith("run: ")},
-          turns, "loop", "bare stream")
+          turns)
     full = counts["session + trace file"]
     print(f"session + trace file / bare stream = {full / counts['bare stream']:.3f}; / loop = "
           f"{full / counts['loop']:.3f}; bare stream / loop = {counts['bare stream'] / counts['loop']:.3f}")
     runs = {k[5:]: v for k, v in counts.items() if k.startswith("run: ")}
     table(f"whole runs of {args.run_sessions} sessions, bench/overhead.py's arms (each in a fresh run directory)",
-          runs, args.run_sessions * args.turns, "loop", "bare stream")
+          runs, args.run_sessions * args.turns)
     print(f"runner+trace / bare stream = {runs['runner+trace'] / runs['bare stream']:.3f} (goal <= 1.20); "
           f"runner+trace / loop = {runs['runner+trace'] / runs['loop']:.3f} (goal <= 1.50); "
           f"bare stream / loop = {runs['bare stream'] / runs['loop']:.3f}; the trace = "
           f"{runs['runner+trace'] / runs['runner']:.3f}x the untraced runner")
 
 
-def table(title: str, counts: dict, turns: int, loop: str, stream: str) -> None:
+def table(title: str, counts: dict, turns: int) -> None:
+    """``counts`` per turn and as ratios to its ``loop`` and ``bare stream`` arms."""
     print(title)
     print(f"  {'arm':28s}{'Ir (M)':>10s}{'Ir/turn (k)':>13s}{'/ loop':>8s}{'/ bare stream':>15s}")
     for name, ir in counts.items():
-        print(f"  {name:28s}{ir / 1e6:10.1f}{ir / turns / 1e3:13.1f}{ir / counts[loop]:8.3f}"
-              f"{ir / counts[stream]:15.3f}")
+        print(f"  {name:28s}{ir / 1e6:10.1f}{ir / turns / 1e3:13.1f}{ir / counts['loop']:8.3f}"
+              f"{ir / counts['bare stream']:15.3f}")
 
 
 if __name__ == "__main__":
