@@ -1,13 +1,13 @@
 """The nodes' logic, one subpackage per system under test; graphs wire them together.
 
-- ``agents.crs``: the movie recommender's simulated user (``user``), the recommender
+- ``convsim.agents.crs``: the movie recommender's simulated user (``user``), the recommender
   (``recommender``) and the PEPPER-style judge (``pepper_judge``);
-- ``agents.service``: customer service (``triage``, ``memory``, ``policy``, ``action``,
+- ``convsim.agents.service``: customer service (``triage``, ``memory``, ``policy``, ``action``,
   ``supervisor``, ``response``, ``user_simulator``, ``judge``);
-- ``agents.group``: group travel planning (``members``, ``synthesis``, ``strategies``, ``vote``,
+- ``convsim.agents.group``: group travel planning (``members``, ``synthesis``, ``strategies``, ``vote``,
   ``feedback``, ``planner``, ``plan_writer``);
-- ``agents.courses``: course retrieval (``retrievers``, ``relevance_judge``);
-- ``agents.judge``: the structured-judge machinery every system shares.
+- ``convsim.agents.courses``: course retrieval (``retrievers``, ``relevance_judge``);
+- ``convsim.agents.judge``: the structured-judge machinery every system shares.
 """
 from convsim.lazy import lazy_exports
 

@@ -60,9 +60,9 @@ def write_results(run_dir: Path, *, variants: int, sessions: int, seed: int = 0)
 
 def summarise_and_stats(run_dir: Path) -> float:
     """What (b) measures, in this process: summary.json and the statistics of stats.json."""
-    from convsim.summary import summarise_run
-    from evaluation.records import load_run
-    from evaluation.run_stats import run_statistics
+    from convsim.results.summary import summarise_run
+    from convsim.evaluation.reporting.records import load_run
+    from convsim.evaluation.reporting.run_stats import run_statistics
     t0 = time.perf_counter()
     summarise_run(run_dir, SimpleNamespace(dataset_metrics=lambda ok: {"n": len(ok)}))
     run = load_run(run_dir)
@@ -72,8 +72,8 @@ def summarise_and_stats(run_dir: Path) -> float:
 
 
 def part_a(tmp: Path, variants: int, sessions: int) -> None:
-    from convsim.summary import summarise_run
-    from evaluation.analysis import analyze_run
+    from convsim.results.summary import summarise_run
+    from convsim.evaluation.reporting.analysis import analyze_run
     run_dir = write_results(tmp / "a", variants=variants, sessions=sessions)
     t0 = time.perf_counter()
     summarise_run(run_dir, SimpleNamespace(dataset_metrics=lambda ok: {"n": len(ok)}))

@@ -1,5 +1,5 @@
 """Coverage of the 95 % confidence intervals at small n: the old percentile bootstrap against the
-intervals every output now uses (convsim.aggregate.mean_ci and mean_diff_ci).
+intervals every output now uses (convsim.results.aggregate.mean_ci and mean_diff_ci).
 
 Prints figures, never passes or fails on them (tests/test_ci_coverage.py holds a smaller, seeded
 version that does). For each cell, ``--reps`` simulated experiments (default 2,000): draw n values
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from convsim.aggregate import bootstrap_ci, bootstrap_means, mean_ci, mean_diff_ci
+from convsim.results.aggregate import bootstrap_ci, bootstrap_means, mean_ci, mean_diff_ci
 
 LOGNORMAL_MEAN = float(np.exp(0.5))  # lognormal(0, 1): mean exp(1/2), skewness 6.2
 

@@ -55,8 +55,8 @@ from latency_server import LatencyServerProcess  # noqa: E402
 from planned import compiled_plan  # noqa: E402
 from convsim import models, openai_client, retry, runner, session, store  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
-from convsim.plan import plan_run  # noqa: E402
-from convsim.store import RunStore  # noqa: E402
+from convsim.running.plan import plan_run  # noqa: E402
+from convsim.running.store import RunStore  # noqa: E402
 
 IN_FLIGHT = (1, 8, 32)
 
@@ -189,7 +189,7 @@ class _CustomStream(_Step):
 
 def _chat_openai(spec, timeout: float = 120.0):
     """How an ``openai:`` model was built before: langchain-openai's ChatOpenAI (over the SDK, httpx)."""
-    from convsim.openai_client import langchain_equivalent
+    from convsim.providers.openai_client import langchain_equivalent
     return langchain_equivalent(spec, timeout)
 
 
@@ -481,7 +481,7 @@ def platform_share(sessions: int = 4, turns: int = 2) -> None:
     """hello_chat against llama-cpp-python's server: wall time not spent waiting for the model."""
     import subprocess
     import urllib.request
-    from convsim.llamacpp import gemma3_270m_path
+    from convsim.providers.llamacpp import gemma3_270m_path
     with tempfile.TemporaryDirectory() as out:
         import socket
         with socket.socket() as s:

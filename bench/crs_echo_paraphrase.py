@@ -6,7 +6,7 @@ Prints figures, never passes or fails:
     python bench/crs_echo_paraphrase.py runs/ref12                # rule paraphrases + reference turns
     python bench/crs_echo_paraphrase.py runs/ref12 --gemma 60     # + gemma3-270m restatements
 
-For a run of configs/crs_reference.yaml it re-evaluates (``evaluation.crs.nodes.turn_evaluation``
+For a run of configs/crs_reference.yaml it re-evaluates (``convsim.evaluation.crs.nodes.turn_evaluation``
 of this tree) (a) every system turn of every variant: echo turns as the run recorded them and now;
 (b) a light paraphrase of every distinct user turn (``light_paraphrase``: the last sentence first,
 I -> you, "films" -> "flick", "written by" -> "writing of", a genre's adjective, filler before and
@@ -64,9 +64,9 @@ def main() -> None:
     ap.add_argument("run_dir")
     ap.add_argument("--gemma", type=int, default=0, help="user turns restated by gemma3-270m")
     a = ap.parse_args()
-    from catalog.movies.catalog import load_movie_catalog
-    from catalog.movies.concepts import ConceptExtractor
-    from evaluation.crs.nodes import TASSettings, turn_evaluation
+    from convsim.catalog.movies.catalog import load_movie_catalog
+    from convsim.catalog.movies.concepts import ConceptExtractor
+    from convsim.evaluation.crs.nodes import TASSettings, turn_evaluation
     cat = load_movie_catalog()
     ex = ConceptExtractor(cat)
 
@@ -96,7 +96,7 @@ def main() -> None:
     if a.gemma:
         from llama_cpp import Llama
 
-        from convsim.llamacpp import gemma3_270m_path
+        from convsim.providers.llamacpp import gemma3_270m_path
         llama = Llama(model_path=str(gemma3_270m_path()), n_ctx=2048, verbose=False, seed=1)
         template = next(r for r in records if (r.get("params") or {}).get("crs_agent", "template") == "template")
         seen, restated = set(), []

@@ -16,11 +16,11 @@ garbage collection (so which collections fall in a region depends on its own all
    and context;
 3. ``stream, the trace's modes``: the same asking for ``values``, ``updates`` and ``tasks``, the
    chunks dropped (LangGraph's own part of the trace's cost);
-4. ``session, trace off``: the runner's session (``convsim.session.run_session_blocking``: the
+4. ``session, trace off``: the runner's session (``convsim.running.session.run_session_blocking``: the
    stream, the checks of the final state, the encoded record);
 5. ``session + trace``: the same with the trace recorder on;
 6. ``session + trace file``: what the runner runs in a session's thread
-   (``convsim.runner._session_in_thread``): the above and the trace file written.
+   (``convsim.running.runner._session_in_thread``): the above and the trace file written.
 
 These are per-session figures: per-run work (planning, compiling, results.jsonl, the summary) is
 left out. Then bench/overhead.py's own arms, whole runs of the same sessions, are counted too: its

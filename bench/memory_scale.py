@@ -29,13 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import json, resource, sys, time
 from convsim.config import config_from_dict
-from convsim.runner import run
+from convsim.running.runner import run
 n, out, trace, analysis, executor, graph, trials = (int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1",
                                                    sys.argv[4] == "1", sys.argv[5], sys.argv[6], int(sys.argv[7]))
 cfg = config_from_dict({"graph": graph, "sessions": n // trials, "trials": trials, "out_dir": out,
                         "run_id": f"mem-{graph}-{n}", "trace": trace, "executor": executor, "concurrency": 8,
                         **({} if analysis else {"analysis": []})})
-import convsim.runner as runner
+import convsim.running.runner as runner
 peak = {}
 def rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -51,7 +51,7 @@ t = time.perf_counter()
 run(cfg, analyze=analysis)
 import convsim
 recs = sum(1 for _ in open(f"{out}/mem-{graph}-{n}/results.jsonl", "rb"))
-size = (convsim.store.Path(out) / f"mem-{graph}-{n}" / "results.jsonl").stat().st_size
+size = (convsim.running.store.Path(out) / f"mem-{graph}-{n}" / "results.jsonl").stat().st_size
 print(json.dumps({"graph": graph, "sessions": n, "records": recs, "results_mb": size / 2**20,
                   "peak_rss_mb": rss(), "peak_sessions_mb": peak["sessions"], "peak_summary_mb": peak["summary"],
                   "wall_s": round(time.perf_counter() - t, 1)}))

@@ -57,11 +57,11 @@ def seed_dialogues(n_sessions: int, n_turns: int) -> list[list[dict]]:
 
 
 def evaluate_all(dialogues: list[list[dict]], *, topic_mode: str, run_dir: str | None = None) -> dict:
-    from catalog.movies.concepts import ConceptExtractor
-    from catalog.movies.catalog import load_movie_catalog
-    from evaluation.crs.coverage import coverage_metrics, hidden_targets
-    from evaluation.crs.nodes import DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, turn_evaluation
-    from evaluation.crs.tas_cas_eval import _embedder, tas_cas_many, topic_extractor
+    from convsim.catalog.movies.concepts import ConceptExtractor
+    from convsim.catalog.movies.catalog import load_movie_catalog
+    from convsim.evaluation.crs.coverage import coverage_metrics, hidden_targets
+    from convsim.evaluation.crs.nodes import DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, turn_evaluation
+    from convsim.evaluation.crs.tas_cas_eval import _embedder, tas_cas_many, topic_extractor
 
     catalog = load_movie_catalog()
     parts = {"extract_s": 0.0, "lda_s": 0.0, "encode_s": 0.0}  # where the time goes (printed)
@@ -110,7 +110,7 @@ class _Timed:
 
 
 def synthetic_catalog(n: int, seed: int = 0):
-    from catalog.movies.catalog import CANONICAL_GENRES, Movie, MovieCatalog
+    from convsim.catalog.movies.catalog import CANONICAL_GENRES, Movie, MovieCatalog
     rng = random.Random(seed)
     first = [f"{a}{b}" for a in ("Al", "Be", "Ca", "Da", "El", "Fi", "Go", "Ha", "Iv", "Jo", "Ka", "Le", "Mo", "Na")
              for b in ("ra", "ven", "lin", "dor", "mis", "tan", "rek", "sol")]
@@ -131,7 +131,7 @@ def synthetic_catalog(n: int, seed: int = 0):
 
 
 def extraction_throughput(catalog, utterances: list[str]) -> dict:
-    from catalog.movies.concepts import ConceptExtractor
+    from convsim.catalog.movies.concepts import ConceptExtractor
     t0 = time.perf_counter()
     extractor = ConceptExtractor(catalog)
     build = time.perf_counter() - t0
@@ -160,8 +160,8 @@ def main() -> None:
     # de-duplication sees more repetition than real sessions of templated users would have.
     dialogues = [[dict(t, text=f"{t['text']} zq{_letters(i)}") for t in seeds[i % len(seeds)]] for i in range(n)]
     # Train the LDA once here and save it: the workers load it like a run's nodes do.
-    from catalog.movies.catalog import load_movie_catalog
-    from evaluation.crs.tas_cas_eval import topic_extractor
+    from convsim.catalog.movies.catalog import load_movie_catalog
+    from convsim.evaluation.crs.tas_cas_eval import topic_extractor
     model_dir = tempfile.mkdtemp(prefix="convsim-bench-lda-")
     topic_extractor(args.topics, load_movie_catalog(), model_dir)
     base_rss = peak_rss_mb()
@@ -196,7 +196,7 @@ def main() -> None:
 
     utterances = [t["text"] for d in seeds for t in d][:2000]
     utterances = (utterances * (10_000 // max(1, len(utterances)) + 1))[:10_000]
-    from catalog.movies.catalog import MovieCatalog
+    from convsim.catalog.movies.catalog import MovieCatalog
     rows = []
     if OPENDIALKG.exists():
         rows.append(("OpenDialKG", extraction_throughput(MovieCatalog.load(OPENDIALKG), utterances)))

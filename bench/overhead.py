@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT))
 from timing import interleaved_medians, median_times  # noqa: E402
 from convsim import load_graph_module, session_seed  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
-from convsim.runner import execute, plan_run  # noqa: E402
-from convsim.store import RunStore  # noqa: E402
-from convsim.summary import summarise_run  # noqa: E402
+from convsim.running.runner import execute, plan_run  # noqa: E402
+from convsim.running.store import RunStore  # noqa: E402
+from convsim.results.summary import summarise_run  # noqa: E402
 
 LIST_KEYS = ("transcript", "turn_metrics", "turn_details", "shift_events")
 
@@ -261,7 +261,7 @@ def scaling(params_dict, n_sessions, repeat) -> None:
     driver's CPU per landed session (steady part) is what it takes from the workers' cores. The
     start-up is the time from planning the run to its first landed session.
     """
-    import convsim.runner as runner
+    import convsim.running.runner as runner
     landed: list[tuple[float, float]] = []  # (wall, driver process CPU) at each landing
     real_land = runner.land
 

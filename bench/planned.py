@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 
 from convsim.config import config_from_dict
-from convsim.plan import plan_run
+from convsim.running.plan import plan_run
 
 
 def compiled_plan(config: dict, sessions: int):

@@ -101,7 +101,7 @@ def action_line(action: dict) -> str:
         parts.append(f"reference: {action['reference']}")
     parts += [f"{k}: {v}" for k, v in (action.get("informed") or {}).items() if k != "ref"]
     if action.get("requested"):
-        from agents.service.response import SLOT_WORDS
+        from convsim.agents.service.response import SLOT_WORDS
         parts.append("ask for: " + ", ".join(SLOT_WORDS.get(s, s) for s in action["requested"]))
     return "; ".join(parts)
 
@@ -123,7 +123,7 @@ class FewShotBackend:
         from langchain_core.messages import AIMessage
         from llama_cpp import Llama
 
-        from convsim.llamacpp import gemma3_270m_path
+        from convsim.providers.llamacpp import gemma3_270m_path
         self.AIMessage, self.spec, self.lock = AIMessage, spec, threading.Lock()
         self.llama = Llama(model_path=str(gemma3_270m_path()), n_ctx=2048, verbose=False,
                            seed=spec.seed if spec.seed is not None else 1)
@@ -152,10 +152,10 @@ class FewShotBackend:
 
 
 def _patch(log: list[dict]) -> None:
-    import convsim.models as models
-    import evaluation.service.turn_eval as turn_eval
-    from convsim.graphfile import load_graph_module
-    cs = load_graph_module("customer_service")  # the module the engine runs (not graphs.customer_service)
+    import convsim.providers.models as models
+    import convsim.evaluation.service.turn_eval as turn_eval
+    from convsim.contract.graphfile import load_graph_module
+    cs = load_graph_module("customer_service")  # the module the engine runs (not convsim.graphs.customer_service)
     make = models._make_backend
     models._make_backend = lambda spec, timeout=120.0: (FewShotBackend(spec) if spec.provider == "llamacpp"
                                                          else make(spec, timeout))
@@ -180,7 +180,7 @@ def _patch(log: list[dict]) -> None:
 def run(role: str, sessions: int, seed: int, max_tokens: int, out: Path, temperature: float = 0.0) -> None:
     import convsim
     from convsim.config import config_from_dict
-    from convsim.store import RunStore
+    from convsim.running.store import RunStore
     log: list[dict] = []
     _patch(log)
     models = {"triage": "none", "judge": "none", "user": "none", "response": "none",
@@ -215,7 +215,7 @@ def run(role: str, sessions: int, seed: int, max_tokens: int, out: Path, tempera
 def clean(sessions: int, seed: int) -> None:
     import convsim
     from convsim.config import config_from_dict
-    from convsim.store import RunStore
+    from convsim.running.store import RunStore
     for surface in ("templates", "heldout"):
         with tempfile.TemporaryDirectory() as tmp:
             cfg = config_from_dict({
@@ -234,9 +234,9 @@ def clean(sessions: int, seed: int) -> None:
 
 def rescore(path: Path) -> None:
     """The tree's checks on a log's text again: counts, and each turn whose verdict changed."""
-    from agents.service.fidelity import misstated_values
-    from catalog.service.db import load_service_db
-    from evaluation.service.response_grounding import response_grounding
+    from convsim.agents.service.fidelity import misstated_values
+    from convsim.catalog.service.db import load_service_db
+    from convsim.evaluation.service.response_grounding import response_grounding
     db = load_service_db(Path(__file__).resolve().parents[1] / "catalog" / "data" / "service")
     acts = stated = ungrounded = turns_fired = changed = 0
     for e in map(json.loads, path.read_text(encoding="utf-8").splitlines()):

@@ -21,9 +21,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import convsim  # noqa: E402
 from convsim import models  # noqa: E402
-from convsim.limits import BudgetReached  # noqa: E402
-from convsim.store import RunStore  # noqa: E402
-from convsim.usage import call_tokens  # noqa: E402
+from convsim.providers.limits import BudgetReached  # noqa: E402
+from convsim.running.store import RunStore  # noqa: E402
+from convsim.providers.usage import call_tokens  # noqa: E402
 from doubles import SlowBackend  # noqa: E402
 
 

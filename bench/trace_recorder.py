@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 from timing import median_time  # noqa: E402
 from convsim import load_graph_module, session_seed  # noqa: E402
 from convsim.config import parse_assignment  # noqa: E402
-from convsim.store import json_default  # noqa: E402
-from convsim.tracing import TraceRecorder  # noqa: E402
+from convsim.running.store import json_default  # noqa: E402
+from convsim.traces.tracing import TraceRecorder  # noqa: E402
 
 
 def full_snapshot_cost(chunks) -> None:

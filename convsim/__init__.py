@@ -5,28 +5,36 @@ first use, so ``from convsim import ConvsimError`` does not pay for LangGraph or
 """
 from __future__ import annotations
 
+import os as _os
 from typing import TYPE_CHECKING
 
-from .lazy import lazy_exports
+from convsim.lazy import lazy_exports
+
+# The systems install as subpackages of convsim (convsim.agents, convsim.evaluation, convsim.catalog,
+# convsim.graphs, with configs/ and prompts/ as package data). In a source checkout they are the
+# folders beside this one, so the checkout's root is searched for convsim's subpackages too.
+_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if _os.path.isfile(_os.path.join(_checkout, "pyproject.toml")) and _os.path.isdir(_os.path.join(_checkout, "agents")):
+    __path__.append(_checkout)  # type: ignore[name-defined]  # noqa: F821
 
 _EXPORTS = {
-    "bootstrap_ci": "aggregate", "mean_ci": "aggregate", "mean_diff_ci": "aggregate",
+    "bootstrap_ci": "results.aggregate", "mean_ci": "results.aggregate", "mean_diff_ci": "results.aggregate",
     "ExperimentConfig": "config", "Variant": "config", "load_config": "config",
-    "SessionContext": "context", "emit_metrics": "context",
-    "compile_with_default_context": "default_context",
-    "Embedder": "embedders", "embeddings_available": "embedders", "make_embedder": "embedders",
+    "SessionContext": "contract.context", "emit_metrics": "contract.context",
+    "compile_with_default_context": "contract.default_context",
+    "Embedder": "providers.embedders", "embeddings_available": "providers.embedders", "make_embedder": "providers.embedders",
     "ConvsimError": "errors",
-    "load_graph_module": "graphfile",
-    "ChatModel": "models", "ModelSpec": "models", "ModelUnavailable": "models",
-    "StructuredResult": "models", "extract_json": "models", "parse_model_spec": "models",
+    "load_graph_module": "contract.graphfile",
+    "ChatModel": "providers.models", "ModelSpec": "providers.models", "ModelUnavailable": "providers.models",
+    "StructuredResult": "providers.models", "extract_json": "providers.models", "parse_model_spec": "providers.models",
     # every command of the command line, as a function returning data (convsim/api.py)
     "run": "api", "report": "api", "compare": "api", "evaluate": "api", "trace": "api",
     "fork": "api", "draw": "api", "list_graphs": "api", "list_configs": "api",
-    "np_rng_for": "seeding", "rng_for": "seeding", "session_seed": "seeding", "stable_seed": "seeding",
-    "read_jsonl": "store",
-    "summarise_run": "summary", "flatten_metrics": "summary",
-    "explain_turn_metrics": "tracing", "fork_run": "time_travel",
-    "read_trace": "tracing", "state_at": "tracing",
+    "np_rng_for": "contract.seeding", "rng_for": "contract.seeding", "session_seed": "contract.seeding", "stable_seed": "contract.seeding",
+    "read_jsonl": "running.store",
+    "summarise_run": "results.summary", "flatten_metrics": "results.summary",
+    "explain_turn_metrics": "traces.tracing", "fork_run": "traces.time_travel",
+    "read_trace": "traces.tracing", "state_at": "traces.tracing",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -35,19 +43,19 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and editors
-    from .aggregate import bootstrap_ci, mean_ci, mean_diff_ci  # noqa: F401
-    from .config import ExperimentConfig, Variant, load_config  # noqa: F401
-    from .context import SessionContext, emit_metrics  # noqa: F401
-    from .default_context import compile_with_default_context  # noqa: F401
-    from .embedders import Embedder, embeddings_available, make_embedder  # noqa: F401
-    from .errors import ConvsimError  # noqa: F401
+    from convsim.results.aggregate import bootstrap_ci, mean_ci, mean_diff_ci  # noqa: F401
+    from convsim.config import ExperimentConfig, Variant, load_config  # noqa: F401
+    from convsim.contract.context import SessionContext, emit_metrics  # noqa: F401
+    from convsim.contract.default_context import compile_with_default_context  # noqa: F401
+    from convsim.providers.embedders import Embedder, embeddings_available, make_embedder  # noqa: F401
+    from convsim.errors import ConvsimError  # noqa: F401
     from .api import (compare, draw, evaluate, fork, list_configs, list_graphs, report,  # noqa: F401
                       run, trace)
-    from .graphfile import load_graph_module  # noqa: F401
+    from convsim.contract.graphfile import load_graph_module  # noqa: F401
     from .models import (ChatModel, ModelSpec, ModelUnavailable, StructuredResult,  # noqa: F401
                          extract_json, parse_model_spec)
-    from .seeding import np_rng_for, rng_for, session_seed, stable_seed  # noqa: F401
-    from .time_travel import fork_run  # noqa: F401
-    from .store import read_jsonl  # noqa: F401
-    from .summary import flatten_metrics, summarise_run  # noqa: F401
-    from .tracing import explain_turn_metrics, read_trace, state_at  # noqa: F401
+    from convsim.contract.seeding import np_rng_for, rng_for, session_seed, stable_seed  # noqa: F401
+    from convsim.traces.time_travel import fork_run  # noqa: F401
+    from convsim.running.store import read_jsonl  # noqa: F401
+    from convsim.results.summary import flatten_metrics, summarise_run  # noqa: F401
+    from convsim.traces.tracing import explain_turn_metrics, read_trace, state_at  # noqa: F401

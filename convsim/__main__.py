@@ -1,3 +1,3 @@
-from .cli import main
+from convsim.cli import main
 
 main()

@@ -17,14 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .config import ExperimentConfig, apply_overrides, config_from_dict, load_config
-from .errors import ConvsimError
-from .graphfile import list_graphs as graph_files, load_graph_module, project_root
+from convsim.config import ExperimentConfig, apply_overrides, config_from_dict, load_config
+from convsim.errors import ConvsimError
+from convsim.contract.graphfile import list_graphs as graph_files, load_graph_module, project_root
 
 # evaluation functions the commands call, by name (convsim itself never imports evaluation/)
-COMPARE_RUNS = "evaluation.compare:compare_runs"
-EVALUATE_TRANSCRIPTS = "evaluation.transcripts:evaluate_transcripts"
-EVALUATE_GROUP_CSV = "evaluation.group.dialogue_csv:evaluate_group_csv"
+COMPARE_RUNS = "convsim.evaluation.reporting.compare:compare_runs"
+EVALUATE_TRANSCRIPTS = "convsim.evaluation.reporting.transcripts:evaluate_transcripts"
+EVALUATE_GROUP_CSV = "convsim.evaluation.group.dialogue_csv:evaluate_group_csv"
 
 Assignments = list[str] | dict[str, Any] | None
 
@@ -74,7 +74,7 @@ def run(target: str | Path | dict | ExperimentConfig, *, sessions: int | None = 
     :func:`convsim.config.apply_overrides` with the others (a new command-line option that
     apply_overrides learns is available here without changing this signature).
     """
-    from .runner import run as run_experiment  # the runner pulls in LangGraph: only when running
+    from convsim.running.runner import run as run_experiment  # the runner pulls in LangGraph: only when running
     cfg = apply_overrides(_as_config(target), sessions=sessions, seed=seed, models=models,
                           set_params=set_params, run_id=run_id,
                           out_dir=str(out_dir) if out_dir is not None else None,
@@ -104,13 +104,13 @@ def _run_dir(path: str | Path) -> Path:
 def report(run_dir: str | Path, *, warn: Callable[[str], Any] | None = None) -> Path | None:
     """Rebuild a run's summary, stats, figures and report (``convsim report``); returns report.html's
     path, or None when the run has none (its ``analysis:`` hooks do not include
-    ``evaluation.analysis:analyze_run``, which writes it).
+    ``convsim.evaluation.reporting.analysis:analyze_run``, which writes it).
 
     The run's own ``analysis:`` hooks do the work; an unavailable hook is passed to ``warn``
     (default: :func:`warnings.warn`).
     """
-    from .runner import run_hooks
-    from .summary import summarise_run
+    from convsim.running.runner import run_hooks
+    from convsim.results.summary import summarise_run
     run_dir = _run_dir(run_dir)
     cfg = load_config(run_dir / "config.yaml")
     summarise_run(run_dir, load_graph_module(cfg.graph))
@@ -121,7 +121,7 @@ def report(run_dir: str | Path, *, warn: Callable[[str], Any] | None = None) -> 
 
 def compare(run_a: str | Path, run_b: str | Path, *, alpha: float = 0.05) -> dict:
     """Per-metric differences B - A of two runs (``convsim compare``), with paired tests where
-    session ids match; ``{"rows": [...], ...}`` as computed by ``evaluation.compare``."""
+    session ids match; ``{"rows": [...], ...}`` as computed by ``convsim.evaluation.reporting.compare``."""
     if not 0 < alpha < 1:  # also NaN
         raise ConvsimError(f"alpha must be in (0, 1), got {alpha}", field="alpha")
     a, b = _run_dir(run_a), _run_dir(run_b)
@@ -141,7 +141,7 @@ def evaluate(path: str | Path, *, graph: str | None = None, out: str | Path | No
     (``embedder``: ``tfidf`` or ``st:minilm`` for its semantic metrics); ``graph``, ``out``,
     ``models``, ``params`` and ``set_params`` do not apply to it and are refused.
     """
-    from .config import parse_assignment
+    from convsim.config import parse_assignment
     path = Path(path)
     if not path.exists():
         raise ConvsimError("file not found", file=path)
@@ -172,9 +172,9 @@ def trace(run: str | Path, session: str, *, variant: str | None = None, trial: i
     filters (``node``, ``turn``, ``key``: a dotted path whose value the step changed). With
     ``at``: ``{"file", "trace", "fork", "state"}``, the state after step ``at`` (-1: initial).
     """
-    from .time_travel import locate_trace, resolve_run_dir
-    from .trace_timeline import select_trace
-    from .tracing import read_trace
+    from convsim.traces.time_travel import locate_trace, resolve_run_dir
+    from convsim.traces.trace_timeline import select_trace
+    from convsim.traces.tracing import read_trace
     path = locate_trace(resolve_run_dir(run), session, variant=variant, trial=trial)
     full = read_trace(path)
     return {"file": path, "trace": full, **select_trace(full, node=node, key=key, turn=turn, at=at)}
@@ -189,7 +189,7 @@ def fork(run: str | Path, session: str, *, step: int, variant: str | None = None
     ``first_divergent_turn``, ``first_divergent_step``, ``dialogue_metrics``: ``{name:
     {original, forked}}``, ...) with ``run_dir``, the new run's directory.
     """
-    from .time_travel import COMPARISON, fork_run
+    from convsim.traces.time_travel import COMPARISON, fork_run
     run_dir = fork_run(run, session, step=step, variant=variant, trial=trial, models=_cli_strings(models),
                        set_params=_cli_strings(set_params) + _cli_strings(params or {}),
                        run_id=run_id, out_dir=out_dir, analyze=analyze)
@@ -216,7 +216,7 @@ def draw(graph: str, *, ascii: bool = False, png: str | Path | None = None) -> s
         except ValueError as exc:  # langchain's ASCII layout gives up on some topologies (fan-outs)
             text = f"%% the ASCII layout cannot draw this graph ({type(exc).__name__} in langchain's drawer); Mermaid text instead\n{text}"
     if png is not None:
-        from .drawing import write_png
+        from convsim.traces.drawing import write_png
         write_png(drawable, Path(png))
     return text
 

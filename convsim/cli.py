@@ -20,10 +20,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import api
-from .config import load_config
-from .errors import ConvsimError, HookError
-from .graphfile import load_graph_module
+from convsim import api
+from convsim.config import load_config
+from convsim.errors import ConvsimError, HookError
+from convsim.contract.graphfile import load_graph_module
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Simulate conversations as LangGraph graphs and evaluate them.")
@@ -112,7 +112,7 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
     console.print(table)
     if len(names) > max_metrics:
         console.print(f"{len(names) - max_metrics} more metrics in {run_dir / 'metrics.csv'}")
-    from .usage import printed_columns, usage_rows
+    from convsim.providers.usage import printed_columns, usage_rows
     columns = printed_columns(summary.get("usage") or {})
     rows = usage_rows(summary.get("usage") or {}, columns)
     if rows:
@@ -171,7 +171,7 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         prefix_turns: int = typer.Option(1, "--prefix-turns", help="scripted user turns taken from --prefix"),
         quiet: bool = typer.Option(False, "--quiet", "-q")) -> None:
     """Run an experiment config, or a graph with its default params."""
-    from .limits import BudgetReached
+    from convsim.providers.limits import BudgetReached
     # the whole command: a Ctrl-C while the summary prints is the same stop, never an "aborted"
     with stopped_cleanly("the sessions that finished are kept; run the same command (same --run-id) again "
                          "to resume"):
@@ -273,7 +273,7 @@ def report(run_dir: Path) -> None:
     if html is None:  # the run's hooks write no report: say so, never print a path that is not there
         hooks = ", ".join(api.load_config(Path(run_dir) / "config.yaml").analysis) or "none"
         console.print(f"report: none: this run's analysis hooks ({hooks}) write no report.html; summary.json and "
-                      "metrics.csv were rebuilt (add evaluation.analysis:analyze_run to analysis: for a report)",
+                      "metrics.csv were rebuilt (add convsim.evaluation.reporting.analysis:analyze_run to analysis: for a report)",
                       highlight=False)
     else:
         console.print(f"report: {html}")
@@ -291,7 +291,7 @@ def trace(run: str = typer.Argument(..., help="run directory or run id under run
           at: Optional[int] = typer.Option(None, "--at", help="print the full state after step AT (-1: initial)"),
           as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Show a session's node steps and state diffs as a timeline."""
-    from .trace_timeline import print_trace
+    from convsim.traces.trace_timeline import print_trace
     found = api.trace(run, session, variant=variant, trial=trial, node=node, key=key, turn=turn, at=at)
     print_trace(found["trace"], found, as_json=as_json, console=console,
                 title=f"{found['file'].parent.name}/{session} (trial {trial})")
@@ -309,7 +309,7 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
          run_id: Optional[str] = typer.Option(None, help="id of the new run"),
          no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report")) -> None:
     """Run a session again from a checkpoint (time travel) and compare it with the original."""
-    from .time_travel import COMPARISON
+    from convsim.traces.time_travel import COMPARISON
     with stopped_cleanly("the fork keeps its checkpoint: the same fork command with --run-id <the fork's "
                          "directory name> resumes it"):
         comp = api.fork(run, session, step=step, variant=variant, trial=trial, models=model,
@@ -344,7 +344,7 @@ def compare(run_a: Path, run_b: Path,
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
         return
-    typer.echo(api.resolve("evaluation.compare_text:format_comparison")(result))
+    typer.echo(api.resolve("convsim.evaluation.reporting.compare_text:format_comparison")(result))
 
 
 @app.command("eval")
@@ -362,7 +362,7 @@ def eval_cmd(path: Path,
              quiet: bool = typer.Option(False, "--quiet", "-q", help="no summary table (warnings still shown)")) -> None:
     """Evaluate transcripts that already exist (results.jsonl, the JSONL import format, or a
     group-planning dialogue CSV, which takes only --embedder) without simulating."""
-    from .models import ModelUnavailable
+    from convsim.providers.models import ModelUnavailable
     try:
         result = api.evaluate(path, graph=graph, out=out, models=model, set_params=set_, embedder=embedder,
                               analyze=not no_analysis)

@@ -7,11 +7,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
-from .errors import ConvsimError
-from .limits import Limits
-from .models import parse_model_spec
-from .retry import RetryPolicy
-from .textio import load_yaml
+from convsim.errors import ConvsimError
+from convsim.providers.limits import Limits
+from convsim.providers.models import parse_model_spec
+from convsim.providers.retry import RetryPolicy
+from convsim.textio import load_yaml
 
 ModelValue = str | dict
 
@@ -60,16 +60,16 @@ class ExperimentConfig(BaseModel):
     models: dict[str, ModelValue] = Field(default_factory=dict)
     variants: list[Variant] = Field(default_factory=list)
     baseline: str | None = None  # the variant the report's differences are taken against (default: the first)
-    prefix: dict[str, Any] | None = None  # {file, turns}: scripted opening turns of every session (convsim.prefix)
+    prefix: dict[str, Any] | None = None  # {file, turns}: scripted opening turns of every session (convsim.running.prefix)
     trace: StrictBool = True
     checkpoint: StrictBool = False
-    cache: str | None = None  # SQLite response cache shared by runs (see convsim.cache)
-    retry: RetryPolicy = Field(default_factory=RetryPolicy)  # model-call retries (convsim.retry)
+    cache: str | None = None  # SQLite response cache shared by runs (see convsim.providers.cache)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)  # model-call retries (convsim.providers.retry)
     executor: Literal["async", "process", "ray"] = "async"  # process: a pool for CPU-bound runs; ray: a cluster
     address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
     workers: StrictInt | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
-    limits: Limits = Field(default_factory=Limits)  # per-server caps and the run budget (convsim.limits)
-    analysis: list[str] = Field(default_factory=lambda: ["evaluation.analysis:analyze_run"])
+    limits: Limits = Field(default_factory=Limits)  # per-server caps and the run budget (convsim.providers.limits)
+    analysis: list[str] = Field(default_factory=lambda: ["convsim.evaluation.reporting.analysis:analyze_run"])
     out_dir: str = "runs"
     run_id: str | None = None
     fork: dict[str, Any] | None = None  # set by `convsim fork`: where the run forked from
@@ -136,11 +136,28 @@ def config_from_dict(data: dict, *, file: object = None) -> ExperimentConfig:
         raise ConvsimError(exc.message, file=file, field=exc.field) from None
 
 
+def shipped_configs_dir() -> Path:
+    """The configs convsim ships (package data of an installed wheel, ``configs/`` of a checkout)."""
+    from convsim.contract.graphfile import project_root
+    return project_root() / "configs"
+
+
+def resolve_config_path(path: str | Path) -> Path:
+    """A config file as named: the path itself when it exists, else a shipped config of that file
+    name (``crs_shift.yaml`` or ``configs/crs_shift.yaml`` from any directory)."""
+    path = Path(path)
+    if path.exists():
+        return path
+    shipped = shipped_configs_dir() / path.name
+    if not path.is_absolute() and len(path.parts) <= 2 and path.parent.name in ("", "configs") and shipped.is_file():
+        return shipped
+    raise ConvsimError("config file not found (nor a shipped config of that name: convsim list shows them)",
+                       file=path)
+
+
 def load_config(path: str | Path) -> ExperimentConfig:
     """Read and validate a YAML experiment config; errors name the file and the field."""
-    path = Path(path)
-    if not path.exists():
-        raise ConvsimError("config file not found", file=path)
+    path = resolve_config_path(path)
     try:
         data = load_yaml(path, what="config file")  # UTF-8, bounded nesting, one-line errors
     except yaml.YAMLError as exc:
@@ -212,7 +229,7 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                      ("address", address)):
         if val is not None:
             data[key] = val
-    for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.limits)
+    for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.providers.limits)
         if val is not None:
             data["limits"][key] = val
     for role, spec in _assignments(models, what="--model", raw=True):

@@ -12,7 +12,7 @@ these functions, so a malformed input always ends as one :class:`~convsim.errors
 * ``load_yaml(path, max_depth=...)``: the same for YAML (safe loader; recursive aliases refused).
 * ``read_jsonl(path)`` / ``iter_jsonl(path)`` / ``iter_jsonl_at(path)``: one JSON object per line,
   streamed line by line (a 50 MB line costs about its own size, not the file's); errors name the
-  line. ``iter_jsonl_at`` also gives each line's byte offset (convsim.recordset reads lines back).
+  line. ``iter_jsonl_at`` also gives each line's byte offset (convsim.results.recordset reads lines back).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConvsimError
+from convsim.errors import ConvsimError
 
 DEFAULT_MAX_DEPTH = 100  # containers inside containers; project files use fewer than 15
 _BOM = b"\xef\xbb\xbf"

@@ -2,7 +2,7 @@
 
 Metric functions take plain data and return a number or ``None`` when they do not apply; each
 docstring gives the formula and the spec it implements. One subpackage per system under test
-(``evaluation.crs``, ``service``, ``group``, ``retrieval``); what every system uses (statistics,
+(``convsim.evaluation.crs``, ``service``, ``group``, ``retrieval``); what every system uses (statistics,
 plots, records, transcripts, analysis, the report, compare) is at the top level. The names below
 are the public API.
 """
@@ -10,12 +10,12 @@ from convsim.lazy import lazy_exports
 
 _EXPORTS = {
     # run-level analysis (docs/analysis.md)
-    "analyze_run": "analysis", "build_report": "report", "compare_runs": "compare",
-    "evaluate_transcripts": "transcripts", "read_transcripts": "transcripts",
+    "analyze_run": "reporting.analysis", "build_report": "reporting.report", "compare_runs": "reporting.compare",
+    "evaluate_transcripts": "reporting.transcripts", "read_transcripts": "reporting.transcripts",
     # statistics
-    "anova_oneway": "stats", "tukey_hsd": "stats", "friedman": "stats", "paired_wilcoxon_holm": "stats",
-    "holm": "stats", "spearman_bootstrap": "stats", "cohens_d": "stats", "cohens_dz": "stats",
-    "compare_variants": "stats",
+    "anova_oneway": "reporting.stats", "tukey_hsd": "reporting.stats", "friedman": "reporting.stats", "paired_wilcoxon_holm": "reporting.stats",
+    "holm": "reporting.stats", "spearman_bootstrap": "reporting.stats", "cohens_d": "reporting.stats", "cohens_dz": "reporting.stats",
+    "compare_variants": "reporting.stats",
     # grounded TAS and TAS/CAS
     "cross_coherence": "crs.tas", "context_retention": "crs.tas", "copy_penalty": "crs.tas", "tas_turn": "crs.tas",
     "dialogue_tas": "crs.tas", "segments": "crs.tas", "segment_scores": "crs.tas", "recovery": "crs.tas",

@@ -31,14 +31,14 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from agents.courses import reference
-from agents.courses.retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
-from agents.courses.relevance_judge import DEFAULT_HEURISTIC, JudgeCache, judge_courses
-from catalog.courses import check_gold_codes, load_courses, load_test_set
+from convsim.agents.courses import reference
+from convsim.agents.courses.retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
+from convsim.agents.courses.relevance_judge import DEFAULT_HEURISTIC, JudgeCache, judge_courses
+from convsim.catalog.courses import check_gold_codes, load_courses, load_test_set
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics
-from evaluation.retrieval.compare import cohen_kappa
-from evaluation.retrieval.metrics import PRECISION_BANDS, case_metrics, interpretation_band
+from convsim.evaluation.retrieval.compare import cohen_kappa
+from convsim.evaluation.retrieval.metrics import PRECISION_BANDS, case_metrics, interpretation_band
 
 RetrieverName = Literal["tfidf", "bm25", "embedding", "hybrid",
                         "oracle", "random", "top1", "top1_then_junk", "empty"]

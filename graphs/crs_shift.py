@@ -28,19 +28,19 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from agents.crs.recommender import CRSParams, crs_turn, new_crs_state, off_catalog_titles
-from agents.crs.user import UserSimParams, paraphrase, profile_genres, user_turn
-from catalog.movies.concepts import ConceptExtractor
-from catalog.movies.catalog import MovieCatalog, load_movie_catalog
-from agents.crs.pepper_judge import judge_conversation, labelled_judge_metrics
+from convsim.agents.crs.recommender import CRSParams, crs_turn, new_crs_state, off_catalog_titles
+from convsim.agents.crs.user import UserSimParams, paraphrase, profile_genres, user_turn
+from convsim.catalog.movies.concepts import ConceptExtractor
+from convsim.catalog.movies.catalog import MovieCatalog, load_movie_catalog
+from convsim.agents.crs.pepper_judge import judge_conversation, labelled_judge_metrics
 from convsim import compile_with_default_context
 from convsim import SessionContext, emit_metrics
-from convsim.prefix import scripted_pair
-from evaluation.crs.nodes import (
+from convsim.running.prefix import scripted_pair
+from convsim.evaluation.crs.nodes import (
     DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
     turn_evaluation,
 )
-from evaluation.crs.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
+from convsim.evaluation.crs.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = PROJECT_ROOT / "prompts"
@@ -307,7 +307,7 @@ def check_simulator(state: State, runtime: Runtime[Context]) -> dict:
         # an explicit "not judged" (rather than no update) keeps one state version per node step,
         # so traces and checkpoints stay aligned
         return {"simulator_judge": None}
-    from agents.crs.fidelity import llm_simulator_flags
+    from convsim.agents.crs.fidelity import llm_simulator_flags
     return {"simulator_judge": llm_simulator_flags(model, state.get("transcript", []))}
 
 
@@ -472,7 +472,7 @@ def simulator_checks(state: State) -> list[dict]:
     is a simulator failure, not a recommender score. An unreadable simulator-judge answer is recorded
     (``simulator_judge.failed``, raw kept, ``flags`` None) and flags nothing: the audit failed, not
     the user; it is counted by the dialogue metric ``simulator_judge_failed``."""
-    from agents.crs.fidelity import crs_simulator_checks
+    from convsim.agents.crs.fidelity import crs_simulator_checks
     flags = list(crs_simulator_checks(state))
     flags += [{"check": "user_model_failed", "detail": f"turn {e.get('turn')}: the user's paraphrase was invalid "
                                                        f"({e['meta']['paraphrase'].get('reason')}; template used); "

@@ -24,33 +24,33 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from agents.service import faults
-from agents.service.action import ACTION_CLASS, decide_action
-from agents.service.fidelity import misstated_values
-from agents.service.judge import judge_turn
-from agents.service.llm_nodes import llm_action, llm_policy
-from agents.service.paraphrase import llm_realise, realise
-from agents.service.memory import update_belief
-from agents.service.policy import check_policy, required_slots
-from agents.service.response import llm_response, template_response
-from agents.service.supervisor import supervise
-from agents.service.triage import llm_triage, rule_triage
-from agents.service.scripted import scripted_user_info as _scripted_user_info
-from agents.service.user_simulator import (TerminationReason, new_user_state, sample_goal,
+from convsim.agents.service import faults
+from convsim.agents.service.action import ACTION_CLASS, decide_action
+from convsim.agents.service.fidelity import misstated_values
+from convsim.agents.service.judge import judge_turn
+from convsim.agents.service.llm_nodes import llm_action, llm_policy
+from convsim.agents.service.paraphrase import llm_realise, realise
+from convsim.agents.service.memory import update_belief
+from convsim.agents.service.policy import check_policy, required_slots
+from convsim.agents.service.response import llm_response, template_response
+from convsim.agents.service.supervisor import supervise
+from convsim.agents.service.triage import llm_triage, rule_triage
+from convsim.agents.service.scripted import scripted_user_info as _scripted_user_info
+from convsim.agents.service.user_simulator import (TerminationReason, new_user_state, sample_goal,
                                            simulator_complete, user_turn)
-from catalog.service.multiwoz import load_dialogues
-from catalog.service.db import load_service_db, load_service_schema
+from convsim.catalog.service.multiwoz import load_dialogues
+from convsim.catalog.service.db import load_service_db, load_service_schema
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics, rng_for, stable_seed
 from convsim.config import path_component
 from convsim.errors import SimulatorError
-from convsim.models import ModelUnavailable, refused_request
-from convsim.prefix import scripted_pair
-from evaluation.service import metrics as metrics
-from evaluation.service.scoring import score_dataset, score_dialogue
-from evaluation.service.success import said_from_log, task_success
-from evaluation.service.sim_checks import simulator_checks as evaluator_simulator_checks
-from evaluation.service.turn_eval import SUPPORTED, UNSUPPORTED, evaluate_turn_state
+from convsim.providers.models import ModelUnavailable, refused_request
+from convsim.running.prefix import scripted_pair
+from convsim.evaluation.service import metrics as metrics
+from convsim.evaluation.service.scoring import score_dataset, score_dialogue
+from convsim.evaluation.service.success import said_from_log, task_success
+from convsim.evaluation.service.sim_checks import simulator_checks as evaluator_simulator_checks
+from convsim.evaluation.service.turn_eval import SUPPORTED, UNSUPPORTED, evaluate_turn_state
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -462,7 +462,7 @@ def simulator_checks(state: State) -> list[dict]:
     said goodbye early, never stated its goal), the fidelity checks of agents/service/fidelity.py, and
     a response judge whose answer was invalid after its retries (its raw answer is in the turn's
     metrics, ``judge_raw``). A flagged session is a simulator failure, not a customer-service score."""
-    from agents.service.fidelity import service_simulator_checks
+    from convsim.agents.service.fidelity import service_simulator_checks
     out = [dict(f) for f in evaluator_simulator_checks(state)]  # one flag per turn that tripped a check
     # both sets may flag the same thing (goal_leak, _check_goal_leak): the evaluator's flags, one per
     # turn, are kept; a fidelity check (first turn only) is added where the evaluator has no such flag

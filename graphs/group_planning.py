@@ -28,21 +28,21 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field, model_validator
 
-from agents.group.feedback import feedback_round, feedback_targets
-from agents.group.member_voice import rule_verdict, speak_with_model, verdict_with_model
-from agents.group.members import ACTIONABLE_SLOTS, GROUP_TYPES, SLOTS, make_group, speak_preference
-from agents.group.planner import build_plan
-from agents.group.reference import degraded_decision, gaming_plan, oracle_decision, reference_text
-from agents.group.plan_writer import write_plan_with_model
-from agents.group.synthesis import (decide, llm_guided_text, llm_raw_synthesis, reason_of,
+from convsim.agents.group.feedback import feedback_round, feedback_targets
+from convsim.agents.group.member_voice import rule_verdict, speak_with_model, verdict_with_model
+from convsim.agents.group.members import ACTIONABLE_SLOTS, GROUP_TYPES, SLOTS, make_group, speak_preference
+from convsim.agents.group.planner import build_plan
+from convsim.agents.group.reference import degraded_decision, gaming_plan, oracle_decision, reference_text
+from convsim.agents.group.plan_writer import write_plan_with_model
+from convsim.agents.group.synthesis import (decide, llm_guided_text, llm_raw_synthesis, reason_of,
                                     stated_preferences as stated_rows, synthesis_text)
-from agents.group.vote import option_label
-from catalog.travel import TravelDB, load_travel_db
+from convsim.agents.group.vote import option_label
+from convsim.catalog.travel import TravelDB, load_travel_db
 from convsim import compile_with_default_context
 from convsim import SessionContext, emit_metrics, rng_for, stable_seed
-from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
-from evaluation.group.dataset import OPTION_SLOTS, group_dataset_metrics
-from evaluation.group.figures import group_figures
+from convsim.evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from convsim.evaluation.group.dataset import OPTION_SLOTS, group_dataset_metrics
+from convsim.evaluation.group.figures import group_figures
 
 CONDITIONS = {   # condition -> (multi_user, enable_synthesis, use_social_theory, enable_feedback)
     "C1": (False, False, False, False), "C2": (True, False, False, False),
@@ -90,13 +90,13 @@ class Params(BaseModel):
                                         description="model none: a member accepts the plan iff s_i >= this")
     agreement: float = Field(0.0, ge=0.0, le=1.0,
                              description="probability that a slot outside the group type's designed conflicts "
-                                         "is shared by every member (agents.group.members.shared_by_design); "
+                                         "is shared by every member (convsim.agents.group.members.shared_by_design); "
                                          "0 = the groups as always. For M2_false_alarm "
                                          "(configs/group_false_alarm.yaml), not for the condition runs")
     db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
     reference: Literal["oracle", "degraded", "gaming", "alarmist"] | None = Field(
         None, description="a reference planner in place of the condition's mediator/planner "
-                          "(agents.group.reference; oracle reads the true preferences)")
+                          "(convsim.agents.group.reference; oracle reads the true preferences)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -218,7 +218,7 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
     budget = ctx.params.option_budget
     decision = decide(slot, state["group_type"], stated, mode, budget)
     ref = ctx.params.reference if ctx.params.reference in ("oracle", "degraded") else None
-    if ref == "oracle":      # labelled oracle: the members' true preferences (agents.group.reference)
+    if ref == "oracle":      # labelled oracle: the members' true preferences (convsim.agents.group.reference)
         decision = oracle_decision(state["members"], slot)
     elif ref == "degraded":  # hears the first member only
         decision = degraded_decision(stated)
@@ -334,8 +334,8 @@ def planner(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def members_respond(state: State, runtime: Runtime[Context]) -> dict:
-    """Each member who spoke accepts or rejects the plan (agents.group.member_voice)."""
-    from evaluation.group.plan_metrics import member_rates, satisfaction_table
+    """Each member who spoke accepts or rejects the plan (convsim.agents.group.member_voice)."""
+    from convsim.evaluation.group.plan_metrics import member_rates, satisfaction_table
     ctx = runtime.context
     speakers = state["members"] if ctx.params.flags()["multi_user"] else state["members"][:1]
     prefs = {(m["name"], s): m["preferences"][s]["text"] for m in speakers for s in SLOTS}
@@ -438,14 +438,14 @@ def simulator_checks(state: State) -> list[dict]:
     """Flags of a simulated member that did not state (or contradicted) its own profile
     (agents/group/fidelity.py), or whose model answered invalid output (the rule-based member spoke
     instead); a flagged session is a simulator failure, not a planner score."""
-    from agents.group.fidelity import group_simulator_checks
+    from convsim.agents.group.fidelity import group_simulator_checks
     return list(group_simulator_checks(state)) + _model_failure_flags(state, ("member",), "member_model_failed")
 
 
 def dataset_metrics(records: list[dict]) -> dict:
     """Pooled M10 and M2 false alarms, sessions whose worst-off member got 0, the options the
     decisions hold per slot beside the option budget, and how the semantic metrics were computed
-    (evaluation.group.dataset)."""
+    (convsim.evaluation.group.dataset)."""
     return {**group_dataset_metrics(records), "option_budget": _budget_of(records)}
 
 

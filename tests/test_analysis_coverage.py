@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluation.crs import coverage as cov
+from convsim.evaluation.crs import coverage as cov
 
 
 def test_preference_coverage_is_cumulative():

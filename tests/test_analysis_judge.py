@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from agents.crs import pepper_judge as pj
-from agents.judge import prompt_version, render
+from convsim.agents.crs import pepper_judge as pj
+from convsim.agents.judge import prompt_version, render
 from convsim import ChatModel, ConvsimError, parse_model_spec
 
 
@@ -125,7 +125,7 @@ def test_garbage_judge_in_the_crs_graph_is_recorded_and_the_session_goes_on():
 
 
 def test_llm_topics_validate_and_fall_back_on_garbage():
-    from evaluation.crs.topics import KeywordTopics, LlmTopics
+    from convsim.evaluation.crs.topics import KeywordTopics, LlmTopics
     fallback = KeywordTopics(["war", "love"])
     good = LlmTopics(scripted('{"topics": ["War", " soldiers "]}'), fallback)
     assert good.topics("a war film") == {"war", "soldiers"} and good.failures == []
@@ -135,7 +135,7 @@ def test_llm_topics_validate_and_fall_back_on_garbage():
 
 
 def test_heuristic_judge_is_labelled_and_left_out_unless_asked():
-    from agents.crs.pepper_judge import labelled_judge_metrics
+    from convsim.agents.crs.pepper_judge import labelled_judge_metrics
     heuristic = {"method": "heuristic", "ok": True,
                  "scores": {"proactiveness": 5, "coherence": 4, "personalization": 2}}
     default = labelled_judge_metrics(heuristic)

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from analysis_runs import XSS, make_run
-from evaluation.analysis import analyze_run, run_statistics
-from evaluation.records import load_run
-from evaluation.report import build_report
+from convsim.evaluation.reporting.analysis import analyze_run, run_statistics
+from convsim.evaluation.reporting.records import load_run
+from convsim.evaluation.reporting.report import build_report
 
 
 @pytest.mark.slow
@@ -54,7 +54,7 @@ def test_build_report_computes_missing_stats(tmp_path):
 
 
 def test_plots_skip_what_the_data_does_not_allow(tmp_path):
-    from evaluation import plots
+    from convsim.evaluation.reporting import plots
     assert plots.judge_radar({"a": {"judge_x": 3.0, "judge_y": 4.0}}, tmp_path) == []  # < 3 axes
     assert plots.bar_charts({"m": {"a": {"mean": None, "ci_low": None, "ci_high": None, "n": 0}}}, tmp_path) == []
     assert plots.correlation_heatmap([{"dialogue_metrics": {"m": 1.0}}] * 3, ["m"], tmp_path) == []

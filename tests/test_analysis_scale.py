@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from convsim.summary import summarise_run
-from evaluation.analysis import analyze_run
+from convsim.results.summary import summarise_run
+from convsim.evaluation.reporting.analysis import analyze_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluation.crs import tas_cas as tc
+from convsim.evaluation.crs import tas_cas as tc
 
 
 def word_jaccard(a: str, b: str) -> float:
@@ -148,7 +148,7 @@ def test_the_shared_topic_extractor_is_kept_with_its_catalog_and_bounded(monkeyp
     # and a process running many runs keeps the last few runs' extractors, not every one
     from types import SimpleNamespace
 
-    from evaluation.crs import tas_cas_eval as tce
+    from convsim.evaluation.crs import tas_cas_eval as tce
     made: list = []
 
     def make(mode, movies, run_dir=None, model=None):
@@ -176,8 +176,8 @@ def test_memoised_encodings_belong_to_their_embedder_even_when_its_id_is_reused(
 
     import numpy as np
 
-    from evaluation.crs import tas_cas_eval
-    from evaluation.crs.tas_cas_eval import VectorSim
+    from convsim.evaluation.crs import tas_cas_eval
+    from convsim.evaluation.crs.tas_cas_eval import VectorSim
 
     class Fixed:  # an embedder whose every text is one vector
         def __init__(self, vec):

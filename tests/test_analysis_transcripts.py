@@ -1,4 +1,4 @@
-"""convsim eval (evaluation.transcripts), compare_runs and topic extraction."""
+"""convsim eval (convsim.evaluation.reporting.transcripts), compare_runs and topic extraction."""
 
 import json
 from pathlib import Path
@@ -7,9 +7,9 @@ import pytest
 
 from analysis_runs import make_run
 from convsim import ConvsimError
-from evaluation.compare import compare_runs
-from evaluation.crs.topics import KeywordTopics, LdaTopics, lda_for_run
-from evaluation.transcripts import evaluate_transcripts, read_transcripts
+from convsim.evaluation.reporting.compare import compare_runs
+from convsim.evaluation.crs.topics import KeywordTopics, LdaTopics, lda_for_run
+from convsim.evaluation.reporting.transcripts import evaluate_transcripts, read_transcripts
 
 EXTERNAL = [
     {"session_id": "d1", "variant": "ext", "turns": [
@@ -139,7 +139,7 @@ def test_processes_sharing_a_run_directory_train_the_topic_model_once(tmp_path):
     import multiprocessing
     import os
 
-    import evaluation.crs.topics as topics
+    import convsim.evaluation.crs.topics as topics
     trained = tmp_path / "trained.txt"
     real = topics.LdaTopics.train
 

@@ -191,9 +191,9 @@ def test_a_prefix_for_a_graph_without_scripted_turns_and_a_misspelled_hook(tmp_p
     cfg.write_text("graph: hello_chat\nanalysis: ['evaluaton.analysis:analyze_run']\n")
     one_line(["run", cfg, *RUN, "--out", tmp_path / "runs"], "field analysis", "no module 'evaluaton.analysis'")
     # the module exists, the function is misspelled: before, a warning after the whole run
-    cfg.write_text("graph: hello_chat\nanalysis: ['evaluation.analysis:analyse_run']\n")
+    cfg.write_text("graph: hello_chat\nanalysis: ['convsim.evaluation.reporting.analysis:analyse_run']\n")
     one_line(["run", cfg, *RUN, "--out", tmp_path / "runs"], "field analysis",
-             "module 'evaluation.analysis' defines no 'analyse_run'")
+             "module 'convsim.evaluation.reporting.analysis' defines no 'analyse_run'")
     assert not (tmp_path / "runs").exists()
 
 
@@ -241,7 +241,7 @@ def test_trace_with_an_unknown_key_is_bad_input(tmp_path):
 def test_a_hook_function_is_found_in_the_module_source_without_importing_it(tmp_path):
     from types import SimpleNamespace
 
-    from convsim.preflight import defines
+    from convsim.running.preflight import defines
     src = tmp_path / "hooks.py"
     src.write_text("import optional_extra_not_installed as heavy\nfrom os.path import join as joined\n"
                    "def report(run_dir): pass\nclass Figures: pass\nsummary = report\n"

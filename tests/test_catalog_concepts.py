@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.movies.concepts import ConceptExtractor
-from catalog.movies.catalog import Movie, MovieCatalog, load_movie_catalog
+from convsim.catalog.movies.concepts import ConceptExtractor
+from convsim.catalog.movies.catalog import Movie, MovieCatalog, load_movie_catalog
 
 KB_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "opendialkg" / \
     "opendialkg_movie_data.json"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.movies.catalog import (CANONICAL_GENRES, FIELDS, Movie, MovieCatalog, load_movie_catalog,
+from convsim.catalog.movies.catalog import (CANONICAL_GENRES, FIELDS, Movie, MovieCatalog, load_movie_catalog,
                             normalise_genres, normalise_language,
                             normalise_people)
 from convsim import ConvsimError
@@ -77,7 +77,7 @@ def test_project_catalog_facts_spot_check(project):
 
 
 def test_build_script_reproduces_the_json():
-    from catalog.movies.build import OUT, build
+    from convsim.catalog.movies.build import OUT, build
     assert json.loads(OUT.read_text(encoding="utf-8")) == build()
 
 

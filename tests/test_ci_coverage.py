@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from convsim.aggregate import bootstrap_ci, mean_ci, mean_diff_ci
-from convsim.summary import variant_summary
-from evaluation import stats
-from evaluation.compare import compare_metric
+from convsim.results.aggregate import bootstrap_ci, mean_ci, mean_diff_ci
+from convsim.results.summary import variant_summary
+from convsim.evaluation.reporting import stats
+from convsim.evaluation.reporting.compare import compare_metric
 
 REPS = 1000
 
@@ -120,7 +120,7 @@ def test_wilson_by_hand_and_statsmodels():
 
 def test_wilson_is_scipys_binomtest_interval_float_for_float():
     # computed without importing scipy.stats (a run's summary needs only this from it): the same floats
-    from convsim.aggregate import wilson_ci
+    from convsim.results.aggregate import wilson_ci
     for alpha in (0.05, 0.1, 0.01):
         for n in range(1, 61):
             for k in range(n + 1):

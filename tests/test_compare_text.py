@@ -7,8 +7,8 @@ import pytest
 
 from analysis_runs import make_run
 from conftest import ROOT
-from evaluation.compare import compare_runs
-from evaluation.compare_text import format_comparison
+from convsim.evaluation.reporting.compare import compare_runs
+from convsim.evaluation.reporting.compare_text import format_comparison
 
 
 def _drop_sessions(run_dir, keep: set[str]):

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.movies import concepts as C
-from catalog.movies.catalog import Movie, MovieCatalog
-from catalog.movies.concepts import ConceptExtractor
+from convsim.catalog.movies import concepts as C
+from convsim.catalog.movies.catalog import Movie, MovieCatalog
+from convsim.catalog.movies.concepts import ConceptExtractor
 
 EXPECTED = Path(__file__).resolve().parent / "data" / "concepts" / "expected_outputs.json"
 

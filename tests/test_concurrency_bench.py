@@ -17,7 +17,7 @@ def test_the_ceiling_streams_the_runners_sessions_with_its_model_calls(tmp_path)
         server.reset()
         concurrency.convsim_rate(spec, 3, 2, 4, str(tmp_path / "runner"))
         assert server.requests == 4 * 3
-    from convsim.store import RunStore
+    from convsim.running.store import RunStore
     runs = [d for d in (tmp_path / "runner").iterdir() if d.is_dir()]
     records = {r["session_id"]: r for r in RunStore(runs[0]).records()}
     assert [f["session_id"] for f in finals] == sorted(records)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.courses import (
+from convsim.catalog.courses import (
     COURSES_DIR, DEFAULT_TEST_SET, load_courses, load_test_set, parse_test_set, tokenize,
 )
 from convsim import ConvsimError

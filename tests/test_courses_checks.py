@@ -7,7 +7,7 @@ import json
 import pytest
 
 import convsim
-from catalog.courses import load_test_set, parse_test_set
+from convsim.catalog.courses import load_test_set, parse_test_set
 
 graph_module = convsim.load_graph_module("course_retrieval")
 

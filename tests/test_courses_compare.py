@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from evaluation.retrieval.compare import cohen_kappa, compare_retrieval_runs, judge_agreement, paired_tests
+from convsim.evaluation.retrieval.compare import cohen_kappa, compare_retrieval_runs, judge_agreement, paired_tests
 
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])

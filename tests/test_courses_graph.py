@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import convsim
-from catalog.courses import load_test_set
+from convsim.catalog.courses import load_test_set
 from test_courses_judge import good_answer, scripted
 
 graph_module = convsim.load_graph_module("course_retrieval")
@@ -82,7 +82,7 @@ def test_a_model_judge_names_its_metrics_plainly():
 
 @pytest.mark.slow
 def test_engine_run_of_every_retriever_with_fixed_lists_apart(tmp_path):
-    cfg = yaml.safe_load(open(convsim.graphfile.project_root() / "configs" / "courses.yaml"))
+    cfg = yaml.safe_load(open(convsim.contract.graphfile.project_root() / "configs" / "courses.yaml"))
     cfg.update(sessions=4, out_dir=str(tmp_path), run_id="courses_test", analysis=[], trials=2)
     if not convsim.embeddings_available():
         cfg["variants"] = [v for v in cfg["variants"] if v["name"] != "embedding"]
@@ -151,7 +151,7 @@ def test_abstaining_on_a_case_lowers_the_mean_instead_of_raising_it(empty_retrie
 
 def _record(sid, judged, gold, codes=None, judge="heuristic"):
     codes = codes or [f"C{i}" for i in range(len(judged))]
-    from evaluation.retrieval.metrics import case_metrics
+    from convsim.evaluation.retrieval.metrics import case_metrics
     m = graph_module.label_judged(case_metrics(
         judged, gold_ranked=[gold.get(c, 0) for c in codes], gold_all=list(gold.values())), judge == "heuristic")
     return {"session_id": sid, "trial": 0, "judge_kind": judge, "gold_relevance": gold, "dialogue_metrics": m,
@@ -173,7 +173,7 @@ def test_one_good_course_plus_junk_gets_no_excellent_band():
     assert not any(v.startswith("Excellent") for v in bands.values())
     # without gold labels the band goes to the fixed-ideal NDCG (0.26 here), never to the proxy
     no_gold = [{**r, "gold_relevance": None, "dialogue_metrics": graph_module.label_judged(
-        __import__("evaluation.retrieval.metrics", fromlist=["x"]).case_metrics([3, 1, 0, 0, 1, 0, 0, 0, 0, 0]), True)}
+        __import__("convsim.evaluation.retrieval.metrics", fromlist=["x"]).case_metrics([3, 1, 0, 0, 1, 0, 0, 0, 0, 0]), True)}
         for r in records]
     dataset = graph_module.dataset_metrics(no_gold)
     assert "ndcgGold@10Band" not in dataset and dataset["heuristic_ndcgFixedIdeal@10Band"].startswith("Poor")

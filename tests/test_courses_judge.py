@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agents.courses.relevance_judge import (
+from convsim.agents.courses.relevance_judge import (
     DEFAULT_HEURISTIC, JudgeCache, answer_schema, batch_key, check_answer, heuristic_score, judge_courses,
     load_prompts, tfidf_evidence, tfidf_heuristic_score,
 )
-from catalog.courses import load_courses
+from convsim.catalog.courses import load_courses
 from convsim import ChatModel, parse_model_spec
 
 COURSES = {c["subjectCode"]: c for c in load_courses()}

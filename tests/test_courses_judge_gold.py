@@ -1,4 +1,4 @@
-"""The heuristic judges against gold labels (evaluation/retrieval/judge_gold.py): the judge never reads
+"""The heuristic judges against gold labels (agents/courses/judge_gold.py): the judge never reads
 gold, and its agreement on the development set (test-set-v1) and the held-out set (test-set-v2) is
 pinned, so a change of tokenizer, catalog or rule shows here. The figures are deterministic; the
 tolerance only absorbs float noise. See docs/course_retrieval.md, "The heuristic judge"."""
@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 
 import convsim
-from agents.courses.relevance_judge import HEURISTIC_JUDGES
-from catalog.courses import load_test_set
-from evaluation.retrieval.judge_gold import agreement, judged_items
+from convsim.agents.courses.relevance_judge import HEURISTIC_JUDGES
+from convsim.catalog.courses import load_test_set
+from convsim.agents.courses.judge_gold import agreement, judged_items
 
 graph_module = convsim.load_graph_module("course_retrieval")
 

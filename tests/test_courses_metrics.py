@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from evaluation.retrieval.metrics import (
+from convsim.evaluation.retrieval.metrics import (
     NDCG_BANDS, PRECISION_BANDS, average_relevance, case_metrics, dcg, highly_relevant_rate, interpretation_band,
     irrelevant_rate, ndcg_at_k, ndcg_fixed_ideal_at_k, precision_at_k, recall_at_k, reciprocal_rank,
     score_distribution,

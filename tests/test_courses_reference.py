@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 import convsim
-from agents.courses.reference import oracle_ranking, random_ranking, top1_then_junk_ranking
-from catalog.courses import load_courses, load_test_set
+from convsim.agents.courses.reference import oracle_ranking, random_ranking, top1_then_junk_ranking
+from convsim.catalog.courses import load_courses, load_test_set
 from test_courses_judge import scripted
 
 graph_module = convsim.load_graph_module("course_retrieval")
-CONFIG = convsim.graphfile.project_root() / "configs" / "courses_reference.yaml"
+CONFIG = convsim.contract.graphfile.project_root() / "configs" / "courses_reference.yaml"
 CASES = [c for c in load_test_set().cases if not c.retrieved_courses]
 CATALOG = [c["subjectCode"] for c in load_courses()]
 GAMING = ("top1", "top1_then_junk", "empty")

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.courses.retrievers import (
+from convsim.agents.courses.retrievers import (
     BM25Retriever, EmbeddingRetriever, get_retriever, reciprocal_rank_fusion, retrieval_query,
 )
-from catalog.courses import course_text, load_courses, load_test_set, tokenize
+from convsim.catalog.courses import course_text, load_courses, load_test_set, tokenize
 from convsim import ConvsimError, embeddings_available
-from evaluation.retrieval.metrics import recall_at_k
+from convsim.evaluation.retrieval.metrics import recall_at_k
 
 COURSES = load_courses()
 

@@ -6,11 +6,11 @@ its ranking by taste."""
 
 import pytest
 
-from catalog.movies.catalog import load_movie_catalog
-from catalog.movies.concepts import ConceptExtractor
-from evaluation.crs.coverage import coverage_metrics
-from evaluation.crs.nodes import TASSettings, turn_evaluation
-from evaluation.crs.validity import reference_checks
+from convsim.catalog.movies.catalog import load_movie_catalog
+from convsim.catalog.movies.concepts import ConceptExtractor
+from convsim.evaluation.crs.coverage import coverage_metrics
+from convsim.evaluation.crs.nodes import TASSettings, turn_evaluation
+from convsim.evaluation.crs.validity import reference_checks
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def _means(**over):
 
 
 def test_reference_checks_state_orderings_and_gaming_results():
-    from evaluation.crs.validity import GAMEABLE
+    from convsim.evaluation.crs.validity import GAMEABLE
     checks = reference_checks(_means())
     assert checks["recall_at_10: oracle > template"] is True
     assert checks["pc_final: oracle > template"] is True
@@ -136,7 +136,7 @@ def test_reference_checks_state_orderings_and_gaming_results():
 
 def test_simulator_figures_are_not_tested_between_variants():
     from convsim import load_graph_module
-    from evaluation.run_stats import run_statistics
+    from convsim.evaluation.reporting.run_stats import run_statistics
     module = load_graph_module("crs_shift")
     assert "shift_detect_precision" in module.UNCOMPARED_METRICS
     assert "tas_echo_ceiling" in module.UNCOMPARED_METRICS
@@ -162,8 +162,8 @@ def test_oracle_logs_its_taste_ranking_not_its_fresh_films_first():
     out = module.graph.invoke({"session_id": "u0001", "turn": 0, "user_state": None, "crs_state": {},
                                "transcript": [], "turn_metrics": [], "dialogue_metrics": {}},
                               context=module.Context(params=p, seed=3, session_id="u0001"))
-    from agents.crs.profile import utility
-    from agents.crs.references import oracle_ranking
+    from convsim.agents.crs.profile import utility
+    from convsim.agents.crs.references import oracle_ranking
     cat = load_movie_catalog()
     taste = utility(cat, out["user_state"]["liked"])
     users = [e for e in out["transcript"] if e["speaker"] == "user"]

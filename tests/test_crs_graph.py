@@ -116,8 +116,8 @@ def test_each_turn_text_is_scanned_once_per_reader(graph_module):
     evaluator."""
     from collections import Counter
 
-    from catalog.movies.catalog import load_movie_catalog
-    from catalog.movies.concepts import ConceptExtractor
+    from convsim.catalog.movies.catalog import load_movie_catalog
+    from convsim.catalog.movies.concepts import ConceptExtractor
 
     scans: Counter = Counter()
 

@@ -3,10 +3,10 @@ the shipped simulator meets the health targets on a full-length session batch.""
 
 import pytest
 
-from agents.crs.user import UserSimParams, user_turn
-from catalog.movies.catalog import load_movie_catalog
+from convsim.agents.crs.user import UserSimParams, user_turn
+from convsim.catalog.movies.catalog import load_movie_catalog
 from convsim import load_graph_module
-from evaluation.crs.health import pooled_health, session_health, shift_changed_focus
+from convsim.evaluation.crs.health import pooled_health, session_health, shift_changed_focus
 
 
 def u(turn, constraints, n, shift=None, reaction=None):

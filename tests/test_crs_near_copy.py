@@ -5,10 +5,10 @@ be flagged; an honest recommendation that names a new film and reuses a constrai
 reference agents' own turns, must not."""
 import pytest
 
-from catalog.movies.catalog import load_movie_catalog
-from catalog.movies.concepts import ConceptExtractor
-from evaluation.crs.near_copy import NEAR_COPY, content_words, near_copy, stem
-from evaluation.crs.nodes import TASSettings, echo_turn, turn_evaluation
+from convsim.catalog.movies.catalog import load_movie_catalog
+from convsim.catalog.movies.concepts import ConceptExtractor
+from convsim.evaluation.crs.near_copy import NEAR_COPY, content_words, near_copy, stem
+from convsim.evaluation.crs.nodes import TASSettings, echo_turn, turn_evaluation
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_near_copy_by_set_lookups_equals_the_pairwise_stem_match():
     """near_copy finds a matching reply word by set lookups; it must give what comparing every pair
     of stems with ``_match`` gives (equal, a shared 5-letter prefix, one a >= 4-letter prefix of the other)."""
     import random
-    from evaluation.crs.near_copy import _match, content_words, near_copy
+    from convsim.evaluation.crs.near_copy import _match, content_words, near_copy
     words = ("drama dramatic romance romantic writ written writer star starring starr comedy comedies "
              "thriller thrill coen coens ethan action act actor acting anime animation nolan").split()
     rng = random.Random(3)

@@ -9,8 +9,8 @@ import json
 import pytest
 from langchain_core.messages import AIMessage
 
-import convsim.models as models
-from agents.crs.recommender import CRSParams, crs_turn, new_crs_state
+import convsim.providers.models as models
+from convsim.agents.crs.recommender import CRSParams, crs_turn, new_crs_state
 from conftest import ROOT
 from test_crs_recommender import catalog, extractor  # noqa: F401 - the same module fixtures
 from convsim import run

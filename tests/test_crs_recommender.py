@@ -2,11 +2,11 @@
 
 import pytest
 
-from agents.crs.recommender import (
+from convsim.agents.crs.recommender import (
     CRSParams, crs_turn, new_crs_state, retrieve, update_constraints,
 )
-from catalog.movies.concepts import ConceptExtractor
-from catalog.movies.catalog import load_movie_catalog
+from convsim.catalog.movies.concepts import ConceptExtractor
+from convsim.catalog.movies.catalog import load_movie_catalog
 from doubles import ScriptedModel
 
 

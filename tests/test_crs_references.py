@@ -3,9 +3,9 @@
 
 import pytest
 
-from agents.crs.references import concepts_phrase, echo_reply
+from convsim.agents.crs.references import concepts_phrase, echo_reply
 from convsim import load_graph_module
-from evaluation.crs.validity import agent_means, reference_checks
+from convsim.evaluation.crs.validity import agent_means, reference_checks
 
 AGENTS = ("template", "oracle", "random", "echo", "titles_only", "restating", "parrot",
           "echo_plus_fixed_film")

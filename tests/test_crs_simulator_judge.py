@@ -10,11 +10,11 @@ import json
 
 from langchain_core.messages import AIMessage
 
-import convsim.models as models
-from agents.crs.fidelity import crs_simulator_checks, llm_simulator_flags
+import convsim.providers.models as models
+from convsim.agents.crs.fidelity import crs_simulator_checks, llm_simulator_flags
 from convsim import run
 from convsim.config import config_from_dict
-from evaluation.crs.nodes import TASSettings
+from convsim.evaluation.crs.nodes import TASSettings
 
 GARBAGE_OPENING = "I feel like"  # one of the simulator's three openings, drawn per session
 CLEAN = ('{"broke_persona": false, "ended_early": false, "contradicted_profile": false, '
@@ -45,7 +45,7 @@ class StructuredDouble:
 
 
 def test_a_failed_judge_answer_is_not_an_empty_flag_list():
-    from evaluation.crs.nodes import simulator_judge_outcome  # new: imported here so the other tests run on old code
+    from convsim.evaluation.crs.nodes import simulator_judge_outcome  # new: imported here so the other tests run on old code
     transcript = [{"turn": 1, "speaker": "user", "text": "A comedy please.", "meta": {}},
                   {"turn": 1, "speaker": "system", "text": "Try Airplane!", "meta": {}}]
     settings = TASSettings()
@@ -92,7 +92,7 @@ def test_a_simulator_judge_answering_garbage_is_counted_and_its_figures_are_miss
     assert summary["dataset"]["simulator_judge_failed_total"] == len(garbage)
     assert summary["dataset"]["simulator_judge_sessions"] == len(recs)
     # the report's Simulator fidelity section says so (before: "No session was flagged", read as clean)
-    from evaluation.report import build_report
+    from convsim.evaluation.reporting.report import build_report
     html = build_report(run_dir).read_text()
     section = html[html.index('id="fidelity"'):]
     assert f"v: the simulator judge could not check {len(garbage)} session(s)" in section

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from evaluation.crs.tas import (
+from convsim.evaluation.crs.tas import (
     binary_cosine, binary_cosines, concept_gaps, context_retention, copy_penalty, cross_coherence,
     dialogue_tas, dst_scores, recovery, segment_scores, segments, tas_turn, tokens, weighted_cosine,
     word_ngrams,
@@ -219,7 +219,7 @@ def test_dst_scores():
 
 
 def test_echo_turn_flags_restating_without_a_film():
-    from evaluation.crs.nodes import echo_turn
+    from convsim.evaluation.crs.nodes import echo_turn
     u = {("genre", "Drama"), ("actor", "Tom Hanks")}
     assert echo_turn(u, {("genre", "Drama"), ("actor", "Tom Hanks")}, named_film=False) == 1
     assert echo_turn(u, {("genre", "Drama")}, named_film=False) == 1          # 1/1 copied
@@ -231,9 +231,9 @@ def test_echo_turn_flags_restating_without_a_film():
 
 
 def test_tas_echo_ceiling_is_reported_per_turn():
-    from catalog.movies.catalog import load_movie_catalog
-    from catalog.movies.concepts import ConceptExtractor
-    from evaluation.crs.nodes import TASSettings, turn_evaluation
+    from convsim.catalog.movies.catalog import load_movie_catalog
+    from convsim.catalog.movies.concepts import ConceptExtractor
+    from convsim.evaluation.crs.nodes import TASSettings, turn_evaluation
     cat = load_movie_catalog()
     ex = ConceptExtractor(cat)
     user = {"turn": 1, "text": "Any drama films starring Tom Hanks?", "meta": {"constraints": {}}}

@@ -2,10 +2,10 @@
 
 import pytest
 
-from agents.crs.user import (
+from convsim.agents.crs.user import (
     SEQUENTIAL_ORDER, UserSimParams, gold_concepts, paraphrase, user_turn,
 )
-from catalog.movies.catalog import load_movie_catalog
+from convsim.catalog.movies.catalog import load_movie_catalog
 from convsim import ConvsimError
 from doubles import ScriptedModel
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from catalog.courses import (DEFAULT_CATALOG, DEFAULT_TEST_SET, check_gold_codes, load_courses,
+from convsim.catalog.courses import (DEFAULT_CATALOG, DEFAULT_TEST_SET, check_gold_codes, load_courses,
                              parse_test_set)
-from catalog.service.db import PROJECT_DB_DIR, load_service_schema
-from catalog.travel import PROJECT_TRAVEL_DIR, load_travel_db
+from convsim.catalog.service.db import PROJECT_DB_DIR, load_service_schema
+from convsim.catalog.travel import PROJECT_TRAVEL_DIR, load_travel_db
 from convsim import ConvsimError
 from convsim.cli import app
-from evaluation.group.dialogue_csv import read_group_csv
+from convsim.evaluation.group.dialogue_csv import read_group_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP_CSV = ROOT / "tests" / "data" / "group" / "c4_project_format.csv"

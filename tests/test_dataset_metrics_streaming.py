@@ -3,7 +3,7 @@ and each moves when the defect it measures is injected."""
 import json
 
 from convsim import load_graph_module
-from convsim.recordset import RecordSet
+from convsim.results.recordset import RecordSet
 
 
 def _recordset(tmp_path, records):

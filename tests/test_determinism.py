@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from convsim.summary import summarise_run
-from evaluation.compare import compare_runs
-from evaluation.records import load_run
-from evaluation.run_stats import run_statistics
+from convsim.results.summary import summarise_run
+from convsim.evaluation.reporting.compare import compare_runs
+from convsim.evaluation.reporting.records import load_run
+from convsim.evaluation.reporting.run_stats import run_statistics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,9 +96,9 @@ def test_executors_concurrency_and_hash_seed_give_identical_files(tmp_path):
 
 PROBE = """
 import json
-from agents.courses.retrievers import BM25Retriever
-from catalog.courses import load_courses
-from evaluation.crs.topics import KeywordTopics
+from convsim.agents.courses.retrievers import BM25Retriever
+from convsim.catalog.courses import load_courses
+from convsim.evaluation.crs.topics import KeywordTopics
 movies = [{"genre": ["Drama", "War"], "plot": "a soldier and a nurse in a war"},
           {"genre": ["Comedy"], "plot": "a nurse and a dog"}, {"genre": ["Horror"], "plot": "a dog in a house"}]
 courses = load_courses(None)[:40] + [{"subjectCode": f"X{i}", "subjectName": "common words everywhere",

@@ -6,10 +6,10 @@ from collections import Counter
 import pytest
 
 from convsim.config import config_from_dict
-from convsim.models import ChatModel, ModelUnavailable, parse_model_spec
-from convsim.retry import RetryPolicy, backoff_wait, infra_fault
-from convsim.runner import run
-from convsim.store import RunStore
+from convsim.providers.models import ChatModel, ModelUnavailable, parse_model_spec
+from convsim.providers.retry import RetryPolicy, backoff_wait, infra_fault
+from convsim.running.runner import run
+from convsim.running.store import RunStore
 from fault_server import GARBAGE, serve
 
 # a timeout well above a loaded CI machine's answer time (the faulty-server test counts every timeout
@@ -51,7 +51,7 @@ def test_a_fault_is_retried_then_the_answer_is_used():
 
 
 def test_retry_after_is_honoured(monkeypatch):
-    import convsim.retry as retry_mod
+    import convsim.providers.retry as retry_mod
     waits = []
     monkeypatch.setattr(retry_mod.time, "sleep", waits.append)
     with serve(script=["429", "429", "ok"], retry_after="2") as server:
@@ -127,7 +127,7 @@ def test_thirty_sessions_against_a_faulty_server_then_one_restart(tmp_path):
 
 
 def test_code_errors_are_re_run_on_resume(tmp_path, monkeypatch):
-    from convsim.graphfile import load_graph_module
+    from convsim.contract.graphfile import load_graph_module
     module = load_graph_module("hello_chat")
     original, bug, calls = module.agent, {"on": True}, {"n": 0}
 
@@ -175,7 +175,7 @@ def test_an_outage_that_graph_code_catches_is_still_infrastructure(tmp_path, mon
     # customer_service's agents and group_planning's synthesis caught every exception and fell back
     # to rules: an unreachable server became an agent_failure, or an "ok" session with the rule
     # fallback's perfect scores, and was never re-run
-    from convsim.graphfile import load_graph_module
+    from convsim.contract.graphfile import load_graph_module
     module = load_graph_module("hello_chat")
     original = module.agent
 
@@ -208,9 +208,9 @@ def test_the_trace_of_a_failed_session_ends_with_what_failed(tmp_path):
     from typer.testing import CliRunner
 
     from convsim.cli import app
-    from convsim.session import trace_path
-    from convsim.tracing import read_trace
-    from evaluation.trace_html import trace_timeline_html
+    from convsim.running.session import trace_path
+    from convsim.traces.tracing import read_trace
+    from convsim.evaluation.reporting.trace_html import trace_timeline_html
     with serve() as server:
         url = server.url
     cfg = config_from_dict({"graph": "hello_chat", "sessions": 1, "out_dir": str(tmp_path), "run_id": "tr",

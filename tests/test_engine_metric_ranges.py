@@ -13,15 +13,15 @@ import yaml
 import convsim
 from cli_helpers import one_line
 from convsim import ConvsimError, load_graph_module
-from convsim.aggregate import mean_ci, mean_diff_ci
-from convsim.metric_ranges import check_metric_ranges, metric_ranges, outside, range_of
-from convsim.store import RunStore
-from convsim.summary import flatten_metrics, summarise_run
-from evaluation import stats
-from evaluation.compare import compare_runs
-from evaluation.compare_text import format_comparison
-from evaluation.headline import headline_table
-from evaluation.run_stats import run_statistics
+from convsim.results.aggregate import mean_ci, mean_diff_ci
+from convsim.results.metric_ranges import check_metric_ranges, metric_ranges, outside, range_of
+from convsim.running.store import RunStore
+from convsim.results.summary import flatten_metrics, summarise_run
+from convsim.evaluation.reporting import stats
+from convsim.evaluation.reporting.compare import compare_runs
+from convsim.evaluation.reporting.compare_text import format_comparison
+from convsim.evaluation.reporting.headline import headline_table
+from convsim.evaluation.reporting.run_stats import run_statistics
 
 ROOT = Path(__file__).resolve().parents[1]
 HIGH = [0.9, 1.0, 1.0, 0.95]  # a share near 1: its Student t interval ends at 1.039

@@ -5,9 +5,9 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
 
-import convsim.models as models
+import convsim.providers.models as models
 from convsim import ConvsimError, extract_json, parse_model_spec
-from convsim.models import ChatModel, ModelUnavailable
+from convsim.providers.models import ChatModel, ModelUnavailable
 
 
 @pytest.mark.parametrize("spec,provider,model,url", [
@@ -42,7 +42,7 @@ def test_an_ollama_spec_with_a_server_reaches_that_server(monkeypatch):
         models._BACKENDS.clear()
     assert (own.model, own.base_url) == ("qwen:7b", "http://gpu2:11434")
     assert default.base_url == "http://elsewhere:11434"
-    from convsim.limits import server_key  # provider limits are per server
+    from convsim.providers.limits import server_key  # provider limits are per server
     assert server_key(parse_model_spec("ollama:qwen:7b@http://gpu2:11434")) == "http://gpu2:11434"
 
 
@@ -159,7 +159,7 @@ def test_extract_json_on_nesting_too_deep_is_garbage_not_a_crash(garbage, recurs
 
 
 def test_extract_json_keeps_answers_nested_within_the_bound():
-    from convsim.models import MAX_ANSWER_DEPTH
+    from convsim.providers.models import MAX_ANSWER_DEPTH
     ok = "[" * MAX_ANSWER_DEPTH + "]" * MAX_ANSWER_DEPTH
     assert extract_json("here: " + ok + " done") is not None
     assert extract_json(json.dumps({"a": "[" * 80})) == {"a": "[" * 80}  # in a string: text, not nesting
@@ -187,7 +187,7 @@ def test_extract_json_bounds_its_work_on_unclosed_brackets(monkeypatch):
 
 
 def test_response_cache_replays_without_calling_the_model(fake, tmp_path):
-    from convsim.cache import ResponseCache
+    from convsim.providers.cache import ResponseCache
     backend = fake(["first answer"])
     cache = ResponseCache(tmp_path / "cache.sqlite")
     m1 = ChatModel(spec=parse_model_spec("ollama:fake"), role="crs", cache=cache)
@@ -203,7 +203,7 @@ def test_a_schema_built_per_case_is_not_kept_after_it():
 
     from pydantic import create_model
 
-    from convsim.models import schema_json
+    from convsim.providers.models import schema_json
     schema = create_model("PerCase", score=(int, ...))
     assert '"score"' in schema_json(schema) and schema_json(schema) is schema_json(schema)  # built once
     gone = weakref.ref(schema)

@@ -1,15 +1,15 @@
-"""A run's records read through an index (convsim.recordset): the same records, order and
+"""A run's records read through an index (convsim.results.recordset): the same records, order and
 one-per-session rule as reading the whole file, without holding the records."""
 import json
 
 import pytest
 
 from convsim import ConvsimError
-from convsim.recordset import RecordSet, statuses_of
-from convsim.store import RunStore
-from convsim.summary import status_counts, summarise_run
-from evaluation.records import load_run, metric_table
-from evaluation.report import shown_sessions
+from convsim.results.recordset import RecordSet, statuses_of
+from convsim.running.store import RunStore
+from convsim.results.summary import status_counts, summarise_run
+from convsim.evaluation.reporting.records import load_run, metric_table
+from convsim.evaluation.reporting.report import shown_sessions
 
 
 def _rec(variant, sid, trial=0, status="ok", **metrics):
@@ -104,7 +104,7 @@ def test_the_report_draws_failures_first_then_the_first_sessions_capped_per_vari
     assert keys == [("b", s) for s in ("s000", "s001", "s002", "s070", "s090")] + \
         [("a", s) for s in ("s000", "s001", "s002", "s070", "s090")]
     assert len(shown_sessions(run.records, ["a", "b"])) == 100  # 50 per variant by default
-    from evaluation.report import build_report
+    from convsim.evaluation.reporting.report import build_report
     html = build_report(tmp_path).read_text(encoding="utf-8")
     assert "Sessions (100 of 200)" in html and 'id="sessions-shown"' in html
     assert html.count('<details class="session"') == 100
@@ -114,7 +114,7 @@ def test_the_run_store_index_is_the_scan_of_what_it_wrote(tmp_path):
     """The runner's store keeps the index as it appends (after compacting an earlier attempt's file,
     BOM and dropped lines included), so the end-of-run summary reads no line back to index it: the
     index must be what RecordSet.scan finds in the file, record for record."""
-    from convsim.store import RunStore
+    from convsim.running.store import RunStore
     earlier = [_rec("b", "s2", m=1.0), _rec("a", "s9", status="infra_error"), _rec("a", "s1", m=2.0),
                _rec("a", "s1", m=2.5), _rec("c", "s0", status="code_error")]
     for bom in (False, True):

@@ -12,7 +12,7 @@ import yaml
 
 import convsim
 from convsim import ConvsimError
-from convsim.store import RunStore
+from convsim.running.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW = str(ROOT / "tests" / "data" / "graphs" / "slow_chat.py")
@@ -108,7 +108,7 @@ def test_bad_params_name_the_field(tmp_path):
 
 
 def test_turn_metrics_are_streamed_live(tmp_path):
-    from convsim.progress import LiveProgress
+    from convsim.running.progress import LiveProgress
     seen = []
     original = LiveProgress.observe
 

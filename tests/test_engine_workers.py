@@ -111,7 +111,7 @@ def test_ctrl_c_or_sigterm_stops_the_run_with_one_line_and_keeps_what_landed(tmp
     assert err == [f"{how}: the sessions that finished are kept; run the same command (same --run-id) again "
                    "to resume"]
     assert _wait_for(lambda: not any(_alive(p) for p in workers), 30)
-    from convsim.store import RunStore
+    from convsim.running.store import RunStore
     kept = RunStore(tmp_path / "int").records()  # every line parses (a cut last line would be repaired)
     assert kept and all(r["status"] == "ok" for r in kept)
 
@@ -143,7 +143,7 @@ def test_sigterm_stops_a_fork_with_one_line_and_the_fork_resumes(tmp_path):
     assert not (tmp_path / "f" / "results.jsonl").read_text().strip()  # nothing landed
     done = subprocess.run(fork, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    from convsim.store import RunStore
+    from convsim.running.store import RunStore
     assert [r["status"] for r in RunStore(tmp_path / "f").records()] == ["ok"]
 
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from convsim import ConvsimError
-from convsim.models import ModelUnavailable
+from convsim.providers.models import ModelUnavailable
 from cli_helpers import cli, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def test_eval_into_its_own_earlier_output_is_refused_and_the_default_names_the_s
 
 
 def test_a_model_that_fails_mid_eval_leaves_no_run_so_the_same_command_runs_again(tmp_path, monkeypatch):
-    import evaluation.transcripts as tr
+    import convsim.evaluation.reporting.transcripts as tr
     real = tr.load_graph_module("crs_shift")
     broken = types.ModuleType("crs_shift")
     broken.__dict__.update(real.__dict__)
@@ -151,7 +151,7 @@ def test_record_params_are_checked_beside_a_config_too(tmp_path):
 
 
 def test_record_params_are_used_without_a_config_and_must_agree_within_a_variant(tmp_path):
-    from evaluation.transcripts import evaluate_transcripts
+    from convsim.evaluation.reporting.transcripts import evaluate_transcripts
     path = write_jsonl(tmp_path / "r.jsonl", {**RUN_RECORD, "params": {"topic_mode": "keyword", "tau": 0.5}})
     out = evaluate_transcripts(path, out=tmp_path / "ev", analyze=False)
     (row,) = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
@@ -242,7 +242,7 @@ def test_an_ill_typed_imported_record_is_one_line(tmp_path, record, field, words
 
 
 def test_the_documented_import_format_still_reads(tmp_path):
-    from evaluation.transcripts import read_transcripts
+    from convsim.evaluation.reporting.transcripts import read_transcripts
     rec = _system(top_k=["123", 456])  # integer ids are read as strings
     rec["session_id"] = 7
     rec["turns"].append({"speaker": "user", "text": ""})  # turns need not alternate; text may be empty
@@ -253,7 +253,7 @@ def test_the_documented_import_format_still_reads(tmp_path):
 
 
 def test_read_transcripts_errors_are_convsim_errors(tmp_path):
-    from evaluation.transcripts import read_transcripts
+    from convsim.evaluation.reporting.transcripts import read_transcripts
     with pytest.raises(ConvsimError) as err:
         read_transcripts(write_jsonl(tmp_path / "t.jsonl", _meta(focus_value=7)))
     assert err.value.record == "line 1" and err.value.field == "turns[0].user_meta.focus_value"

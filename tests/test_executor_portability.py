@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import convsim
-from convsim.store import RunStore
+from convsim.running.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 ODD = str(ROOT / "tests" / "data" / "graphs" / "odd_chat.py")
@@ -111,7 +111,7 @@ def test_error_paths_are_relative_whatever_the_import_path(tmp_path, monkeypatch
     import os
     from convsim import textio
     from convsim.errors import ConvsimError
-    from convsim.session import error_text
+    from convsim.running.session import error_text
     (tmp_path / "boom_mod.py").write_text("def boom():\n    raise ValueError('boom')\n")
     monkeypatch.chdir(tmp_path)
     root = str(ROOT)
@@ -128,7 +128,7 @@ def test_error_paths_are_relative_whatever_the_import_path(tmp_path, monkeypatch
 
 
 def test_the_progress_bar_event_is_plain_numbers():
-    from convsim.progress import turn_metrics_event
+    from convsim.running.progress import turn_metrics_event
     event = {"kind": "turn", "metrics": {"huge": 10 ** 400, "flag": True, "nan": float("nan"), "x": 1, "s": "a"}}
     assert turn_metrics_event(event) == {"kind": "turn", "metrics": {"x": 1.0}}
     assert turn_metrics_event({"kind": "dialogue", "metrics": {"x": 1}}) is None

@@ -16,17 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from catalog.courses import load_courses, load_test_set
-from catalog.movies.catalog import MovieCatalog
-from catalog.service.db import load_service_db, load_service_schema
-from catalog.service.multiwoz import load_dialogues
-from catalog.travel import load_travel_db, load_travelplanner_ref_info
+from convsim.catalog.courses import load_courses, load_test_set
+from convsim.catalog.movies.catalog import MovieCatalog
+from convsim.catalog.service.db import load_service_db, load_service_schema
+from convsim.catalog.service.multiwoz import load_dialogues
+from convsim.catalog.travel import load_travel_db, load_travelplanner_ref_info
 from convsim import ConvsimError
 from convsim.config import load_config
-from convsim.store import read_jsonl
-from evaluation.group.dialogue_csv import read_group_csv
-from evaluation.records import load_run
-from evaluation.transcripts import read_transcripts
+from convsim.running.store import read_jsonl
+from convsim.evaluation.group.dialogue_csv import read_group_csv
+from convsim.evaluation.reporting.records import load_run
+from convsim.evaluation.reporting.transcripts import read_transcripts
 
 ROOT = Path(__file__).resolve().parents[1]
 

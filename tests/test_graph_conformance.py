@@ -7,7 +7,7 @@ import pytest
 import convsim
 from convsim import SessionContext, list_graphs, load_graph_module
 from convsim.config import config_from_dict
-from convsim.store import RunStore
+from convsim.running.store import RunStore
 
 GRAPHS = sorted(list_graphs())
 

@@ -13,7 +13,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from convsim import compile_with_default_context, load_graph_module
-from convsim.graphfile import list_graphs  # names only: no import at collection
+from convsim.contract.graphfile import list_graphs  # names only: no import at collection
 
 GRAPHS = sorted(list_graphs())
 

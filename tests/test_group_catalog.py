@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.data.travel import generate as travel_generate
-from catalog.travel import (PROJECT_TRAVEL_DIR, ROOM_TYPES, TravelDB, load_travel_db,
+from convsim.catalog.data.travel import generate as travel_generate
+from convsim.catalog.travel import (PROJECT_TRAVEL_DIR, ROOM_TYPES, TravelDB, load_travel_db,
                             load_travelplanner_ref_info, normalize_place_name)
 from convsim import ConvsimError
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from convsim import ConvsimError
-from evaluation.group.dialogue_csv import COLUMNS, evaluate_group_csv, export_group_csv, read_group_csv
+from convsim.evaluation.group.dialogue_csv import COLUMNS, evaluate_group_csv, export_group_csv, read_group_csv
 
 DATA = Path(__file__).parent / "data" / "group"
 EXTERNAL = DATA / "external_C3_dialogue.csv"
@@ -35,7 +35,7 @@ def test_external_csv_metrics_by_hand():
 
 
 def test_export_then_evaluate_round_trip(tmp_path):
-    from graphs.group_planning import Context, Params, graph, sessions
+    from convsim.graphs.group_planning import Context, Params, graph, sessions
     from convsim import stable_seed
     p = Params(condition="C5", n_sessions=1)
     s = next(iter(sessions(p, Context(params=p, seed=3))))
@@ -147,7 +147,7 @@ def test_flag_columns_are_read_as_written(tmp_path):
 
 
 def test_literal_plan_keys_and_missing_keys_warn(tmp_path):
-    from evaluation.group.plan_parse import normalize_plan
+    from convsim.evaluation.group.plan_parse import normalize_plan
     plan, notes = normalize_plan({"days": [{"meals": ["Bean Cafe, X", "Roma House, X", "Taco Corner, X"],
                                             "attractions": [{"name": "City Museum", "city": "X"}]}]})
     day = plan["days"][0]

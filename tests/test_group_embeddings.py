@@ -3,11 +3,11 @@ cosines at the spec's thresholds; with TF-IDF they are labelled lexical approxim
 
 import pytest
 
-from catalog.travel import TravelDB
-from convsim.embedders import embeddings_available
-from evaluation.group.evaluate import semantic_label
-from evaluation.group.plan_metrics import M10_THRESHOLD, slot_satisfaction
-from graphs.group_planning import dataset_metrics
+from convsim.catalog.travel import TravelDB
+from convsim.providers.embedders import embeddings_available
+from convsim.evaluation.group.evaluate import semantic_label
+from convsim.evaluation.group.plan_metrics import M10_THRESHOLD, slot_satisfaction
+from convsim.graphs.group_planning import dataset_metrics
 
 DB = TravelDB(accommodations=[], attractions=[], events=[],
               restaurants=[{"name": "Roma House", "avg_cost": 20, "cuisines": "Italian, Pizza", "rating": 4.0,

@@ -2,7 +2,7 @@
 
 With the default members nearly every slot diverges and ``M2_false_alarm`` is undefined in almost
 every session. ``agreement`` makes each slot outside a group type's designed conflicts shared by
-every member with that probability (``agents.group.members.shared_by_design``); 0, the default,
+every member with that probability (``convsim.agents.group.members.shared_by_design``); 0, the default,
 must leave every group exactly as it was, since documented numbers rest on them.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.group.members import CONFLICT_SLOTS, GROUP_TYPES, SLOTS, make_group, member_option, speak_preference
+from convsim.agents.group.members import CONFLICT_SLOTS, GROUP_TYPES, SLOTS, make_group, member_option, speak_preference
 from cli_helpers import one_line
 from convsim import stable_seed
-from evaluation.group.metrics import agreeing_slots, divergent_slots
-from graphs.group_planning import Context, Params, dataset_metrics, graph, sessions
+from convsim.evaluation.group.metrics import agreeing_slots, divergent_slots
+from convsim.graphs.group_planning import Context, Params, dataset_metrics, graph, sessions
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "group_false_alarm.yaml"

@@ -3,9 +3,9 @@ conditions say; with a (fake) model the planner's answer is checked against the 
 
 import pytest
 
-from agents.group.members import SLOTS
+from convsim.agents.group.members import SLOTS
 from convsim import StructuredResult, stable_seed
-from graphs.group_planning import CONDITIONS, Context, Params, build, dataset_metrics, graph, sessions
+from convsim.graphs.group_planning import CONDITIONS, Context, Params, build, dataset_metrics, graph, sessions
 
 
 def run(condition, index=0, **kw):
@@ -130,7 +130,7 @@ def test_build_compiles():
 
 
 def test_group_figures_write_both_plots(tmp_path, family_runs):
-    from evaluation.group.figures import group_figures, welfare_summary
+    from convsim.evaluation.group.figures import group_figures, welfare_summary
     records = [{"variant": c, "status": "ok", "dialogue_metrics": s["dialogue_metrics"]} for c, s in family_runs.items()]
     assert group_figures(records, tmp_path) == ["group_welfare", "group_metrics_heatmap"]
     assert (tmp_path / "group_welfare.png").stat().st_size > 0

@@ -3,12 +3,12 @@ hand-built dialogues and plans, with a fake embedder whose similarities are fixe
 
 import pytest
 
-from catalog.travel import TravelDB
-from evaluation.group.metrics import (conflict_detection_rate, conflict_false_alarms, dialogue_efficiency,
+from convsim.catalog.travel import TravelDB
+from convsim.evaluation.group.metrics import (conflict_detection_rate, conflict_false_alarms, dialogue_efficiency,
                                       feedback_activation_rate, gini, member_acceptance_rate,
                                       resolution_explanation_rate, theory_strategy_usage_rate,
                                       theory_text_leakage_rate, voice_coverage, welfare)
-from evaluation.group.plan_metrics import (concession_rate, fairness_gini, is_addressed, placed_addressing_rate,
+from convsim.evaluation.group.plan_metrics import (concession_rate, fairness_gini, is_addressed, placed_addressing_rate,
                                            plan_coherence, plan_grounding_rate, preference_addressing_rate,
                                            satisfaction_metrics, satisfaction_table, semantic_satisfaction,
                                            serendipity, slot_satisfaction)

@@ -17,9 +17,9 @@ import pytest
 
 import convsim
 from convsim import StructuredResult, models, stable_seed
-from convsim.store import RunStore
+from convsim.running.store import RunStore
 from doubles import Backend
-from graphs.group_planning import Context, Params, agent_checks, graph, sessions, simulator_checks
+from convsim.graphs.group_planning import Context, Params, agent_checks, graph, sessions, simulator_checks
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

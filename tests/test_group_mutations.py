@@ -8,15 +8,15 @@ import json
 
 import pytest
 
-from agents.group.member_voice import rule_verdict
-from catalog.travel import TravelDB
-from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
-from evaluation.group.metrics import agreeing_slots, member_acceptance_rate
-from evaluation.group.plan_metrics import wanted_categories
-from agents.group.members import SLOTS
-from agents.group.planner import build_plan
-from agents.group.reference import oracle_decision
-from graphs.group_planning import Context, Params, _city_db, _db, graph, sessions
+from convsim.agents.group.member_voice import rule_verdict
+from convsim.catalog.travel import TravelDB
+from convsim.evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from convsim.evaluation.group.metrics import agreeing_slots, member_acceptance_rate
+from convsim.evaluation.group.plan_metrics import wanted_categories
+from convsim.agents.group.members import SLOTS
+from convsim.agents.group.planner import build_plan
+from convsim.agents.group.reference import oracle_decision
+from convsim.graphs.group_planning import Context, Params, _city_db, _db, graph, sessions
 from convsim import stable_seed
 
 

@@ -1,10 +1,10 @@
 """C2's merge rule, C3's approval-with-coverage rule, the option budget in every synthesising
 condition, C5 swapping within the budget, and the model paths (synthesis, members) with fakes."""
 
-from agents.group.feedback import feedback_round
-from agents.group.synthesis import approval_coverage, decide, silent_merge, synthesis_text
+from convsim.agents.group.feedback import feedback_round
+from convsim.agents.group.synthesis import approval_coverage, decide, silent_merge, synthesis_text
 from convsim import StructuredResult, stable_seed
-from graphs.group_planning import Context, Params, graph, sessions
+from convsim.graphs.group_planning import Context, Params, graph, sessions
 
 
 def row(member, option, also_ok=None, reject=None):

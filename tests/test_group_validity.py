@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.group.members import GROUP_TYPES, SLOTS, make_group, speak_preference
-from agents.group.synthesis import read_wish, stated_preferences
-from catalog.travel import TravelDB
+from convsim.agents.group.members import GROUP_TYPES, SLOTS, make_group, speak_preference
+from convsim.agents.group.synthesis import read_wish, stated_preferences
+from convsim.catalog.travel import TravelDB
 from convsim import stable_seed
-from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
-from evaluation.group.plan_metrics import slot_satisfaction
-from graphs.group_planning import Context, Params, _city_db, dataset_metrics, graph, sessions
+from convsim.evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from convsim.evaluation.group.plan_metrics import slot_satisfaction
+from convsim.graphs.group_planning import Context, Params, _city_db, dataset_metrics, graph, sessions
 
 ROOT = Path(__file__).resolve().parents[1]
 WELFARE = ("W1", "W2", "W3", "M10", "M11")
@@ -231,7 +231,7 @@ def test_the_pooled_figures_counts_are_not_tested_between_variants():
     """M10_pairs and M2_agreeing_slots count what the simulated members stated: descriptives and the
     reason, never an ANOVA or Wilcoxon that would read a difference of groups as one of planners."""
     from convsim import load_graph_module
-    from evaluation.run_stats import run_statistics
+    from convsim.evaluation.reporting.run_stats import run_statistics
     module = load_graph_module("group_planning")
     assert set(module.UNCOMPARED_METRICS) == {"M10_pairs", "M2_agreeing_slots"}
     assert not set(module.UNCOMPARED_METRICS) & set(module.SUMMARY_METRICS)

@@ -3,9 +3,9 @@ canonical strategy table (reference group_and_retrieval.md §1b)."""
 
 import pytest
 
-from agents.group.strategies import STRATEGY_TABLE, apply_strategy, strategy_for
-from agents.group.vote import coverage_commitment, subgroup_assignment, vote_eligible, vote_round
-from evaluation.group.text import informative_tokens, is_strong_rejection, polarity_score
+from convsim.agents.group.strategies import STRATEGY_TABLE, apply_strategy, strategy_for
+from convsim.agents.group.vote import coverage_commitment, subgroup_assignment, vote_eligible, vote_round
+from convsim.evaluation.group.text import informative_tokens, is_strong_rejection, polarity_score
 
 
 @pytest.mark.parametrize("text,option,score", [

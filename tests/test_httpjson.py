@@ -1,4 +1,4 @@
-"""convsim.httpjson's own request head and answer reading: the bytes http.client would send, the
+"""convsim.providers.httpjson's own request head and answer reading: the bytes http.client would send, the
 header fields http.client would read (without its email parser), and every kind of answer a server
 may give (chunked, read to close, 100 Continue, folded headers, a malformed or cut answer)."""
 import http.client

@@ -1,10 +1,13 @@
-"""No import cycles between the project's modules (convsim, catalog, agents, evaluation, graphs).
+"""No import cycles between the project's modules, dependencies that point one way, one import name.
+
+Every module installs under ``convsim``: the engine (``convsim/``) and the systems, whose folders
+(``agents/``, ``catalog/``, ``evaluation/``, ``graphs/``) map to ``convsim.agents`` and so on.
 
 An AST scan: every ``import`` and ``from ... import`` anywhere in a module (top level or inside a
 function: a deferred import hides a cycle, it does not break it) is an edge to the project module
 it names. Imports under ``if TYPE_CHECKING:`` are skipped (they never run). A package's lazy export
 table (``_EXPORTS`` in ``__init__.py``) counts as edges from the package to the modules it names,
-since ``from convsim import run`` does import ``convsim.runner``.
+since ``from convsim import run`` does import ``convsim.running.runner``.
 """
 from __future__ import annotations
 
@@ -13,13 +16,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("convsim", "catalog", "agents", "evaluation", "graphs")
+SYSTEMS = PACKAGES[1:]  # the repository's folders that install as convsim.<folder>
+ENGINE_ROOMS = ("running", "providers", "traces", "results", "contract")
 
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
+    if parts[0] in SYSTEMS:
+        parts = ["convsim", *parts]
     return ".".join(parts)
+
+
+def layer(module: str) -> str:
+    """``engine`` for convsim's own modules, else the system folder (``agents``, ``evaluation`` ...)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in SYSTEMS else "engine"
 
 
 def project_modules() -> dict[str, Path]:
@@ -140,15 +153,56 @@ def test_scan_finds_a_cycle():
 
 def test_scan_sees_deferred_imports(tmp_path):
     src = tmp_path / "m.py"
-    src.write_text("def f():\n    from convsim.runner import run\n", encoding="utf-8")
-    modules = {"convsim.runner": ROOT / "convsim" / "runner.py", "m": src}
-    assert import_edges("m", src, modules) == {"convsim.runner"}
+    src.write_text("def f():\n    from convsim.running.runner import run\n", encoding="utf-8")
+    modules = {"convsim.running.runner": ROOT / "convsim" / "running" / "runner.py", "m": src}
+    assert import_edges("m", src, modules) == {"convsim.running.runner"}
 
 
 def test_layering_points_one_way():
-    """graphs -> agents, evaluation -> catalog -> convsim: nothing in convsim imports a layer above it."""
+    """graphs -> agents, evaluation -> catalog -> the engine: nothing imports a layer above it, and
+    evaluation never imports agents (what a metric needs from an agent is passed in or lives lower)."""
     graph = project_graph()
-    rank = {"convsim": 0, "catalog": 1, "agents": 2, "evaluation": 2, "graphs": 3}
+    rank = {"engine": 0, "catalog": 1, "agents": 2, "evaluation": 2, "graphs": 3}
     bad = [(a, b) for a, targets in graph.items() for b in targets
-           if rank[b.split(".")[0]] > rank[a.split(".")[0]]]
+           if rank[layer(b)] > rank[layer(a)] or (layer(a) == "evaluation" and layer(b) == "agents")]
     assert not bad, bad
+
+
+def test_the_engine_imports_no_system():
+    graph = project_graph()
+    bad = [(a, b) for a, targets in graph.items() if layer(a) == "engine" for b in targets if layer(b) != "engine"]
+    assert not bad, bad
+
+
+def test_the_layer_check_can_fail():
+    assert layer("convsim.evaluation.crs.nodes") == "evaluation" and layer("convsim.running.runner") == "engine"
+    graph = {"convsim.evaluation.crs.nodes": {"convsim.agents.crs.references"}}
+    assert [(a, b) for a, ts in graph.items() for b in ts if layer(a) == "evaluation" and layer(b) == "agents"]
+
+
+OLD_TOP_LEVEL = {"agents", "evaluation", "catalog", "graphs"}
+
+
+def old_top_level_imports(path: Path, root: Path = ROOT) -> list[str]:
+    """Imports of the names the project no longer installs (``import agents``, ``from catalog.x import``)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        out += [f"{path.relative_to(root)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in OLD_TOP_LEVEL]
+    return out
+
+
+def test_no_import_of_the_old_top_level_names():
+    """One import name: ``agents`` is the OpenAI Agents SDK's; nothing of ours imports it, or
+    ``evaluation``, ``catalog``, ``graphs``, as a top-level package (tests and benches included)."""
+    files = [p for d in (*PACKAGES, "tests", "bench") for p in (ROOT / d).rglob("*.py")]
+    bad = [hit for p in files for hit in old_top_level_imports(p)]
+    assert not bad, bad
+
+
+def test_the_old_name_scan_can_fail(tmp_path):
+    src = tmp_path / "x.py"
+    src.write_text("import agents.crs\nfrom convsim.agents import judge\nfrom catalog import travel\n",
+                   encoding="utf-8")
+    assert [h.split(": ")[1] for h in old_top_level_imports(src, root=tmp_path)] == ["agents.crs", "catalog"]

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from convsim.cli import app
-from convsim.drawing import parse_mermaid, write_png
+from convsim.traces.drawing import parse_mermaid, write_png
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPH_FILES = sorted(p for p in (ROOT / "graphs").glob("*.py") if not p.name.startswith("_"))

@@ -11,7 +11,7 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 from openevals.simulators import create_llm_simulated_user, run_multiturn_simulation  # noqa: E402
 
 from convsim import ConvsimError  # noqa: E402
-from convsim.interop import (GraphApp, message_text, openevals_app_node, openevals_user_node,  # noqa: E402
+from convsim.contract.interop import (GraphApp, message_text, openevals_app_node, openevals_user_node,  # noqa: E402
                              transcript_to_messages)
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from convsim.config import config_from_dict
-from convsim.runner import run
+from convsim.running.runner import run
 from fault_server import GARBAGE, serve
 
 def _course_verdict(request: dict) -> str:

@@ -1,4 +1,4 @@
-"""evaluation.crs.topics.lda_transform: the vectorised LDA E-step gives scikit-learn's transform (to
+"""convsim.evaluation.crs.topics.lda_transform: the vectorised LDA E-step gives scikit-learn's transform (to
 rounding, < 1e-12) and LdaTopics the same topic sets; anything unexpected goes through sklearn."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import scipy.sparse as sp
 from sklearn.decomposition import LatentDirichletAllocation
 from sklearn.feature_extraction.text import CountVectorizer
 
-from catalog.movies.catalog import load_movie_catalog
-from evaluation.crs import topics
-from evaluation.crs.topics import LdaTopics, catalog_documents, lda_for_run, lda_transform
+from convsim.catalog.movies.catalog import load_movie_catalog
+from convsim.evaluation.crs import topics
+from convsim.evaluation.crs.topics import LdaTopics, catalog_documents, lda_for_run, lda_transform
 
 TOL = 1e-12
 

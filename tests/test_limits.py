@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 import convsim
-from convsim.limits import BudgetReached, Limits
-from convsim.store import RunStore
-from convsim.usage import usage_table
+from convsim.providers.limits import BudgetReached, Limits
+from convsim.running.store import RunStore
+from convsim.providers.usage import usage_table
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -85,7 +85,7 @@ def test_call_budget_stops_cleanly_and_resumes(tmp_path, server):
 
 def _run_with(cfg_path, **limits):
     from convsim.config import load_config
-    from convsim.limits import with_limits
+    from convsim.providers.limits import with_limits
     return convsim.run(with_limits(load_config(cfg_path), **limits), run_id="b", analyze=False)
 
 
@@ -154,7 +154,7 @@ def test_worker_processes_share_the_runs_limits_not_a_part_of_them(tmp_path):
 def test_a_client_asks_the_runs_limits_and_an_unreachable_broker_is_an_infra_fault():
     from types import SimpleNamespace
     from convsim import limits
-    from convsim.models import ModelUnavailable
+    from convsim.providers.models import ModelUnavailable
     spec = SimpleNamespace(base_url="http://h/v1", provider="openai", model="m", completion_limit=20)
     run = limits.RunLimits(Limits(max_calls=2, max_tokens=1000, max_in_flight=1))
     client = limits.LimitsClient(run.limits, run)  # the broker answered in this process
@@ -234,7 +234,7 @@ def test_a_token_budget_stops_when_the_server_reports_no_usage(tmp_path, server)
 
 
 def test_the_report_has_the_usage_table(tmp_path, server):
-    from evaluation.report import build_report
+    from convsim.evaluation.reporting.report import build_report
     run_dir = convsim.run(config(tmp_path, server, sessions=2, variants=[{"name": "<i>v&w"}]),
                           run_id="rep", analyze=False)
     html = build_report(run_dir).read_text()
@@ -266,7 +266,7 @@ def test_a_partial_or_empty_usage_is_never_taken_for_zero_tokens(tmp_path, serve
 def test_a_total_only_usage_is_counted_in_the_record_and_the_usage_table(tmp_path, server):
     # before, a call record kept prompt and completion tokens only: a server reporting a total alone
     # showed 0 tokens in the stop line and the usage table (and counted as "without usage")
-    from convsim.usage import printed_columns, usage_rows
+    from convsim.providers.usage import printed_columns, usage_rows
     server.usage = {"total_tokens": 9}
     run_dir = convsim.run(config(tmp_path, server, sessions=2), run_id="tot", analyze=False)
     records = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
@@ -288,7 +288,7 @@ def test_a_total_only_usage_is_counted_in_the_record_and_the_usage_table(tmp_pat
 
 
 def test_unknown_counts_stay_unknown():
-    from convsim.openai_client import _usage
+    from convsim.providers.openai_client import _usage
     assert _usage({}) is None and _usage(None) is None
     assert _usage({"total_tokens": 7}) == {"input_tokens": None, "output_tokens": None, "total_tokens": 7}
     assert _usage({"prompt_tokens": 3, "completion_tokens": 0}) == \
@@ -296,7 +296,7 @@ def test_unknown_counts_stay_unknown():
 
 
 def _spent_tokens(run_dir) -> int:
-    from convsim.usage import call_tokens
+    from convsim.providers.usage import call_tokens
     return sum(call_tokens(c) for r in RunStore(run_dir).records() for c in r["llm_calls"] if not c.get("cache_hit"))
 
 
@@ -372,7 +372,7 @@ def test_a_call_that_does_not_fit_waits_for_the_calls_in_flight():
     # for it instead of stopping the run early; with nothing in flight, a call that does not fit is refused
     import threading
     from types import SimpleNamespace
-    from convsim.limits import BudgetExhausted, RunLimits, prompt_bound
+    from convsim.providers.limits import BudgetExhausted, RunLimits, prompt_bound
     spec = SimpleNamespace(base_url="http://x", provider="openai", model="m", completion_limit=10)
     bound = prompt_bound([]) + 10
     run = RunLimits(Limits(max_tokens=2 * bound + 2))

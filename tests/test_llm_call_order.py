@@ -9,7 +9,7 @@ import json
 import time
 
 from convsim.config import config_from_dict
-from convsim.runner import run
+from convsim.running.runner import run
 from fault_server import serve
 
 
@@ -43,8 +43,8 @@ def test_a_subgraphs_calls_stay_after_the_supersteps_before_it():
 
     from langgraph.graph import END, START, StateGraph
 
-    from convsim.models import _current_task
-    from convsim.tracing import ordered_calls
+    from convsim.providers.models import _current_task
+    from convsim.traces.tracing import ordered_calls
 
     calls: list[dict] = []
 
@@ -79,7 +79,7 @@ def test_a_subgraphs_calls_stay_after_the_supersteps_before_it():
 
 
 def test_the_failure_line_names_the_node_whose_call_came_last():
-    from convsim.tracing import TraceRecorder
+    from convsim.traces.tracing import TraceRecorder
     calls: list[dict] = []
     recorder = TraceRecorder({"x": 0}, calls)
     recorder.on_values({"x": 0})

@@ -8,7 +8,7 @@ import pytest
 
 import convsim
 from convsim.config import config_from_dict
-from convsim.store import RunStore
+from convsim.running.store import RunStore
 
 pytestmark = [pytest.mark.local, pytest.mark.slow]
 needs_local = pytest.mark.skipif(

@@ -6,8 +6,8 @@ from pydantic import ValidationError
 
 import convsim
 from convsim import models
-from convsim.models import ChatModel, extract_json, parse_model_spec
-from convsim.store import RunStore
+from convsim.providers.models import ChatModel, extract_json, parse_model_spec
+from convsim.running.store import RunStore
 from doubles import Backend
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -50,7 +50,7 @@ def test_a_run_survives_a_server_answering_lone_surrogates(tmp_path):
 @pytest.mark.parametrize("score", [True, "3", 2.0])
 def test_the_course_judge_takes_integer_scores_only(score):
     # pydantic's lax mode read true as 1, "3" as 3 and 2.0 as 2: scored, used in NDCG and P@K
-    from agents.courses.relevance_judge import answer_schema
+    from convsim.agents.courses.relevance_judge import answer_schema
     schema = answer_schema(["CS1"])
     with pytest.raises(ValidationError):
         schema.model_validate({"evaluations": [{"code": "CS1", "score": score}]})
@@ -89,7 +89,7 @@ def test_a_refused_request_in_customer_service_is_not_the_agents_or_the_simulato
 
 
 def test_echoed_prompt_finds_a_repeated_prompt_line():
-    from convsim.models import echoed_prompt
+    from convsim.providers.models import echoed_prompt
     scaffold = "Conversation so far:\n{history}\n\nAction to express (JSON): {action}"
     echo = "Conversation so far:\nuser: I need a hotel.\n\nAction to express (JSON): {'kind': 'search'}"
     assert echoed_prompt(echo, [scaffold.split("{")[0], "Action to express (JSON):"]) == "Conversation so far:"

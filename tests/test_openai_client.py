@@ -9,11 +9,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from pydantic import BaseModel
 
-import convsim.httpjson as httpjson
-import convsim.models as models
-import convsim.openai_client as openai_client
-from convsim.models import ChatModel, ModelUnavailable, parse_model_spec
-from convsim.retry import RetryPolicy, call_with_retry, infra_fault
+import convsim.providers.httpjson as httpjson
+import convsim.providers.models as models
+import convsim.providers.openai_client as openai_client
+from convsim.providers.models import ChatModel, ModelUnavailable, parse_model_spec
+from convsim.providers.retry import RetryPolicy, call_with_retry, infra_fault
 from fault_server import serve
 
 COMPLETION = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
@@ -238,8 +238,8 @@ def test_https_with_a_trusted_and_an_untrusted_certificate(tmp_path, monkeypatch
 def test_plain_messages_stand_for_the_langchain_messages_they_replace():
     # the openai path builds chat-completions dicts, not LangChain messages: the body, the response
     # cache's key and the run budget's prompt bound must not change
-    from convsim.cache import ResponseCache
-    from convsim.limits import prompt_bound
+    from convsim.providers.cache import ResponseCache
+    from convsim.providers.limits import prompt_bound
     chat = openai_client.OpenAIChat(parse_model_spec("openai:m@http://127.0.0.1:9/v1"))
     for messages in ["hi", [("system", "Be brief. Ünïcode ✓"), ("user", "hi"), ("assistant", "yo"), ("human", "x"),
                             ("ai", "y")], [{"role": "user", "content": "q", "name": "ignored"}]]:

@@ -2,7 +2,7 @@
 import sys
 from pathlib import Path
 
-from convsim.models import ChatModel, parse_model_spec
+from convsim.providers.models import ChatModel, parse_model_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from latency_server import LatencyServer  # noqa: E402

@@ -11,8 +11,8 @@ import pytest
 
 import convsim
 from convsim.config import config_from_dict
-from convsim.status import Status
-from convsim.store import RunStore
+from convsim.running.status import Status
+from convsim.running.store import RunStore
 
 pytestmark = [pytest.mark.local, pytest.mark.slow]
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from convsim import ConvsimError, ExperimentConfig, load_config, run
-from convsim.prefix import attach_prefixes, load_prefixes, prefixed_app, prefixed_user
+from convsim.running.prefix import attach_prefixes, load_prefixes, prefixed_app, prefixed_user
 from conftest import ROOT
 
 CRS_PREFIX = ROOT / "configs" / "prefixes" / "crs_openings.json"
@@ -83,7 +83,7 @@ def test_sessions_may_carry_their_own_prefix():
 def test_openevals_callables_with_a_prefix():
     pytest.importorskip("openevals")
     from openevals.simulators import run_multiturn_simulation
-    from convsim.interop import GraphApp
+    from convsim.contract.interop import GraphApp
     pairs = [{"user": "What is the largest planet?", "system": "Scripted: Jupiter, of course."}]
     app = GraphApp("hello_chat", params={"n_turns": 3})
     app.initial_state = {"session_id": "x", "turn": 0,

@@ -105,7 +105,7 @@ def test_report_of_a_run_whose_hooks_write_no_report_says_so(runs, tmp_path):
     # the shipped configs that add a hook of their own keep the report hook first
     for name in ("crs_reference", "service_faults"):
         hooks = yaml.safe_load((ROOT / "configs" / f"{name}.yaml").read_text())["analysis"]
-        assert hooks[0] == "evaluation.analysis:analyze_run" and len(hooks) == 2
+        assert hooks[0] == "convsim.evaluation.reporting.analysis:analyze_run" and len(hooks) == 2
 
 
 def test_compare_returns_rows_with_the_paired_difference(runs):

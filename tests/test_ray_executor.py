@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import convsim
-from convsim.store import RunStore
+from convsim.running.store import RunStore
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'convsim[ray]')")
 
@@ -85,7 +85,7 @@ def test_more_workers_than_the_cluster_has_cpus_run_on_the_cpus_it_has(tmp_path,
 
 
 def test_worker_count():
-    from convsim.ray_executor import worker_count
+    from convsim.running.ray_executor import worker_count
     assert worker_count(None, 4) == 4 and worker_count(2, 4) == 2 and worker_count(6, 4) == 4
 
 
@@ -109,7 +109,7 @@ def test_ray_actors_share_the_runs_limits(tmp_path, local_ray):
     """One actor holds the run's limits and every session thread of both workers asks it: max_in_flight
     3 holds across the two actors, and the call budget is spent to its last call, then the run stops
     with exit code 3's BudgetReached and resumes to the async executor's records."""
-    from convsim.limits import BudgetReached
+    from convsim.providers.limits import BudgetReached
     sys.path.insert(0, str(ROOT / "bench"))
     from latency_server import LatencyServer
     with LatencyServer(latency_s=0.1) as server:

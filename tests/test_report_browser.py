@@ -7,7 +7,7 @@ import pytest
 from analysis_runs import XSS, make_run
 from browser import chromium_page, needs_chromium
 from convsim import load_config, run
-from evaluation.analysis import analyze_run
+from convsim.evaluation.reporting.analysis import analyze_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, needs_chromium]
 
@@ -95,7 +95,7 @@ def test_report_in_headless_chromium(report, shots):
 
 
 def test_many_variants_do_not_scroll_sideways(tmp_path, shots):
-    from evaluation.report import build_report
+    from convsim.evaluation.reporting.report import build_report
     run_dir = make_run(tmp_path, variants=("v1", "v2", "v3", "v4", "v5"), sessions=3)
     report = build_report(run_dir)
     with chromium_page(viewport=VIEWPORT) as b:
@@ -114,7 +114,7 @@ def test_eight_long_named_variants_fit_the_page(tmp_path, shots):
     """An 8-variant run with a long variant name was 3187 px wide in a 1400 px viewport (the
     difference table's headers and cells did not wrap), and its headline figures squeezed eight
     labels into 250 px."""
-    from evaluation.report import build_report
+    from convsim.evaluation.reporting.report import build_report
     names = ("variant_alpha_with_a_rather_long_descriptive_name", "b2", "c3", "d4", "e5", "f6", "g7",
              "h8_another_variant_with_a_long_name")
     run_dir = make_run(tmp_path, variants=names, sessions=3)

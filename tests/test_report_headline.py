@@ -2,8 +2,8 @@
 and its direction, grouped warnings, status counts, and the variance decomposition across trials."""
 import pytest
 
-from evaluation.fidelity import random_effects_shares, simulator_flags, status_counts, variance_decomposition
-from evaluation.headline import choose_baseline, group_warnings, headline_table, sig3
+from convsim.evaluation.reporting.fidelity import random_effects_shares, simulator_flags, status_counts, variance_decomposition
+from convsim.evaluation.reporting.headline import choose_baseline, group_warnings, headline_table, sig3
 
 
 def test_sig3():

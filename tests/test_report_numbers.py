@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from convsim.config import config_from_dict
-from convsim.runner import run
-from evaluation.report import build_report
+from convsim.running.runner import run
+from convsim.evaluation.reporting.report import build_report
 
 
 def _status_table(html: str) -> dict[str, list[int]]:
@@ -24,7 +24,7 @@ def _status_table(html: str) -> dict[str, list[int]]:
 
 def test_errored_sessions_are_counted_once_as_in_summary_json(tmp_path, monkeypatch):
     """code_error sessions are in results.jsonl and errors.jsonl: the report counted both."""
-    from convsim.graphfile import load_graph_module
+    from convsim.contract.graphfile import load_graph_module
     module = load_graph_module("hello_chat")
     original = module.agent
 
@@ -89,7 +89,7 @@ def test_metrics_with_no_finite_value_are_shown_as_such(tmp_path, monkeypatch):
     import types
 
     from analysis_runs import make_run
-    from evaluation import report as report_mod
+    from convsim.evaluation.reporting import report as report_mod
 
     run_dir = make_run(tmp_path, variants=("a", "b"), sessions=3)
     lines = []
@@ -139,7 +139,7 @@ def test_report_small_print(tmp_path):
     assert "<summary>judgements</summary>" not in html and "<summary>judge_verdict</summary>" in html
     h1 = re.search(r"<h1>(.*?)</h1>", html, re.S).group(1)
     assert h1.startswith("my_experiment") and "graph hello_chat" in h1
-    from evaluation.report import _fmt_delta
+    from convsim.evaluation.reporting.report import _fmt_delta
     assert _fmt_delta(-1.85e-17) == "0" and _fmt_delta(5.551115123125783e-17) == "0" and _fmt_delta(0.0012) == "0.0012"
 
 
@@ -173,5 +173,5 @@ def test_a_reference_variant_is_shown_but_never_compared(tmp_path):
 
 
 def test_a_p_value_is_printed_so_that_its_star_agrees_with_it():
-    from evaluation.headline import fmt_p
+    from convsim.evaluation.reporting.headline import fmt_p
     assert fmt_p(0.04996) == "0.04996" and fmt_p(0.05004) == "0.05" and fmt_p(0.0312) == "0.0312"

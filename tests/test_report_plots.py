@@ -6,8 +6,8 @@ import json
 import pytest
 
 from analysis_runs import make_run
-from evaluation import plots
-from evaluation.analysis import analyze_run
+from convsim.evaluation.reporting import plots
+from convsim.evaluation.reporting.analysis import analyze_run
 
 MATH = "$\\frac{a$ b_c^d"
 DOLLARS = "$5 vs $10"

@@ -6,7 +6,7 @@ found every session's ``cache_hit`` list different between concurrency 1 and 8).
 import json
 
 from convsim.config import config_from_dict
-from convsim.runner import run
+from convsim.running.runner import run
 from fault_server import serve
 
 

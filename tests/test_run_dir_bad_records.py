@@ -15,9 +15,9 @@ import pytest
 import convsim
 from convsim import ConvsimError
 from convsim.errors import HookError
-from convsim.recordset import check_record
-from convsim.summary import METRIC_LIMIT, flatten_metrics, summarise_run
-from convsim.tracing import read_trace
+from convsim.results.recordset import check_record
+from convsim.results.summary import METRIC_LIMIT, flatten_metrics, summarise_run
+from convsim.traces.tracing import read_trace
 from cli_helpers import cli, one_line
 
 ROOT = Path(__file__).resolve().parents[1]

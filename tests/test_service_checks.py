@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.service.db import load_service_db, load_service_schema
-from evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
-from evaluation.service.text_check import text_hallucination_turn, text_mentions
+from convsim.catalog.service.db import load_service_db, load_service_schema
+from convsim.evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
+from convsim.evaluation.service.text_check import text_hallucination_turn, text_mentions
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "multiwoz"
 

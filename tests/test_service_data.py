@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.service.multiwoz import load_dialogues
-from catalog.service.db import PROJECT_DB_DIR, load_service_db, load_service_schema
-from catalog.service.normalize import normalize_slot_name, normalize_value
+from convsim.catalog.service.multiwoz import load_dialogues
+from convsim.catalog.service.db import PROJECT_DB_DIR, load_service_db, load_service_schema
+from convsim.catalog.service.normalize import normalize_slot_name, normalize_value
 from convsim import ConvsimError
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "multiwoz"
@@ -24,7 +24,7 @@ def test_project_db_sizes_and_schema():
 
 
 def test_generator_is_seeded(tmp_path):
-    from catalog.data.service.generate import generate
+    from convsim.catalog.data.service.generate import generate
     assert generate(2024)["hotel_db.json"] == generate(2024)["hotel_db.json"]
     shipped = json.loads((PROJECT_DB_DIR / "restaurant_db.json").read_text())
     assert shipped == json.loads(json.dumps(generate(2024)["restaurant_db.json"]))

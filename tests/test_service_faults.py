@@ -2,9 +2,9 @@
 does not, and the supervisor, when enabled, catches the faults it claims to (policy, grounding)."""
 import pytest
 
-import graphs.customer_service as cs
+import convsim.graphs.customer_service as cs
 from convsim import stable_seed
-from evaluation.service.fault_check import fault_rows, markdown
+from convsim.evaluation.service.fault_check import fault_rows, markdown
 
 N = 24  # sessions per variant: enough for every fault to have eligible turns (asserted below)
 

@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.service.memory import update_belief
-from agents.service.policy import check_policy
-from agents.service.supervisor import supervise
-from agents.service.triage import rule_triage
-from catalog.service.db import load_service_db, load_service_schema
+from convsim.agents.service.memory import update_belief
+from convsim.agents.service.policy import check_policy
+from convsim.agents.service.supervisor import supervise
+from convsim.agents.service.triage import rule_triage
+from convsim.catalog.service.db import load_service_db, load_service_schema
 from convsim import stable_seed
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "multiwoz"
@@ -49,7 +49,7 @@ def _run(module, params, n=None):
 
 
 def test_simulation_sessions_run_with_model_none():
-    import graphs.customer_service as cs
+    import convsim.graphs.customer_service as cs
     records = _run(cs, cs.Params(n_sessions=6))
     assert len(records) == 6
     for r in records:
@@ -64,7 +64,7 @@ def test_simulation_sessions_run_with_model_none():
 
 @pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/multiwoz is absent")
 def test_replay_shared_dialogues_and_22_fixture(tmp_path):
-    import graphs.customer_service as cs
+    import convsim.graphs.customer_service as cs
     from tests.test_service_data import write_multiwoz22
     params = cs.Params(mode="replay", dialogues_path=str(SHARED / "dialogues_unified_sample.json"),
                        db_path=str(SHARED / "db"), schema_path=str(SHARED / "schema.json"))
@@ -87,7 +87,7 @@ def test_replay_shared_dialogues_and_22_fixture(tmp_path):
 
 @pytest.mark.skipif(not SHARED.exists(), reason="../shared/data/multiwoz is absent")
 def test_replay_counts_unsupported_domains_and_leaves_refusals_unjudged():
-    import graphs.customer_service as cs
+    import convsim.graphs.customer_service as cs
     params = cs.Params(mode="replay", dialogues_path=str(SHARED / "dialogues_unified_sample.json"),
                        db_path=str(SHARED / "db"), schema_path=str(SHARED / "schema.json"))
     records = _run(cs, params)
@@ -104,7 +104,7 @@ def test_replay_counts_unsupported_domains_and_leaves_refusals_unjudged():
 
 
 def test_heuristic_judge_refusal_is_unscored_and_labelled():
-    from agents.service.judge import heuristic_judge
+    from convsim.agents.service.judge import heuristic_judge
     v = heuristic_judge(response="Sorry, I can only help with restaurants.", requested=[], informed={},
                         grounded=True, compliant=True, action_ok=True, refusal=True)
     assert v["score"] is None and v["label"] == "refusal_unscored"

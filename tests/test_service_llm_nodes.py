@@ -2,12 +2,12 @@
 with the rules deciding, and node-by-node metrics that move when a node is wrong."""
 import json
 
-from agents.service.llm_nodes import llm_action, llm_policy
-from agents.service.policy import check_policy
-from agents.service.supervisor import supervise
-from catalog.service.db import load_service_db, load_service_schema
+from convsim.agents.service.llm_nodes import llm_action, llm_policy
+from convsim.agents.service.policy import check_policy
+from convsim.agents.service.supervisor import supervise
+from convsim.catalog.service.db import load_service_db, load_service_schema
 from convsim import StructuredResult, stable_seed
-from evaluation.service.audit import action_grounding
+from convsim.evaluation.service.audit import action_grounding
 
 
 class Structured:
@@ -71,7 +71,7 @@ def test_llm_action_is_filled_from_the_db_and_an_invented_entity_is_left_for_the
 
 
 def _session(models, n=3):
-    import graphs.customer_service as cs
+    import convsim.graphs.customer_service as cs
     p = cs.Params(n_sessions=n, judge=False)
     out = []
     for init in cs.sessions(p, cs.Context(params=p, seed=7)):

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from agents.service.fidelity import misstated_values
-from catalog.service.db import load_service_db
-from evaluation.service.response_grounding import response_grounding
+from convsim.agents.service.fidelity import misstated_values
+from convsim.catalog.service.db import load_service_db
+from convsim.evaluation.service.response_grounding import response_grounding
 
 
 def _stated(text: str, action: dict) -> dict[str, bool]:

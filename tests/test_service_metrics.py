@@ -3,7 +3,7 @@ from math import comb
 
 import pytest
 
-from evaluation.service import metrics as m
+from convsim.evaluation.service import metrics as m
 
 
 def test_domain_routing_example():  # predicted hotel, gold find_restaurant -> 0
@@ -147,7 +147,7 @@ def test_expected_action_for_unsupported_and_small_talk():
 
 
 def test_dialogue_pools_text_mentions_and_proposed_grounding():
-    from evaluation.service.scoring import score_dialogue
+    from convsim.evaluation.service.scoring import score_dialogue
     turns = [{"policy_compliance": 1, "system_correct": 1, "text_mentions": 2, "text_ungrounded": 1,
               "db_mentions_proposed": 1, "db_grounded_proposed": 0, "supervisor_correction": 1},
              {"policy_compliance": 0, "system_correct": None, "system_correct_unscored": 1, "text_mentions": 2,

@@ -2,7 +2,7 @@
 defects each one measures (a metrics audit found these without a test; see docs/customer_service.md)."""
 import pytest
 
-from evaluation.service.scoring import score_dataset, score_dialogue, score_turn
+from convsim.evaluation.service.scoring import score_dataset, score_dialogue, score_turn
 
 
 def _turn(**kw):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import graphs.customer_service as cs
-from agents.service.paraphrase import POOL_FILE, UserUtterance, realise
-from agents.service.user_simulator import sample_goal
-from catalog.service.db import load_service_db
+import convsim.graphs.customer_service as cs
+from convsim.agents.service.paraphrase import POOL_FILE, UserUtterance, realise
+from convsim.agents.service.user_simulator import sample_goal
+from convsim.catalog.service.db import load_service_db
 from convsim import StructuredResult, rng_for, stable_seed
 from convsim.errors import SimulatorError
 

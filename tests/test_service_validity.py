@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 import convsim
-import graphs.customer_service as cs
-from agents.service.fidelity import misstated_values
-from agents.service.judge import heuristic_judge
-from agents.service.paraphrase import realise
-from agents.service.response import template_response
-from catalog.service.db import load_service_db
+import convsim.graphs.customer_service as cs
+from convsim.agents.service.fidelity import misstated_values
+from convsim.agents.service.judge import heuristic_judge
+from convsim.agents.service.paraphrase import realise
+from convsim.agents.service.response import template_response
+from convsim.catalog.service.db import load_service_db
 from convsim import rng_for, stable_seed
 from convsim.config import ExperimentConfig
-from evaluation.service.response_grounding import response_grounding
+from convsim.evaluation.service.response_grounding import response_grounding
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "multiwoz"
 SILENT = "Sorry, I cannot help with that. Goodbye."
@@ -183,7 +183,7 @@ def _read(run_dir):
 def test_a_simulator_that_misstates_the_party_size_is_a_simulator_failure(tmp_path, monkeypatch):
     # an audit: the simulated customer said party size 3 while its goal said 5; sessions stayed ok,
     # simulator_errors 0, and task success fell 0.933 -> 0.467, charged to the agent
-    import agents.service.user_simulator as sim
+    import convsim.agents.service.user_simulator as sim
     real = sim._say_booking
 
     def misstating(domain, values):

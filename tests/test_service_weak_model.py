@@ -10,11 +10,11 @@ import json
 import pytest
 
 import convsim
-from agents.service.judge import heuristic_judge, judge_turn
-from agents.service.response import llm_response, template_response
+from convsim.agents.service.judge import heuristic_judge, judge_turn
+from convsim.agents.service.response import llm_response, template_response
 from convsim import StructuredResult, stable_seed
 from convsim.config import ExperimentConfig
-from convsim.models import none_model
+from convsim.providers.models import none_model
 
 ACTION = {"kind": "search", "domain": "hotel", "entity": None, "count": 12, "requested": ["area"],
           "informed": {}, "acts": ["request"]}
@@ -56,7 +56,7 @@ class Judge:
 
 
 def _sessions(models, n=2, judge=True, max_turns=20):
-    import graphs.customer_service as cs
+    import convsim.graphs.customer_service as cs
     p = cs.Params(n_sessions=n, judge=judge, max_turns=max_turns)
     out = []
     for init in cs.sessions(p, cs.Context(params=p, seed=7)):
@@ -135,7 +135,7 @@ def test_heuristic_judge_score_is_named_as_such_and_an_llm_judges_is_not():
 
 def test_a_run_with_the_heuristic_judge_labels_it_and_correlates_nothing_with_it(tmp_path):
     cfg = ExperimentConfig(name="h", graph="customer_service", sessions=3, seed=7, trace=False,
-                           analysis=["evaluation.analysis:analyze_run"], params={"max_turns": 6},
+                           analysis=["convsim.evaluation.reporting.analysis:analyze_run"], params={"max_turns": 6},
                            out_dir=str(tmp_path), run_id="h")
     run_dir = convsim.run(cfg)
     header = (run_dir / "metrics.csv").read_text().splitlines()[0].split(",")
@@ -168,7 +168,7 @@ class Refused(Exception):
 
 def _refuse(messages):
     err = Refused("HTTP 400: the prompt is longer than the context")
-    err.convsim_refused_request = True  # what convsim.models marks on a request the server refused
+    err.convsim_refused_request = True  # what convsim.providers.models marks on a request the server refused
     raise err
 
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from agents.group.fidelity import group_simulator_checks
-from agents.service.fidelity import service_simulator_checks
+from convsim.agents.group.fidelity import group_simulator_checks
+from convsim.agents.service.fidelity import service_simulator_checks
 from convsim import ExperimentConfig, run
 from conftest import ROOT
 

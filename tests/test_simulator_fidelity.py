@@ -6,11 +6,11 @@ import json
 import pytest
 from langchain_core.messages import AIMessage
 
-import convsim.models as models
-from agents.crs.fidelity import crs_simulator_checks
+import convsim.providers.models as models
+from convsim.agents.crs.fidelity import crs_simulator_checks
 from convsim import load_config, run
 from conftest import ROOT
-from evaluation.report import build_report
+from convsim.evaluation.reporting.report import build_report
 
 BROKEN_OPENING = "Can you suggest"  # one of the simulator's three openings, drawn per session
 

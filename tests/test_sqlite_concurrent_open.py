@@ -8,9 +8,9 @@ below: 16 failures in 300 trials of 8 threads.
 import sqlite3
 import threading
 
-from agents.courses.relevance_judge import JudgeCache
-from convsim.cache import ResponseCache
-from convsim.sqlitewal import connect, switch_to_wal
+from convsim.agents.courses.relevance_judge import JudgeCache
+from convsim.providers.cache import ResponseCache
+from convsim.running.sqlitewal import connect, switch_to_wal
 
 
 def _open_together(open_one, n_threads: int = 8, trials: int = 120) -> list[str]:

@@ -1,4 +1,4 @@
-"""evaluation.stats against statsmodels/scipy and hand-computed values."""
+"""convsim.evaluation.reporting.stats against statsmodels/scipy and hand-computed values."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from statsmodels.stats.multicomp import pairwise_tukeyhsd
 from statsmodels.stats.multitest import multipletests
 
-from evaluation import stats
+from convsim.evaluation.reporting import stats
 
 
 def _groups(seed=3):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from evaluation import stats
+from convsim.evaluation.reporting import stats
 
 
 # ---------------------------------------------------------------- F2: Wilcoxon with ties
@@ -73,8 +73,8 @@ def test_noise_sized_differences_are_zeros_and_noisy_ties_are_ties():
 
 
 def test_retrieval_paired_tests_and_compare_use_the_tolerance():
-    from evaluation.compare import compare_metric
-    from evaluation.retrieval.compare import paired_tests
+    from convsim.evaluation.reporting.compare import compare_metric
+    from convsim.evaluation.retrieval.compare import paired_tests
     a, b, _ = _noisy_constant()
     out = paired_tests(a, b)
     assert (out["tP"], out["tStatistic"], out["wilcoxonP"]) == (None, None, 0.03125)
@@ -137,14 +137,14 @@ def test_describe_gives_no_interval_at_n_1_and_flags_small_n():
 
 
 def test_one_against_two_sessions_gives_no_interval_and_says_mwu_cannot_reach_alpha():
-    from evaluation.compare import compare_metric
+    from convsim.evaluation.reporting.compare import compare_metric
     row = compare_metric({"x": (0.4, 1)}, {"y": (0.9, 2), "z": (0.7, 3)})
     assert row["test"] == "Mann-Whitney U" and (row["ci_low"], row["ci_high"]) == (None, None)
     assert "no interval" in row["warning"] and "0.6667" in row["warning"]
 
 
 def test_mann_whitney_warning_quotes_the_smallest_attainable_p():
-    from evaluation.compare import compare_metric
+    from convsim.evaluation.reporting.compare import compare_metric
     assert stats.min_p_mannwhitney(3, 3) == pytest.approx(0.1)
     assert stats.min_p_mannwhitney(4, 4) == pytest.approx(2 / 70)
     # complete separation at 3 vs 3: scipy's exact p is the minimum
@@ -169,7 +169,7 @@ def _mwu_by_enumeration(a, b):
 
 
 def test_mann_whitney_with_ties_at_small_n_is_exact():
-    from evaluation.compare import compare_metric
+    from convsim.evaluation.reporting.compare import compare_metric
     # 3 zeros vs 3 ones: of the C(6, 3) = 20 splits one puts every zero in a (rank sum 6) and one
     # every one (15): p = 2/20 = 0.1, the smallest attainable. scipy's default (the normal
     # approximation, since there are ties) gave 0.0469 < 0.05 under a warning that p < 0.05 is out of reach.
@@ -212,7 +212,7 @@ def test_mann_whitney_above_the_exact_limit_says_which_method():
 # ---------------------------------------------------------------- F8, F10: what the text says
 
 def test_compare_text_names_the_family_holm_corrected_over():
-    from evaluation.compare_text import format_comparison
+    from convsim.evaluation.reporting.compare_text import format_comparison
     base = {"variant_a": "v", "variant_b": "v", "mean_a_shown": 0.1, "mean_b_shown": 0.2, "diff": 0.1,
             "ci_low": 0.0, "ci_high": 0.2, "basis": "paired", "n_shown": 8, "test": "paired Wilcoxon"}
     rows = [{**base, "metric": f"m{i}", "p": 0.01 if i < 3 else None, "p_holm": 0.03 if i < 3 else None,
@@ -222,8 +222,8 @@ def test_compare_text_names_the_family_holm_corrected_over():
 
 
 def test_a_starred_p_is_never_printed_as_alpha():
-    from evaluation.compare_text import _p
-    from evaluation.headline import fmt_p
+    from convsim.evaluation.reporting.compare_text import _p
+    from convsim.evaluation.reporting.headline import fmt_p
     assert fmt_p(0.04996) == "0.04996" and fmt_p(0.05004) == "0.05" and fmt_p(0.0312) == "0.0312"
     assert _p({"p_holm": 0.04996, "significant": True}) == "0.04996*"
     for p in np.linspace(0.0495, 0.0505, 41):
@@ -239,7 +239,7 @@ def test_anova_and_tukey_with_zero_within_group_variance_report_no_p():
 
 def test_mann_whitney_smallest_attainable_p_with_ties():
     from itertools import combinations
-    from evaluation.compare import compare_metric
+    from convsim.evaluation.reporting.compare import compare_metric
     a, b = [0.0] * 5 + [1.0], [1.0] * 3
     pooled = a + b
     # every split of the pooled values taken as the observed one: the smallest p the test can give

@@ -9,8 +9,8 @@ import pytest
 from scipy import stats as sps
 
 from convsim import aggregate
-from evaluation import stats
-from evaluation.run_stats import across_metrics, correlations, run_statistics
+from convsim.evaluation.reporting import stats
+from convsim.evaluation.reporting.run_stats import across_metrics, correlations, run_statistics
 
 
 def test_min_attainable_p_never_overflows():

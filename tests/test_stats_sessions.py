@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from convsim.summary import variant_summary
-from evaluation.compare import compare_metric
-from evaluation.group.figures import paired_difference, welfare_summary
-from evaluation.headline import headline_table
-from evaluation.records import metric_table
-from evaluation.retrieval.compare import compare_retrieval_runs
-from evaluation.run_stats import run_statistics
+from convsim.results.summary import variant_summary
+from convsim.evaluation.reporting.compare import compare_metric
+from convsim.evaluation.group.figures import paired_difference, welfare_summary
+from convsim.evaluation.reporting.headline import headline_table
+from convsim.evaluation.reporting.records import metric_table
+from convsim.evaluation.retrieval.compare import compare_retrieval_runs
+from convsim.evaluation.reporting.run_stats import run_statistics
 
 
 def _records(a, b, trials, *, metric="m", status="ok"):
@@ -82,7 +82,7 @@ def test_trials_are_averaged_not_dropped():
 def test_metrics_csv_gives_the_trials_beside_the_sessions(tmp_path):
     from types import SimpleNamespace
 
-    from convsim.summary import summarise_run
+    from convsim.results.summary import summarise_run
     # s1 ran 3 trials, s2 ran 2: m averages 5 values over 2 sessions; flag is 0/1 in every session
     recs = [{"variant": "A", "session_id": s, "trial": t, "seed": t, "status": "ok",
              "dialogue_metrics": {"m": float(t), "flag": s == "s1"}} for s, k in (("s1", 3), ("s2", 2)) for t in range(k)]
@@ -162,8 +162,8 @@ def test_the_compact_session_means_are_the_same_bits_as_the_per_session_dicts():
 
     import numpy as np
 
-    from convsim.aggregate import session_means, session_means_of_columns
-    from evaluation.records import metric_table
+    from convsim.results.aggregate import session_means, session_means_of_columns
+    from convsim.evaluation.reporting.records import metric_table
     rng = random.Random(3)
     triples, records = [], []
     for s in range(60):

@@ -3,8 +3,8 @@ import json
 import os
 import threading
 
-import convsim.store as store_mod
-from convsim.store import RunStore, dumps
+import convsim.running.store as store_mod
+from convsim.running.store import RunStore, dumps
 
 
 def test_a_pre_encoded_line_is_written_as_is(tmp_path):

@@ -1,11 +1,11 @@
-"""convsim.textvec.FastCounts gives scikit-learn's transform matrix, bit for bit."""
+"""convsim.providers.textvec.FastCounts gives scikit-learn's transform matrix, bit for bit."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
-from convsim.textvec import FastCounts
+from convsim.providers.textvec import FastCounts
 
 CORPUS = ["A detective hunts a killer in the rain of a dark city.",
           "Two lovers meet in Paris; romance and comedy follow.",
@@ -58,8 +58,8 @@ def test_an_unsupported_vectoriser_goes_through_its_own_transform():
 
 
 def test_the_shipped_embedder_and_topics_use_it_and_match(tmp_path):
-    from catalog.movies.catalog import load_movie_catalog
-    from evaluation.crs.tas_cas_eval import _embedder, topic_extractor
+    from convsim.catalog.movies.catalog import load_movie_catalog
+    from convsim.evaluation.crs.tas_cas_eval import _embedder, topic_extractor
     catalog = load_movie_catalog()
     emb = _embedder("tfidf", catalog)
     topics = topic_extractor("lda", catalog, tmp_path)

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from convsim import load_graph_module
-from convsim.drawing import mermaid_text, topology_svg
+from convsim.traces.drawing import mermaid_text, topology_svg
 
 NODE = re.compile(r'data-node="([^"]+)"><rect x="([-\d.]+)" y="([-\d.]+)" width="([\d.]+)" height="([\d.]+)"')
 EDGE = re.compile(r'data-from="([^"]+)" data-to="([^"]+)" d="M([^"]+)"')
@@ -75,7 +75,7 @@ def test_nodes_whose_names_mermaid_escapes_keep_every_node_and_edge():
 
     from langgraph.graph import END, START, StateGraph
 
-    from convsim.drawing import parse_mermaid
+    from convsim.traces.drawing import parse_mermaid
 
     class S(TypedDict, total=False):
         x: int
@@ -109,7 +109,7 @@ def test_nodes_whose_names_mermaid_escapes_keep_every_node_and_edge():
 
 def test_png_of_a_node_named_like_mathtext(tmp_path):
     """matplotlib read "$\\frac{a$" as a formula and raised."""
-    from convsim.drawing import write_png
+    from convsim.traces.drawing import write_png
     text = "graph TD;\n\t__start__([<p>__start__</p>]):::first\n\tn(n)\n\t__end__([<p>__end__</p>]):::last\n" \
            "\t__start__ -. &nbsp;$\\frac{a$&nbsp; .-> n;\n\tn --> __end__;\n"
     text = text.replace("\tn(n)", "\tn($\\frac{a$ b_c^d)")

@@ -17,7 +17,7 @@ WRITER = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, {root!r})
     from convsim import load_graph_module
-    from convsim.runner import _checkpointer
+    from convsim.running.runner import _checkpointer
 
     async def main(tag):
         m = load_graph_module("hello_chat")

@@ -9,7 +9,7 @@ from langgraph.types import Overwrite
 
 from doubles import fan_graph
 from convsim import read_trace, state_at
-from convsim.tracing import TraceRecorder, append_channels
+from convsim.traces.tracing import TraceRecorder, append_channels
 
 
 class S(TypedDict, total=False):

@@ -10,7 +10,7 @@ import pytest
 
 import convsim
 from convsim import ConvsimError, read_trace
-from convsim.time_travel import locate_trace
+from convsim.traces.time_travel import locate_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 

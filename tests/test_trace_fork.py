@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from convsim import ConvsimError, ExperimentConfig, load_graph_module, read_trace, run
-from convsim.time_travel import compare_sessions, fork_run
+from convsim.traces.time_travel import compare_sessions, fork_run
 
 
 def _run(tmp_path, graph="hello_chat", checkpoint=True, sessions=2, run_id="orig"):

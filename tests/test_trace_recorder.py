@@ -7,7 +7,7 @@ import pytest
 
 from doubles import fan_graph
 from convsim import ConvsimError, ExperimentConfig, load_graph_module, read_trace, run, state_at
-from convsim.tracing import (TraceRecorder, apply_change, compact_change, cut_trace, dict_diff,
+from convsim.traces.tracing import (TraceRecorder, apply_change, compact_change, cut_trace, dict_diff,
                              explain_turn_metrics)
 
 
@@ -199,7 +199,7 @@ def test_a_damaged_trace_file_is_one_line_naming_it(tmp_path, name, content, wor
     # before: TypeError, UnicodeDecodeError, BadGzipFile, IsADirectoryError or AttributeError
     # tracebacks from convsim trace, fork and report
     from convsim.errors import ConvsimError
-    from convsim.tracing import read_trace
+    from convsim.traces.tracing import read_trace
     path = tmp_path / name
     if content is None:
         path.mkdir()
@@ -230,8 +230,8 @@ def test_each_send_task_step_lists_only_its_own_model_calls(tmp_path, monkeypatc
 
     import convsim
     from convsim import models
-    from convsim.store import RunStore
-    from convsim.tracing import read_trace
+    from convsim.running.store import RunStore
+    from convsim.traces.tracing import read_trace
 
     class Experts:  # the last expert answers first: threads finish in the reverse of the send order
         def invoke(self, messages, **kwargs):
@@ -259,7 +259,7 @@ def test_each_send_task_step_lists_only_its_own_model_calls(tmp_path, monkeypatc
         assert [(c["before_len"], c["after_len"], len(c["appended"])) for c in own] == [(0, 1, 1), (1, 2, 1), (2, 3, 1)]
         assert [c["appended"][0]["expert"] for c in own] == ["geography", "chemistry", "literature"]
         # replayed step by step, the state passes through each task's append and ends as the run did
-        from convsim.tracing import state_at
+        from convsim.traces.tracing import state_at
         assert state_at(trace["initial"], trace["steps"], steps[0]["step"])["answers"] == own[0]["appended"]
         assert state_at(trace["initial"], trace["steps"], steps[-1]["step"])["answers"] == \
             [a for c in own for a in c["appended"]]
@@ -290,7 +290,7 @@ def test_tasks_appending_to_one_key_at_once_each_show_their_own_items():
     # two tasks of a superstep append to "xs" and "log"; they finish B before A, LangGraph applies A
     # then B. Before, both steps showed the combined change of each key; now each shows its own items
     # at their place, the steps come in the order applied, and replay passes through each append.
-    from convsim.tracing import state_at
+    from convsim.traces.tracing import state_at
     rec = TraceRecorder({"xs": [0], "log": [], "errs": []}, [], append_keys={"xs", "log", "errs"})
     rec.on_values({"xs": [0], "log": [], "errs": []})
     a_xs, b_xs, a_log, b_log = [{"a": 1}, {"a": 2}], [{"b": 1}], ["A"], ["B", "B2"]

@@ -3,10 +3,10 @@ import pytest
 
 from browser import chromium_page, needs_chromium
 from convsim import ExperimentConfig, read_trace, run
-from convsim.drawing import mermaid_text, parse_mermaid, topology_svg
-from evaluation.trace_html import (VIEWER_HEAD, fork_comparison_html, report_fragments, topology_html,
+from convsim.traces.drawing import mermaid_text, parse_mermaid, topology_svg
+from convsim.evaluation.reporting.trace_html import (VIEWER_HEAD, fork_comparison_html, report_fragments, topology_html,
                                      trace_timeline_html)
-from convsim.tracing import explain_turn_metrics
+from convsim.traces.tracing import explain_turn_metrics
 
 EVIL = '<script>window.__xss = 1</script><img src=x onerror="window.__xss=2">'
 

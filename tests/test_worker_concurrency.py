@@ -8,8 +8,8 @@ import yaml
 
 import convsim
 from convsim.errors import ConvsimError
-from convsim.process_executor import sessions_per_worker
-from convsim.store import RunStore
+from convsim.running.process_executor import sessions_per_worker
+from convsim.running.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -72,8 +72,8 @@ def hello_chat_with_user(tmp_path, name: str, user_body: str, extra: str = ""):
     (graphs / f"{name}.py").write_text(f"""
 import os
 from convsim.errors import ConvsimError
-from graphs.hello_chat import *  # noqa: F401,F403 (the same graph, sessions and metrics)
-from graphs.hello_chat import build as _build, user as _user
+from convsim.graphs.hello_chat import *  # noqa: F401,F403 (the same graph, sessions and metrics)
+from convsim.graphs.hello_chat import build as _build, user as _user
 
 
 def user(state, runtime):
@@ -107,7 +107,7 @@ def test_a_call_budget_spread_over_threaded_workers_stops_cleanly_and_resumes(tm
     """max_calls 10 over 2 workers (2 session threads each, 3 calls a session): the run stops with
     BudgetReached, keeps what finished, spends the budget to its last call and never over it at the
     server, and the same command without the budget finishes the rest with the records of an async run."""
-    from convsim.limits import BudgetReached
+    from convsim.providers.limits import BudgetReached
     with LatencyServer(latency_s=0.02) as server:
         common = dict(models={"agent": f"openai:fake@{server.base_url}"}, params={"n_turns": 3}, concurrency=4)
         with pytest.raises(BudgetReached, match=r"\(max_calls=10 reached; this attempt: 10 calls"):

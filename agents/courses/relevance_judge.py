@@ -29,10 +29,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, model_validator
 
-from agents.courses.retrievers import get_retriever
-from catalog.courses import RELEVANCE_LABELS, course_text, tokenize
+from convsim.agents.courses.retrievers import get_retriever
+from convsim.catalog.courses import RELEVANCE_LABELS, course_text, tokenize
 from convsim import ChatModel, rng_for
-from convsim.sqlitewal import connect, switch_to_wal
+from convsim.running.sqlitewal import connect, switch_to_wal
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 SYSTEM_PROMPT_FILE = PROMPTS_DIR / "relevance_judge_system.txt"

@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 
-from catalog.courses import course_text, load_courses, tokenize
+from convsim.catalog.courses import course_text, load_courses, tokenize
 from convsim import ConvsimError, embeddings_available, make_embedder
 
 RETRIEVERS = ("tfidf", "bm25", "embedding", "hybrid")

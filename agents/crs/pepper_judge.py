@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
-from agents.judge import Judge, format_transcript, verdict_metrics
+from convsim.agents.judge import Judge, format_transcript, verdict_metrics
 from convsim import ChatModel
 
 METRICS = ("proactiveness", "coherence", "personalization")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from catalog.movies.catalog import MovieCatalog
+from convsim.catalog.movies.catalog import MovieCatalog
 from convsim import rng_for
 
 TASTE_FILMS = 3

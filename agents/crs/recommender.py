@@ -20,14 +20,14 @@ import heapq
 import re
 from dataclasses import dataclass
 
-from agents.crs.profile import utility
-from agents.crs.references import (
+from convsim.agents.crs.profile import utility
+from convsim.agents.crs.references import (
     REFERENCE_AGENTS, echo_plus_fixed_film_reply, echo_reply, oracle_ranking, random_reply,
     titles_only_reply,
 )
-from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
+from convsim.catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
-from convsim.models import echoed_prompt
+from convsim.providers.models import echoed_prompt
 
 RESET_PHRASES = ("anything works", "whatever", "surprise me", "anything really", "start over")
 # A mention is negated when its clause starts with one of these before the value ...
@@ -320,7 +320,7 @@ def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tu
     """Generate with the CRS model. An empty answer is kept as the system's turn (it is what the
     system said) and flagged as a generation failure with the raw answer. An answer that repeats
     its prompt (an instruction line, a candidate line or a candidate's fact list, >= 20 chars,
-    ``convsim.models.echoed_prompt``) is a failed answer too: flagged with the raw answer and
+    ``convsim.providers.models.echoed_prompt``) is a failed answer too: flagged with the raw answer and
     ``reason`` naming the echoed line; the caller says the template answer instead (``fallback``),
     so the echo, which restates the candidates' concepts, is never scored as a recommendation."""
     recent = "\n".join(f"{s.upper()}: {t}" for s, t in history[-n_history:])

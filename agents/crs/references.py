@@ -29,36 +29,14 @@ exactly, not re-extracted) and its ranked list (Recall@K / coverage read the top
 
 from __future__ import annotations
 
-from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
+from convsim.catalog.movies.catalog import Movie, MovieCatalog
+from convsim.catalog.movies.phrasing import concepts_phrase, echo_reply  # noqa: F401  (re-exported)
 from convsim import rng_for
 
 REFERENCE_AGENTS = ("echo", "random", "titles_only", "oracle", "restating", "parrot",
                     "echo_plus_fixed_film")
 GAMING_AGENTS = ("echo", "parrot", "echo_plus_fixed_film")  # no recommendation value by construction
 FIXED_FILM = "Titanic"  # echo_plus_fixed_film's film (the catalog's first film when it lacks it)
-
-
-def concepts_phrase(concepts) -> str:
-    """The user's concepts as one phrase: "drama films, Tom Hanks, 1999"."""
-    parts = []
-    for field, value in sorted(concepts, key=_phrase_order):
-        parts.append(f"{value.lower()} films" if field == "genre" else str(value))
-    return ", ".join(parts)
-
-
-_FIELD_ORDER = {f: k for k, f in enumerate(FIELDS)}
-
-
-def _phrase_order(concept) -> tuple:
-    """:func:`concepts_phrase`'s order: by field (FIELDS' order, any other field last), then value."""
-    return _FIELD_ORDER.get(concept[0], 99), concept[1]
-
-
-def echo_reply(user_concepts) -> str:
-    """What the echo reference says: the user's concepts restated, no film."""
-    if not user_concepts:
-        return "Noted. Tell me more about what you would like."
-    return f"Noted: you want {concepts_phrase(user_concepts)}. Anything else?"
 
 
 def fixed_film(catalog: MovieCatalog) -> Movie:

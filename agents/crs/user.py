@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.crs.profile import draw_liked, draw_targets
-from catalog.movies.catalog import FIELDS, Movie, MovieCatalog
+from convsim.agents.crs.profile import draw_liked, draw_targets
+from convsim.catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
 
 # The original's sequential order (crs.md §1.5) without "name" and "plot", which are not TAS fields.

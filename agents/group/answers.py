@@ -13,14 +13,14 @@ import re
 
 from pydantic import BaseModel
 
-from convsim.models import echoed_prompt
+from convsim.providers.models import echoed_prompt
 
 _QUOTED = re.compile(r'"([^"\n]+)"')
 _NOT_WORD = re.compile(r"[\W_]+")
 
 
 def prompt_pieces(prompt: str, template: str) -> list[str]:
-    """What :func:`convsim.models.echoed_prompt` looks for: the lines of the prompt as sent, then
+    """What :func:`convsim.providers.models.echoed_prompt` looks for: the lines of the prompt as sent, then
     every quoted string of its template file (the answer template's placeholders, also without
     the ``<...>`` around them). Quoted strings are taken from the template, not from the inputs
     filled into it: a place name in the candidate list is something an answer may repeat, and a

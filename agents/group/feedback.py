@@ -14,9 +14,9 @@ any more or after ``max_rounds``.
 
 from __future__ import annotations
 
-from evaluation.group.text import informative_tokens, is_strong_rejection, polarity_score, tokenize
+from convsim.evaluation.group.text import informative_tokens, is_strong_rejection, polarity_score, tokenize
 
-from agents.group.vote import option_label
+from convsim.agents.group.vote import option_label
 
 
 def feedback_targets(rows: list[dict], resolution_text: str) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from agents.group.members import ROOM_TYPE_TEXT
+from convsim.agents.group.members import ROOM_TYPE_TEXT
 
 
 def _spoken_forms(option: str) -> set[str]:

@@ -8,7 +8,7 @@ are missing. With a ``member`` model each member speaks in persona from their pr
 through the project's ChatModel; answers are validated (``MemberUtterance`` must name the member's
 first option; ``MemberVerdict``), and a failed answer falls back to the rule, with the raw answer
 kept in ``llm_failures``. An utterance that is empty, only a schema field's name or title
-(``"Utterance"``) or the prompt echoed back (``agents.group.answers``) is a failed answer too: JSON
+(``"Utterance"``) or the prompt echoed back (``convsim.agents.group.answers``) is a failed answer too: JSON
 that validates is not yet a member's words, and before, a verdict of ``{"accept": true,
 "utterance": "Utterance"}`` was taken as the member accepting the plan (M6).
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agents.group.answers import empty_or_echo
-from agents.group.members import ACTIONABLE_SLOTS
-from agents.group.vote import option_label
+from convsim.agents.group.answers import empty_or_echo
+from convsim.agents.group.members import ACTIONABLE_SLOTS
+from convsim.agents.group.vote import option_label
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 

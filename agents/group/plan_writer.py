@@ -10,7 +10,7 @@ A failed answer is recorded as a failure with its raw text and the rule plan is 
 labelled ``plan["validation"]["source"] == "rules (fallback)"``: an answer that does not parse, one
 that gives fewer days than the rule plan has (``{"days": []}`` validated and left every rule day in
 place, scored as the model's plan), and one whose summary is empty, the schema's field name or the
-prompt echoed back (the template's ``"a short text for the group"``: ``agents.group.answers``).
+prompt echoed back (the template's ``"a short text for the group"``: ``convsim.agents.group.answers``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agents.group.answers import empty_or_echo
-from evaluation.group.plan_parse import plan_places_by_field
+from convsim.agents.group.answers import empty_or_echo
+from convsim.evaluation.group.plan_parse import plan_places_by_field
 
 PROMPT = Path(__file__).resolve().parents[2] / "prompts" / "group_planner.txt"
 _FIELDS = ("breakfast", "lunch", "dinner", "attraction", "event", "accommodation", "point_of_interest_list")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from catalog.travel import TravelDB
+from convsim.catalog.travel import TravelDB
 
 HOUSE_RULE_CHECKS = {   # requirement id -> predicate on the accommodation's house_rules string
     "no_smoking": lambda rules: "No smoking" in rules,

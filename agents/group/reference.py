@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agents.group.members import member_option
-from agents.group.synthesis import _base
-from agents.group.vote import option_label
+from convsim.agents.group.members import member_option
+from convsim.agents.group.synthesis import _base
+from convsim.agents.group.vote import option_label
 
 REFERENCES = ("oracle", "degraded", "gaming", "alarmist")
 _MEALS = ("breakfast", "lunch", "dinner")

@@ -8,8 +8,8 @@ minority members and a subgroup assignment. Decisions are deterministic (rules, 
 
 from __future__ import annotations
 
-from agents.group.members import HIGH_STAMINA
-from agents.group.vote import (coverage_commitment, least_misery_choice, option_label,
+from convsim.agents.group.members import HIGH_STAMINA
+from convsim.agents.group.vote import (coverage_commitment, least_misery_choice, option_label,
                                score_options, subgroup_assignment, vote_eligible, vote_round)
 
 STRATEGY_TABLE: dict[str, dict[str, str]] = {

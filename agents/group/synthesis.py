@@ -15,7 +15,7 @@ union of the stated ones (outside the budget).
   covered. With a ``synthesis`` model the model merges the wishes itself (``SynthesisAnswer``:
   chosen options, whether the wishes conflict, explanation, message); an invalid answer is
   recorded raw and the rule decides.
-- ``guided`` (C4/C5): the canonical strategy of ``agents.group.strategies`` (clamped to the
+- ``guided`` (C4/C5): the canonical strategy of ``convsim.agents.group.strategies`` (clamped to the
   canonical id in the meta), cut to the budget, in the text contract
   "Conflict: … / Strategy: <plain label>. / Decision: … / Reason: … / Next step: …" (the
   internal id never appears in the text). With a model the model rewords the turn; the decision
@@ -29,13 +29,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agents.group.answers import empty_or_echo, prompt_pieces
-from agents.group.members import OPTIONS
-from agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
-from agents.group.vote import option_label
+from convsim.agents.group.answers import empty_or_echo, prompt_pieces
+from convsim.agents.group.members import OPTIONS
+from convsim.agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
+from convsim.agents.group.vote import option_label
 from convsim.errors import ConvsimError
-from convsim.models import ModelUnavailable, echoed_prompt, refused_request
-from evaluation.group.text import STOPWORDS, cue_score, is_strong_rejection, polarity_score, tokenize
+from convsim.providers.models import ModelUnavailable, echoed_prompt, refused_request
+from convsim.evaluation.group.text import STOPWORDS, cue_score, is_strong_rejection, polarity_score, tokenize
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 _SLOT_WORDS = {"traveler_type": "travel style", "travel_purpose": "trip purpose",
@@ -55,7 +55,7 @@ def read_wish(text: str, options: tuple[str, ...] | list[str]) -> dict:
     """What a member's own words ask for, from the text alone (never the simulator's labels).
 
     Every option of the slot's vocabulary is scored with the vote round's window-based polarity
-    scorer (``evaluation.group.text``): each full mention of the option's words scores +2, -4
+    scorer (``convsim.evaluation.group.text``): each full mention of the option's words scores +2, -4
     with a negation cue in the 4 words before, +2 with a positive cue there. A mention inside a
     longer option's mention does not count ("Park" in "Theme Park"). An option never
     said in full counts only when all its content words occur ("pets ... must be allowed" for

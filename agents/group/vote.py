@@ -3,14 +3,14 @@
 Reference ``group_and_retrieval.md`` §1b: the vote runs iff social theory is on, the slot has a
 conflict and the operator is one of ``VOTE_OPERATORS``. Each member's preference text is scored
 against every candidate option with the window-based polarity scorer
-(``evaluation.group.text.polarity_score``); the winner is the highest total, ties broken
+(``convsim.evaluation.group.text.polarity_score``); the winner is the highest total, ties broken
 lexicographically (``score_then_lexicographic``). Family lodging: only parents vote and ties go
 to the fewest strong rejections, then lexicographic order.
 """
 
 from __future__ import annotations
 
-from evaluation.group.text import is_strong_rejection, polarity_score
+from convsim.evaluation.group.text import is_strong_rejection, polarity_score
 
 VOTE_OPERATORS = frozenset({"approval_vote_plus_coverage", "weighted_avg", "parent_vote_lower_misery",
                             "least_misery", "mutual_interest", "higher_pref_with_compensation"})

@@ -9,7 +9,7 @@ welcome | unsupported, and ``acts`` are MultiWOZ-style act types (``Hotel-Inform
 """
 from __future__ import annotations
 
-from catalog.service.db import (DOMAINS, REQUESTABLE_SLOTS, SEARCH_SLOTS, ServiceDB,
+from convsim.catalog.service.db import (DOMAINS, REQUESTABLE_SLOTS, SEARCH_SLOTS, ServiceDB,
                              booking_available, booking_reference)
 
 ACTION_CLASS = {"search": "search", "nooffer": "search", "book": "book", "nobook": "book",

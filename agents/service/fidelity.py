@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from agents.service.triage import DOMAIN_WORDS, _book_slots, _domain_of, _find_name, _lexicon, _search_slots
-from catalog.service.normalize import DONTCARE, canonical_name, normalize_value
+from convsim.agents.service.triage import DOMAIN_WORDS, _book_slots, _domain_of, _find_name, _lexicon, _search_slots
+from convsim.catalog.service.normalize import DONTCARE, canonical_name, normalize_value
 
 GOAL_INTERNALS = re.compile(
     r"\b(pricerange|bookpeople|booktime|bookday|bookstay|leaveat|arriveby|fail_book|fail_info)\b|"

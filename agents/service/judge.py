@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from agents.service.response import prompt_texts as response_prompt_texts
-from convsim.models import echoed_prompt
+from convsim.agents.service.response import prompt_texts as response_prompt_texts
+from convsim.providers.models import echoed_prompt
 
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_judge.txt"
 # a raw dict / JSON object in a reply: an opening brace or bracket, then a quoted key and a colon
@@ -45,7 +45,7 @@ def heuristic_judge(*, response: str, requested: list[str], informed: dict, grou
     text (``unstated``), -1 empty or over 60 words, -2 a raw dict / JSON dump in the reply
     (``{'kind': ...``), -2 a line of the response agent's prompt repeated verbatim
     (``prompt_texts``, default the response prompt and its scaffolding:
-    ``convsim.models.echoed_prompt``); floor 1. A reply that is its own prompt (the echo *and* the
+    ``convsim.providers.models.echoed_prompt``); floor 1. A reply that is its own prompt (the echo *and* the
     action's dict) scores 1, where the checks above alone gave it 5. A reply that states none of
     its action's acts (``text_ungrounded``: evaluation/service/response_grounding.py) is capped at
     2, whatever the other checks say: "Sorry, I cannot help with that." for a booking scored 5.

@@ -1,6 +1,6 @@
 """LLM paths for the policy and action agents (model roles ``policy`` and ``action``).
 
-With model ``none`` the rules decide (``agents.service.policy`` / ``agents.service.action``).
+With model ``none`` the rules decide (``convsim.agents.service.policy`` / ``convsim.agents.service.action``).
 With a model, the agent asks for a structured answer (``ChatModel.structured``), validates it
 against the schema and the rules' vocabulary, and on an answer that still fails validation the
 rules decide and the failure is kept with the raw text (``llm_failure``), never dropped.
@@ -22,9 +22,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agents.service.action import decide_action
-from agents.service.policy import check_policy, required_slots
-from catalog.service.db import REQUESTABLE_SLOTS, SEARCH_SLOTS, booking_available, booking_reference
+from convsim.agents.service.action import decide_action
+from convsim.agents.service.policy import check_policy, required_slots
+from convsim.catalog.service.db import REQUESTABLE_SLOTS, SEARCH_SLOTS, booking_available, booking_reference
 
 PROMPTS = Path(__file__).parents[2] / "prompts"
 KINDS = ("search", "nooffer", "book", "request", "inform")

@@ -1,13 +1,13 @@
 """Policy agent: the booking rules, read from the schema (hard blocks before any booking).
 
 A booking of ``domain`` needs every slot of ``schema.booking_required[domain]`` (see
-``catalog.service.db``: the ``book*`` slots plus the entity's name, or for trains departure,
+``convsim.catalog.service.db``: the ``book*`` slots plus the entity's name, or for trains departure,
 destination and day). The entity identifier also counts as filled when the system has already
 offered one entity of that domain (the user says "book it").
 """
 from __future__ import annotations
 
-from catalog.service.db import ServiceSchema
+from convsim.catalog.service.db import ServiceSchema
 
 
 def required_slots(schema: ServiceSchema, domain: str) -> tuple[str, ...]:

@@ -3,8 +3,8 @@
 With model ``none`` a template renders the action; with a model, the model phrases the same
 facts (prompt ``prompts/service_response.txt``) and the template is used when the call fails,
 the answer is empty, or the answer repeats its prompt (a weak model's echo of the instructions,
-the ``Conversation so far:`` scaffolding or the action's JSON: ``convsim.models.echoed_prompt``).
-A request the server refused (an HTTP 400: ``convsim.models.refused_request``) is re-raised, as
+the ``Conversation so far:`` scaffolding or the action's JSON: ``convsim.providers.models.echoed_prompt``).
+A request the server refused (an HTTP 400: ``convsim.providers.models.refused_request``) is re-raised, as
 an unreachable server is: neither is the model's answer.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from convsim.models import ModelUnavailable, echoed_prompt, refused_request
+from convsim.providers.models import ModelUnavailable, echoed_prompt, refused_request
 
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_response.txt"
 HISTORY_HEAD = "Conversation so far:"        # the scaffolding of the model's user message

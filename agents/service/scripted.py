@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import functools
 
-from catalog.service.multiwoz import load_dialogues
+from convsim.catalog.service.multiwoz import load_dialogues
 from convsim import ConvsimError
-from convsim.prefix import scripted_pair
+from convsim.running.prefix import scripted_pair
 
 
 @functools.lru_cache(maxsize=4)

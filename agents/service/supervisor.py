@@ -8,9 +8,9 @@ It returns the (possibly corrected) action and the list of violations it caught.
 """
 from __future__ import annotations
 
-from agents.service.policy import missing_for_booking
-from catalog.service.db import ServiceDB
-from catalog.service.normalize import normalize_value
+from convsim.agents.service.policy import missing_for_booking
+from convsim.catalog.service.db import ServiceDB
+from convsim.catalog.service.normalize import normalize_value
 
 
 def ground_action(action: dict, db: ServiceDB) -> list[dict]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from catalog.service.db import DOMAINS, ServiceDB
-from catalog.service.normalize import DONTCARE, canonical_name, normalize_time, normalize_value
+from convsim.catalog.service.db import DOMAINS, ServiceDB
+from convsim.catalog.service.normalize import DONTCARE, canonical_name, normalize_time, normalize_value
 
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_triage.txt"
 BOOK_SLOTS = {"bookday", "bookpeople", "bookstay", "booktime"}

@@ -2,7 +2,7 @@
 
 ``sample_goal`` draws a task from the database: 1-2 domains, each with inform constraints
 taken from a real record, requests, an optional booking, sometimes a booking that must fail
-first plus its fallback (decided by ``catalog.service.db.booking_available``, so the goal is
+first plus its fallback (decided by ``convsim.catalog.service.db.booking_available``, so the goal is
 feasible by construction), and sometimes "in the same area as the <previous domain>".
 
 ``user_turn`` reads the system's approved action (its semantic acts) and the simulator's own
@@ -17,8 +17,8 @@ from __future__ import annotations
 import copy
 from enum import Enum
 
-from catalog.service.db import ServiceDB, booking_available
-from catalog.service.normalize import DONTCARE
+from convsim.catalog.service.db import ServiceDB, booking_available
+from convsim.catalog.service.normalize import DONTCARE
 from convsim import rng_for
 
 

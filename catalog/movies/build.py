@@ -1,6 +1,6 @@
 """Writes catalog/data/movies.json from the compact film table below (deterministic output).
 
-Run: ``python -m catalog.movies.build``. One line per film:
+Run: ``python -m convsim.catalog.movies.build``. One line per film:
 ``Title|year|genres|directors|writers|main actors|languages|plot`` with ``;`` between list items.
 Facts are those of the released films (an empty writer list means no writing credit, as for
 some documentaries); every plot sentence was written for this project.

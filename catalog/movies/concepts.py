@@ -31,7 +31,7 @@ from itertools import accumulate
 
 from rapidfuzz import fuzz, process
 
-from catalog.movies.catalog import FIELDS, MovieCatalog
+from convsim.catalog.movies.catalog import FIELDS, MovieCatalog
 
 PERSON_FIELDS = ("actor", "director", "writer")
 

@@ -5,7 +5,7 @@
 ``catalog/data/service`` (written by ``generate.py`` there), or ``../shared/data/multiwoz/db``.
 Record field names are normalised on load (``arriveBy`` -> ``arriveby``, ``entrance fee`` ->
 ``entrancefee``, ``trainID`` -> ``trainid``) and every value used for matching is normalised
-with ``catalog.service.normalize``. A record that lacks a required field raises
+with ``convsim.catalog.service.normalize``. A record that lacks a required field raises
 ``ConvsimError`` naming the file, the record and the field.
 
 ``load_service_schema(path)`` reads a MultiWOZ 2.2 ``schema.json``. The real 2.2 schema lists
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
-from catalog.service.normalize import (DONTCARE, canonical_name, names_match,
+from convsim.catalog.service.normalize import (DONTCARE, canonical_name, names_match,
                                        normalize_slot_name, normalize_value)
 from convsim import ConvsimError
 from convsim.textio import load_json

@@ -26,8 +26,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-from catalog.service.db import MULTIWOZ_DOMAINS
-from catalog.service.normalize import normalize_slot_name, normalize_value
+from convsim.catalog.service.db import MULTIWOZ_DOMAINS
+from convsim.catalog.service.normalize import normalize_slot_name, normalize_value
 from convsim import ConvsimError
 from convsim.textio import load_json
 

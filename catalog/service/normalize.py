@@ -29,7 +29,7 @@ Slot values (all: stripped and lower-cased first)
   * day-like values keep their lower-cased form; numbers (people, stay, stars) are left as
     digits, and spelled numbers one..ten become digits.
 mwzeval also fuzzy-matches names against the database when it computes Inform/Success; the
-grounding check in ``catalog.service.db.ServiceDB.find_entity`` does the same with a
+grounding check in ``convsim.catalog.service.db.ServiceDB.find_entity`` does the same with a
 token-set ratio >= 90 (rapidfuzz).
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ user asked for. This reads the words:
 
 Filler, however much, does not lower it (that is what the copy penalty and a share of the reply's
 own words would be fooled by); a synonym of a user's word does (a limit: "suspenseful" for
-"thriller" is not seen). The echo flag (``evaluation.crs.nodes.echo_turn``) uses it with the
+"thriller" is not seen). The echo flag (``convsim.evaluation.crs.nodes.echo_turn``) uses it with the
 threshold ``NEAR_COPY``, measured on the reference agents (docs/crs_shift.md "The echo flag").
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ import functools
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from evaluation.crs.tas import tokens
+from convsim.evaluation.crs.tas import tokens
 
 NEAR_COPY = 0.6  # a reply repeating this share of the user's content words, naming nothing new: an echo
 FILLER = frozenset("""

@@ -1,6 +1,6 @@
 """Turn and dialogue evaluation of the CRS preference-shift scenario (graphs/crs_shift.py).
 
-The metric formulas are the pure functions of ``evaluation.crs.tas``; this module turns a session's
+The metric formulas are the pure functions of ``convsim.evaluation.crs.tas``; this module turns a session's
 transcript into their inputs (grounded concept sets, gold constraints, shift turns) and their
 outputs into turn metrics, dialogue metrics and dataset figures. See docs/crs_shift.md.
 
@@ -18,11 +18,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agents.crs.references import echo_reply
-from evaluation.records import scored
-from evaluation.crs.health import HealthTally, health_metrics
-from evaluation.crs.near_copy import NEAR_COPY, content_words_of, near_copy_words
-from evaluation.crs.tas import (
+from convsim.catalog.movies.phrasing import echo_reply
+from convsim.evaluation.reporting.records import scored
+from convsim.evaluation.crs.health import HealthTally, health_metrics
+from convsim.evaluation.crs.near_copy import NEAR_COPY, content_words_of, near_copy_words
+from convsim.evaluation.crs.tas import (
     binary_cosines, concept_gaps, copy_share, jaccard, dialogue_tas, dst_scores,
     mean_or_none, recovery, segment_scores, segments, tas_turn, tokens,
 )
@@ -63,7 +63,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     s = grounded_concepts(extractor, system["text"])
     u_set, s_set = _pairs(u), _pairs(s)
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
-    # the formulas of evaluation.crs.tas, from what this turn computes once: each text's tokens
+    # the formulas of convsim.evaluation.crs.tas, from what this turn computes once: each text's tokens
     # (copy penalty and near-copy), the user's n-grams (scored against the reply and the echo
     # reference), the user concepts' idf weights and norm (CR of the reply and of the echo reference)
     u_toks, s_toks = tokens(user["text"]), tokens(system["text"])
@@ -201,7 +201,7 @@ def echo_turn(u_set: set, s_set: set, *, named_film: bool, near_copy: float | No
     :func:`recommended_films` found one; a film the user named, one named before, or one unrelated
     to the user's constraints is not a recommendation) and it restates the request: either its
     concepts are non-empty and mostly (>= ECHO_SHARE) the user's own, or it is a *near-copy* of the
-    user's words (``near_copy`` >= NEAR_COPY, ``evaluation.crs.near_copy``: words moved, inflected,
+    user's words (``near_copy`` >= NEAR_COPY, ``convsim.evaluation.crs.near_copy``: words moved, inflected,
     padded) at least half of whose concept values are the user's (field aside: "writing of Ethan
     Coen" reads as the director Ethan Coen; a film's genre, year and cast are not the user's).
     :func:`turn_evaluation` passes ``near_copy=None`` for a reply that names a film the user's turn
@@ -345,7 +345,7 @@ def pooled_dataset_metrics(records: list[dict]) -> dict:
     sessions (not a mean of per-session rates, which would weight sessions with few shifts
     up), total off-catalog titles, and counts of LLM failures."""
     # the small parts only: the records may be a RecordSet of 10,000s of sessions read from disk
-    # on each pass (convsim.recordset), so none is held
+    # on each pass (convsim.results.recordset), so none is held
     shifts, dm, health = [], [], HealthTally()
     for r in scored(records):  # one read of each record
         health.add(r)

@@ -1,7 +1,7 @@
 """TAS/CAS and anchor metrics of one CRS transcript, and the graph nodes that add them.
 
 ``tas_cas_for_transcript`` turns a transcript (``{"turn", "speaker", "text", "meta"}`` items,
-user turns carrying the simulator's ``shift_event``) into the inputs of evaluation.crs.tas_cas:
+user turns carrying the simulator's ``shift_event``) into the inputs of convsim.evaluation.crs.tas_cas:
 texts, topic sets, embedding similarities (computed once per dialogue, batched), true shifts.
 ``tas_cas_node`` and ``pepper_judge_node`` are the dialogue-stage nodes graphs/crs_shift.py
 runs after the last turn; each merges its metrics into ``dialogue_metrics``.
@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from convsim import make_embedder
-from evaluation.crs.coverage import coverage_metrics, hidden_targets
-from evaluation.crs.tas_cas import CAS_WEIGHTS, tas_cas_dialogue
-from evaluation.crs.topics import make_topic_extractor
+from convsim.evaluation.crs.coverage import coverage_metrics, hidden_targets
+from convsim.evaluation.crs.tas_cas import CAS_WEIGHTS, tas_cas_dialogue
+from convsim.evaluation.crs.topics import make_topic_extractor
 
 
 def _user_meta(turn: Mapping) -> dict:
@@ -118,7 +118,7 @@ def _tas_cas(pairs, topic_sets, sim: VectorSim, topic_name: str, weights, rule, 
 def tas_cas_for_transcript(transcript: Sequence[Mapping], *, topics, embedder,
                            weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and",
                            compare: str = "segment", recovery_on: str = "simulator") -> dict:
-    """The ``tas_cas*`` and ``shift_detect*`` metrics of one transcript (evaluation.crs.tas_cas)."""
+    """The ``tas_cas*`` and ``shift_detect*`` metrics of one transcript (convsim.evaluation.crs.tas_cas)."""
     return tas_cas_many([transcript], topics=topics, embedder=embedder, weights=weights, rule=rule,
                         compare=compare, recovery_on=recovery_on)[0]
 

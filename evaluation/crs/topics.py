@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import BaseModel, Field
 
-from convsim.textvec import FastCounts
+from convsim.providers.textvec import FastCounts
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ just really want looking mood recommend recommendation please also other than th
 
 
 def catalog_documents(movies: Sequence) -> list[str]:
-    """One LDA document per movie: its plot and its genres (``catalog.movies.catalog.Movie`` or dicts)."""
+    """One LDA document per movie: its plot and its genres (``convsim.catalog.movies.catalog.Movie`` or dicts)."""
     docs = []
     for m in movies:
         plot = getattr(m, "plot", None) if not isinstance(m, dict) else m.get("plot")

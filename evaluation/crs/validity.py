@@ -31,9 +31,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agents.crs.references import GAMING_AGENTS
-from convsim.recordset import RecordSet
-from convsim.summary import SCORED_STATUSES
+from convsim.results.recordset import RecordSet
+from convsim.results.summary import SCORED_STATUSES
 
 ORDERED_METRICS = ("recall_at_10", "recall_at_1", "pc_final", "tas_grounded", "tas_cas",
                    "tas_cas_ti_norm", "tas_cas_rd_norm", "recovery_rate", "echo_turn_share",
@@ -41,6 +40,9 @@ ORDERED_METRICS = ("recall_at_10", "recall_at_1", "pc_final", "tas_grounded", "t
                    "hallucinated_concepts_total", "judge_heuristic_coherence",
                    "judge_heuristic_personalization")
 
+# the shipped gaming references (convsim.agents.crs.references.GAMING_AGENTS; a test keeps the two equal):
+# they have no recommendation value by construction, so the echo share must flag them
+GAMING_REFERENCES = ("echo", "parrot", "echo_plus_fixed_film")
 GAMEABLE = "gameable: "  # the prefix of a known gaming result
 
 # (metric, winner, loser, why): the known gaming results, each a ">=" between two references
@@ -102,10 +104,10 @@ def reference_checks(means: Mapping[str, Mapping[str, float | None]]) -> dict[st
     checks["recall_at_1: oracle > random"] = _gt(means, "recall_at_1", "oracle", "random")
     oracle_recall = means.get("oracle", {}).get("recall_at_10")
     checks["recall_at_10: oracle < 1.0"] = None if oracle_recall is None else oracle_recall < 1.0
-    for agent in GAMING_AGENTS:
+    for agent in GAMING_REFERENCES:
         share = means.get(agent, {}).get("echo_turn_share")
         checks[f"echo_turn_share: {agent} flagged"] = None if share is None else share >= 0.5
-    naming = [m.get("echo_turn_share") for a, m in means.items() if a not in GAMING_AGENTS]
+    naming = [m.get("echo_turn_share") for a, m in means.items() if a not in GAMING_REFERENCES]
     checks["echo_turn_share: film-naming systems not flagged"] = (
         None if not naming or None in naming else all(v < 0.1 for v in naming))
     checks["judge_heuristic_personalization: oracle > random"] = _gt(

@@ -13,7 +13,7 @@ The spec's own format is read as written: any other column is a metadata column 
 ``has_conflict``, ``resolution_explanation``, ``resolution_strategy`` and, on the first row, the
 condition flags and ``member_count`` can be plain columns; plans may use the spec's literal keys
 (``meals``, ``accommodations``, ``attractions``, ``events``, ``poi_list``;
-``evaluation.group.plan_parse.normalize_plan``). Flags missing from the first row's metadata are
+``convsim.evaluation.group.plan_parse.normalize_plan``). Flags missing from the first row's metadata are
 taken from a ``C1``–``C5`` in the file name, else inferred from the dialogue; whatever was taken
 from the file name, inferred or missing is reported in one warning line per file (stderr and
 ``warnings`` in the result). A malformed file raises ``ConvsimError`` with the line.
@@ -27,11 +27,11 @@ import json
 import re
 from pathlib import Path
 
-from catalog.travel import KINDS, TravelDB, load_travel_db, travel_db_from_ref_info
+from convsim.catalog.travel import KINDS, TravelDB, load_travel_db, travel_db_from_ref_info
 from convsim import ConvsimError
 from convsim.textio import parse_json, read_text
-from evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
-from evaluation.group.plan_parse import intent_slot, normalize_plan
+from convsim.evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
+from convsim.evaluation.group.plan_parse import intent_slot, normalize_plan
 
 COLUMNS = ("turn", "speaker", "intent", "slot", "utterance", "meta", "constraint_state", "plan",
            *(f"ref_info_{k}" for k in KINDS))

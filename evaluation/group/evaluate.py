@@ -1,20 +1,20 @@
 """All group-planning metrics of one dialogue (M1–M16, W1–W3) from plain data.
 
-Used by the graph's ``evaluate_dialogue`` node and by ``evaluation.group.dialogue_csv.evaluate_group_csv``.
+Used by the graph's ``evaluate_dialogue`` node and by ``convsim.evaluation.group.dialogue_csv.evaluate_group_csv``.
 Thresholds are recorded with the embedder's name in the returned settings.
 """
 
 from __future__ import annotations
 
-from catalog.travel import KINDS, TravelDB
+from convsim.catalog.travel import KINDS, TravelDB
 from convsim import make_embedder
-from evaluation.group.metrics import dialogue_only_metrics
-from evaluation.group.plan_metrics import (M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD, concession_rate,
+from convsim.evaluation.group.metrics import dialogue_only_metrics
+from convsim.evaluation.group.plan_metrics import (M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD, concession_rate,
                                            fairness_gini, placed_addressing_rate, plan_coherence,
                                            plan_grounding_rate, plan_repairs, preference_addressing_rate,
                                            satisfaction_metrics, satisfaction_table, semantic_satisfaction,
                                            serendipity)
-from evaluation.group.plan_parse import intent_slot, stated_preferences
+from convsim.evaluation.group.plan_parse import intent_slot, stated_preferences
 
 
 SEMANTIC_METRICS = ("M8 semantic channel", "M10 semantic channel", "M12", "M14", "M15")

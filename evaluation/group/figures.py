@@ -5,7 +5,7 @@ Every number is over the scored sessions (status ok or agent_failure, as the hea
 summary.json), one value per session (its trials averaged).
 
 ``group_figures(records, out_dir)`` writes ``group_welfare.png/.svg`` (W1–W3 means with 95% CIs
-per variant, convsim.aggregate.mean_ci), ``group_c4_minus_c3.png/.svg`` (per-session paired
+per variant, convsim.results.aggregate.mean_ci), ``group_c4_minus_c3.png/.svg`` (per-session paired
 differences C4 − C3 of W1–W3 with paired t 95% CIs, and the mean options per actionable slot of
 each condition) and
 ``group_metrics_heatmap.png/.svg`` (mean of each M-metric per variant; blank where a metric does
@@ -24,9 +24,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from convsim.aggregate import mean_ci, session_means  # noqa: E402
-from convsim.summary import SCORED_STATUSES  # noqa: E402
-from evaluation.records import slim_records  # noqa: E402
+from convsim.results.aggregate import mean_ci, session_means  # noqa: E402
+from convsim.results.summary import SCORED_STATUSES  # noqa: E402
+from convsim.evaluation.reporting.records import slim_records  # noqa: E402
 
 WELFARE = ("W1", "W2", "W3")
 HEATMAP_METRICS = ("M1", "M2", "M2_false_alarm", "M3", "M4", "M4b", "M5", "M6", "M8", "M8a", "M8b",
@@ -58,7 +58,7 @@ def _save(fig, out_dir: Path, stem: str) -> str:
 
 def welfare_summary(records: Sequence[Mapping]) -> dict[str, dict[str, dict]]:
     """``{variant: {W: {"mean", "n", "ci_low", "ci_high", "ci_method"}}}`` (95% CI,
-    convsim.aggregate.mean_ci)."""
+    convsim.results.aggregate.mean_ci)."""
     out: dict[str, dict[str, dict]] = {}
     for w in WELFARE:
         for variant, vals in _by_variant(records, w).items():

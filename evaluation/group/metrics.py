@@ -6,7 +6,7 @@ data: ``turns`` = ``[{"speaker", "intent", "utterance", "meta": {...}}]`` and ``
 ``{"multi_user", "enable_synthesis", "use_social_theory", "enable_feedback", "member_count"}``.
 Each function returns ``None`` when the metric does not apply (never a silent 0 or NaN), except
 where the spec fixes a 0.0 for a disabled condition (M4, M5), as noted.
-The plan-dependent metrics M8–M16 are in ``evaluation.group.plan_metrics``.
+The plan-dependent metrics M8–M16 are in ``convsim.evaluation.group.plan_metrics``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 import re
 
-from evaluation.group.plan_parse import ACTIONABLE_SLOTS, intent_slot, stated_preferences
-from evaluation.group.text import informative_tokens, tokenize
+from convsim.evaluation.group.plan_parse import ACTIONABLE_SLOTS, intent_slot, stated_preferences
+from convsim.evaluation.group.text import informative_tokens, tokenize
 
 CONFLICT_WORDS = ("conflict", "different", "compromise")
 THEORY_PHRASES = re.compile(

@@ -1,7 +1,7 @@
 """Group travel planning metrics M8–M16 (they read the final plan) and per-member satisfaction.
 
 The group travel planning metric definitions. ``preferences`` is ``{(member, slot): text}`` (from the
-``user_provide_*`` turns), ``plan`` the TripCraft-style itinerary, ``db`` a ``catalog.travel.TravelDB``
+``user_provide_*`` turns), ``plan`` the TripCraft-style itinerary, ``db`` a ``convsim.catalog.travel.TravelDB``
 and ``embedder`` anything with ``.name`` and ``.similarity(a, b) -> float`` (convsim's
 ``make_embedder``; TF-IDF by default, so the thresholds 0.45 / 0.42 / 0.30 of the spec, which were
 set for sentence-transformers, are recorded with the embedder's name). Functions return ``None``
@@ -10,11 +10,11 @@ when nothing applies.
 
 from __future__ import annotations
 
-from catalog.travel import TravelDB, normalize_place_name
-from evaluation.group.metrics import gini, welfare
-from evaluation.group.plan_parse import (ACTIONABLE_SLOTS, plan_place_names, plan_places_by_field,
+from convsim.catalog.travel import TravelDB, normalize_place_name
+from convsim.evaluation.group.metrics import gini, welfare
+from convsim.evaluation.group.plan_parse import (ACTIONABLE_SLOTS, plan_place_names, plan_places_by_field,
                                          plan_slot_places, plan_slot_text, poi_windows)
-from evaluation.group.text import informative_tokens, normalize_text, polarity_score, tokenize
+from convsim.evaluation.group.text import informative_tokens, normalize_text, polarity_score, tokenize
 
 M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD = 0.45, 0.42, 0.30
 ROOM_TYPE_PHRASES = {"entire_room": ("entire home", "entire room", "entire apartment", "whole home",

@@ -5,11 +5,11 @@ are paired designs: each case (and trial) is seen by both. A case's trials are a
 first (they repeat the same query: not independent), so n counts cases. Per metric the case-level
 differences are tested with the Wilcoxon signed-rank test and the paired t-test, and the
 mean difference gets a paired t 95% CI (Newcombe's paired score when every value is 0/1;
-convsim.aggregate.mean_diff_ci). Judge agreement pairs
+convsim.results.aggregate.mean_diff_ci). Judge agreement pairs
 the two runs' scores of the same course for the same case: Cohen's kappa (unweighted, linear and
 quadratic weights), exact agreement, and agreement on relevant (score >= 2) versus not.
 
-    python -m evaluation.retrieval.compare runs/<a> runs/<b> [--variant-a bm25 --variant-b tfidf]
+    python -m convsim.evaluation.retrieval.compare runs/<a> runs/<b> [--variant-a bm25 --variant-b tfidf]
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from convsim import ConvsimError, read_jsonl
-from convsim.aggregate import mean_diff_ci, trials_info
+from convsim.results.aggregate import mean_diff_ci, trials_info
 
 LABELS = (0, 1, 2, 3)
 
@@ -95,7 +95,7 @@ def paired_tests(a: Sequence[float], b: Sequence[float]) -> dict:
     A test is ``None`` where it does not apply (fewer than 2 pairs, all differences 0; the t-test
     also when the differences are constant), zeros and constants judged up to rounding noise.
     """
-    from evaluation import stats
+    from convsim.evaluation.reporting import stats
     if len(a) != len(b):
         raise ValueError("paired samples must have the same length")
     diffs = [y - x for x, y in zip(a, b)]
@@ -107,7 +107,7 @@ def paired_tests(a: Sequence[float], b: Sequence[float]) -> dict:
     ci = mean_diff_ci(a, b, paired=True)
     out.update(meanDiff=ci["diff"], diffCiLow=ci["ci_low"], diffCiHigh=ci["ci_high"], diffCiMethod=ci["ci_method"])
     if len(diffs) >= 2 and stats.nonzero_count(diffs):
-        # evaluation.stats: zeros and ties up to rounding noise, the exact p with ties up to n = 50,
+        # convsim.evaluation.reporting.stats: zeros and ties up to rounding noise, the exact p with ties up to n = 50,
         # no t (None) when the differences are constant up to noise
         w_stat, w_p = stats.wilcoxon_p(np.asarray(diffs, dtype=float))
         out.update(wilcoxonStatistic=_finite_or_none(w_stat), wilcoxonP=_finite_or_none(w_p))

@@ -17,8 +17,8 @@ These functions re-derive the rules from the schema and the database:
 """
 from __future__ import annotations
 
-from catalog.service.db import ServiceDB, ServiceSchema
-from catalog.service.normalize import normalize_value
+from convsim.catalog.service.db import ServiceDB, ServiceSchema
+from convsim.catalog.service.normalize import normalize_value
 
 
 def action_grounding(action: dict | None, db: ServiceDB) -> dict:

@@ -3,7 +3,7 @@ plus the simulation metrics (task success, pass^k) and the fixes of the referenc
 
 States are flat dicts ``{'domain-slot': value}``; gold values may be a list of acceptable
 values (MultiWOZ 2.2), and a prediction matching any of them is correct. Values must already
-be normalised (``catalog.service.normalize``). Every function returns ``None`` when it does
+be normalised (``convsim.catalog.service.normalize``). Every function returns ``None`` when it does
 not apply (no gold, nothing predicted, no opportunity), never a silent 0 or NaN.
 
 Aggregation conventions (one per metric, also written into every result by ``AGGREGATION``):

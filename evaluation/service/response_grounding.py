@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from catalog.service.normalize import canonical_name
+from convsim.catalog.service.normalize import canonical_name
 
 SLOT_CUES = {
     "area": r"area|part of (the )?town|where|north|south|east|west|centre|center",

@@ -3,14 +3,14 @@
 Turn: ``score_turn`` (called by the graph's evaluation node). Dialogue: ``score_dialogue``
 (the node before END). Dataset: ``score_dataset`` (the graph's ``dataset_metrics``), which
 adds the pooled (micro) figures, pass^k and the error split; the engine adds mean/CI of every
-dialogue metric. Conventions: ``evaluation.service.metrics.AGGREGATION``.
+dialogue metric. Conventions: ``convsim.evaluation.service.metrics.AGGREGATION``.
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from evaluation.service import metrics as m
-from evaluation.service.text_check import text_hallucination_turn
+from convsim.evaluation.service import metrics as m
+from convsim.evaluation.service.text_check import text_hallucination_turn
 
 # response_quality when the heuristic judge (model none) gave it: labelled, as README promises
 HEURISTIC_QUALITY = "heuristic_response_quality"

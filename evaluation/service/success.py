@@ -17,8 +17,8 @@ nothing useful ("Sorry, I cannot help with that.") scored as the templates did.
 """
 from __future__ import annotations
 
-from catalog.service.db import ServiceDB
-from catalog.service.normalize import normalize_value
+from convsim.catalog.service.db import ServiceDB
+from convsim.catalog.service.normalize import normalize_value
 
 
 def said_from_log(log: list[dict]) -> dict[str, dict]:

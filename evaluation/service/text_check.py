@@ -5,7 +5,7 @@ response writer can still name a venue that does not exist ("I recommend The Gol
 phone: 123-456-7890"). ``text_mentions(text, db)`` finds, in the reply:
 
 * **entity names**: every restaurant, hotel or attraction name of the database (canonical form,
-  ``catalog.service.normalize.canonical_name``) and every train id (``TR1234``) -> grounded;
+  ``convsim.catalog.service.normalize.canonical_name``) and every train id (``TR1234``) -> grounded;
   plus **candidate names** the database does not know: a run of capitalised words after an
   offering cue ("I recommend", "try", "called", "booked at", "how about", ...), or a run of two
   or more capitalised words anywhere (not at a sentence start), that is not a known word of the
@@ -26,8 +26,8 @@ import re
 
 from rapidfuzz import fuzz
 
-from catalog.service.db import ServiceDB
-from catalog.service.normalize import canonical_name
+from convsim.catalog.service.db import ServiceDB
+from convsim.catalog.service.normalize import canonical_name
 
 ENTITY_DOMAINS = ("restaurant", "hotel", "attraction")
 CUES = (r"(?:recommend|suggest|try|called|named|booked (?:you )?(?:a table |a room )?(?:at|in)|"

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from catalog.service.db import ServiceDB, ServiceSchema
-from evaluation.service import metrics
-from evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
-from evaluation.service.response_grounding import response_grounding
-from evaluation.service.scoring import score_turn
-from evaluation.service.text_check import text_mentions
+from convsim.catalog.service.db import ServiceDB, ServiceSchema
+from convsim.evaluation.service import metrics
+from convsim.evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
+from convsim.evaluation.service.response_grounding import response_grounding
+from convsim.evaluation.service.scoring import score_turn
+from convsim.evaluation.service.text_check import text_mentions
 
 UNSUPPORTED = ("taxi", "police", "hospital", "bus")
 SUPPORTED = ("restaurant", "hotel", "attraction", "train")

@@ -6,7 +6,7 @@ Run ``python catalog/data/service/generate.py`` (optionally ``--seed N --out DIR
 
 Records follow the field names and value conventions of the MultiWOZ databases
 (``arriveBy``/``leaveAt``/``trainID`` in train, ``entrance fee`` in attraction, a ``price``
-dict in hotel) so that ``catalog.service.db.load_service_db`` reads this folder and the real
+dict in hotel) so that ``convsim.catalog.service.db.load_service_db`` reads this folder and the real
 ``../shared/data/multiwoz/db`` with the same code. Every name, address and phone number is
 invented for the project; only the ontology (areas, price ranges, stations, types) follows
 MultiWOZ so that real dialogues and our simulator speak the same vocabulary.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langgraph.graph import StateGraph
 
-import graphs.hello_chat as base
+import convsim.graphs.hello_chat as base
 
 State, Params, Context = base.State, base.Params, base.Context
 sessions = base.sessions

@@ -11,7 +11,7 @@ import threading
 
 from langgraph.graph import StateGraph
 
-import graphs.hello_chat as base
+import convsim.graphs.hello_chat as base
 from convsim import emit_metrics
 from convsim.errors import AgentError
 

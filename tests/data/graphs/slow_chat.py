@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from langgraph.graph import StateGraph
 
-import graphs.hello_chat as base
+import convsim.graphs.hello_chat as base
 from convsim import SessionContext
 
 State = base.State

@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 from convsim import stable_seed
-from evaluation.group.dialogue_csv import export_group_csv
-from graphs.group_planning import Context, Params, graph, sessions
+from convsim.evaluation.group.dialogue_csv import export_group_csv
+from convsim.graphs.group_planning import Context, Params, graph, sessions
 
 HERE = Path(__file__).parent
 SPEC_COLUMNS = ["speaker", "intent", "utterance", "constraint_state", "plan", "ref_info_accommodations",

@@ -1,0 +1,307 @@
+"""A small pooled HTTP/1.1 client for posting JSON to a model server (stdlib ``http.client``).
+
+Why not httpx or the openai SDK: measured on bench/concurrency.py, a chat completion through the
+SDK's client costs ~0.8 ms of CPU (1.1-1.3 ms with 32 calls in flight), through httpx ~0.5 ms
+(0.8), and through ``http.client`` on a kept-alive connection ~0.2 ms (0.23). At 32 sessions in
+flight on two cores that difference decides whether the platform or the server is the bottleneck.
+Of http.client only the connection (connect, TLS) and the body reading of ``HTTPResponse`` are
+used as they are: the request head is built by http.client once per URL (then only its
+Content-Length changes) and sent with the body in one ``sendall``, and the answer's header fields
+are read without the ``email`` parser http.client runs on every answer (:class:`_Answer`; the
+parser still reads any header block that is not plain ``name: value`` lines, and a failed call's
+headers). One post on one thread, client CPU against the local bench server: 0.29 -> 0.15 ms.
+
+What it does, and no more: keep-alive connections pooled per server (any thread takes an idle one
+or opens a new one; an idle connection the server has closed is dropped before reuse, as httpcore
+does, and a request that finds a reused connection closed under it is sent once more on a fresh
+one); one timeout per connect / send / read, like httpx's; TLS for ``https://``; no redirects, no
+proxies (convsim.providers.openai_client sends proxied URLs through the openai SDK instead).
+
+Failures raise exceptions named as httpx names them, so :func:`convsim.providers.retry.infra_fault` reads
+them the same way: :class:`ConnectError`, :class:`ConnectTimeout`, :class:`ReadTimeout`,
+:class:`ReadError`, :class:`RemoteProtocolError`, and :class:`HTTPStatusError` (``status_code``,
+``response.headers`` for ``Retry-After``) for any status >= 400.
+"""
+from __future__ import annotations
+
+import http.client
+import io
+import os
+import re
+import select
+import socket
+import weakref
+from typing import Any
+from urllib.parse import urlsplit
+
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+MAX_IDLE = 256  # idle connections kept per server (one per call in flight is what gets reused)
+
+
+class TransportError(Exception):
+    """A request that got no HTTP answer."""
+
+
+class ConnectError(TransportError):
+    pass
+
+
+class ConnectTimeout(TransportError):
+    pass
+
+
+class ReadTimeout(TransportError):
+    pass
+
+
+class ReadError(TransportError):
+    pass
+
+
+class RemoteProtocolError(TransportError):
+    pass
+
+
+class Response:
+    """What a caller reads of an answer (also the ``response`` of :class:`HTTPStatusError`).
+    ``headers``: an ``http.client.HTTPMessage``, or the raw header lines of the answer, parsed
+    into one on first use (a successful call never reads them)."""
+
+    __slots__ = ("status_code", "_headers", "content")
+
+    def __init__(self, status_code: int, headers: Any, content: bytes) -> None:
+        self.status_code, self._headers, self.content = status_code, headers, content
+
+    @property
+    def headers(self) -> http.client.HTTPMessage:
+        if isinstance(self._headers, list):
+            self._headers = http.client.parse_headers(io.BytesIO(b"".join(self._headers)))
+        return self._headers
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+class HTTPStatusError(Exception):
+    """The server answered with status >= 400 (or a redirect, which is not followed)."""
+
+    def __init__(self, message: str, response: Response) -> None:
+        super().__init__(message)
+        self.response = response
+        self.status_code = response.status_code
+
+
+_FIELD = re.compile(r"([!-9;-~]+):[ \t]*([^\r\n]*)\r?\n")
+
+
+class _Fields(dict):
+    """The header fields of an answer by lower-cased name, each its first value: what
+    ``HTTPMessage.get`` returns for a header block whose every line matches ``_FIELD`` (no folded
+    line, no line without a name, no stray CR), without the ``email`` package (~0.1 ms an answer)."""
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return dict.get(self, name.lower(), default)
+
+
+def _fields(lines: list[bytes]) -> Any:
+    """The header block ``lines`` (as ``http.client._read_headers`` reads them) for
+    :meth:`_Answer.begin`: :class:`_Fields` when every line is a plain ``name: value``, else the
+    ``HTTPMessage`` http.client itself builds (whatever its parser makes of an odd block)."""
+    fields = _Fields()
+    for line in lines:
+        if line in (b"\r\n", b"\n", b""):
+            break
+        match = _FIELD.fullmatch(line.decode("iso-8859-1"))
+        if match is None:
+            return http.client.parse_headers(io.BytesIO(b"".join(lines)))
+        fields.setdefault(match[1].lower(), match[2])
+    return fields
+
+
+class _Answer(http.client.HTTPResponse):
+    """``HTTPResponse`` whose ``begin`` reads the header fields with :func:`_fields` instead of the
+    ``email`` parser, and keeps the raw block for :attr:`Response.headers` (parsed as http.client
+    parses it, on first use: only a failed request's headers are read, for ``Retry-After``).
+    Everything else (status line, 100 Continue, chunked and fixed-length bodies, keep-alive and
+    its failure exceptions) is http.client's own; ``begin`` is its 3.11-3.13 code."""
+
+    raw_headers: list[bytes] = []
+
+    def begin(self) -> None:
+        if self.headers is not None:
+            return
+        while True:
+            version, status, reason = self._read_status()  # type: ignore[attr-defined]
+            if status != http.client.CONTINUE:
+                break
+            http.client._read_headers(self.fp)  # type: ignore[attr-defined]  # the 100's headers
+        self.code = self.status = status
+        self.reason = reason.strip()
+        if version in ("HTTP/1.0", "HTTP/0.9"):
+            self.version = 10
+        elif version.startswith("HTTP/1."):
+            self.version = 11
+        else:
+            raise http.client.UnknownProtocol(version)
+        self.raw_headers = http.client._read_headers(self.fp)  # type: ignore[attr-defined]
+        self.headers = self.msg = _fields(self.raw_headers)
+        tr_enc = self.headers.get("transfer-encoding")
+        self.chunked = bool(tr_enc and tr_enc.lower() == "chunked")
+        if self.chunked:
+            self.chunk_left = None
+        self.will_close = self._check_close()  # type: ignore[attr-defined]
+        self.length = None
+        length = self.headers.get("content-length")
+        if length and not self.chunked:
+            try:
+                self.length = int(length)
+            except ValueError:
+                self.length = None
+            else:
+                if self.length < 0:
+                    self.length = None
+        if status in (http.client.NO_CONTENT, http.client.NOT_MODIFIED) or 100 <= status < 200:
+            self.length = 0
+        if not self.will_close and not self.chunked and self.length is None:
+            self.will_close = True
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether an idle connection's socket has something to read: for HTTP/1.1 that can only be
+    the server closing it (httpcore's test before reusing a pooled connection)."""
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+class JSONPoster:
+    """Posts JSON bodies to one server (scheme, host, port), reusing connections across threads."""
+
+    def __init__(self, base_url: str, timeout: float, headers: dict[str, str]) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        self.https = parts.scheme == "https"
+        self.host, self.port = parts.hostname, parts.port or (443 if self.https else 80)
+        self.prefix = parts.path.rstrip("/")
+        self.timeout = timeout
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json", **headers}
+        if {k.lower() for k in headers} & {"content-length", "transfer-encoding"}:
+            raise ValueError("Content-Length and Transfer-Encoding are set per request body")
+        self._heads: dict[str, tuple[bytes, bytes]] = {}  # url -> the request head around its length
+        # idle connections, taken and given back by any thread without a lock: list.pop and
+        # list.append are atomic (a lock here cost more than the rest of the pool's bookkeeping)
+        self._idle: list[http.client.HTTPConnection] = []
+        _POSTERS.add(self)
+
+    def _forget_connections(self) -> None:
+        """In a forked child: the parent's sockets are not this process's to use."""
+        self._idle = []
+
+    def _new(self) -> http.client.HTTPConnection:
+        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        conn = cls(self.host, self.port, timeout=self.timeout)
+        try:
+            conn.connect()
+        except TimeoutError as exc:
+            raise ConnectTimeout(f"connecting to {self.host}:{self.port} timed out") from exc
+        except OSError as exc:  # refused, unreachable, DNS failure, TLS handshake failure
+            raise ConnectError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    def _take(self) -> tuple[http.client.HTTPConnection, bool]:
+        while True:
+            try:
+                conn = self._idle.pop()
+            except IndexError:
+                return self._new(), False
+            if conn.sock is not None and not _readable(conn.sock):
+                return conn, True
+            conn.close()  # the server closed it while it was idle
+
+    def _give_back(self, conn: http.client.HTTPConnection) -> None:
+        if len(self._idle) < MAX_IDLE:  # (a bound, not an exact count: two threads may pass at once)
+            self._idle.append(conn)
+        else:
+            conn.close()
+
+    def post(self, path: str, body: bytes) -> Response:
+        """POST ``body`` to ``path`` (under the base URL's path); the answer, whatever its body."""
+        url = self.prefix + path
+        conn, reused = self._take()
+        try:
+            try:
+                response = self._exchange(conn, url, body)
+            except _STALE:
+                if not reused:
+                    raise
+                conn.close()  # closed by the server just as it was reused: once more, on a fresh one
+                conn = self._new()
+                response = self._exchange(conn, url, body)
+        except TimeoutError as exc:
+            conn.close()
+            raise ReadTimeout(f"no answer from {self.host}:{self.port} within {self.timeout} s") from exc
+        except http.client.HTTPException as exc:  # a malformed status line, headers or body
+            conn.close()
+            raise RemoteProtocolError(f"{self.host}:{self.port}: {type(exc).__name__}: {exc}") from exc
+        except OSError as exc:
+            conn.close()
+            raise ReadError(f"{self.host}:{self.port}: {type(exc).__name__}: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        if response.status_code >= 300:
+            text = response.text[:300]
+            raise HTTPStatusError(f"HTTP {response.status_code} from {self.host}:{self.port}{url}: {text}",
+                                  response)
+        return response
+
+    def _head(self, url: str) -> tuple[bytes, bytes]:
+        """The request head http.client sends for a POST of ``url`` with this poster's headers, cut
+        around its ``Content-Length`` value: built by http.client itself (its checks of the URL and
+        the header values included) once per URL, then only the length changes per call."""
+        head = self._heads.get(url)
+        if head is None:
+            recorder = _HeadRecorder(self.host, self.port)
+            recorder.default_port = 443 if self.https else 80  # the Host header leaves out the default
+            recorder.request("POST", url, body=b"", headers=self.headers)
+            before, mark, after = b"".join(recorder.sent).partition(b"\r\nContent-Length: 0\r\n")
+            if not mark:
+                raise ValueError(f"no Content-Length in the request head for {url!r}")
+            head = self._heads[url] = (before + b"\r\nContent-Length: ", b"\r\n" + after)
+        return head
+
+    def _exchange(self, conn: http.client.HTTPConnection, url: str, body: bytes) -> Response:
+        # the head and the body in one send: on a local server each write is a syscall plus a
+        # wake-up of the server's reading thread (http.client writes them separately); the
+        # answer is read by http.client's HTTPResponse (_Answer: without the email parser)
+        before, after = self._head(url)
+        conn.sock.sendall(b"%b%d%b%b" % (before, len(body), after, body))
+        answer = _Answer(conn.sock, method="POST")
+        answer.begin()
+        content = answer.read()
+        response = Response(answer.status, answer.raw_headers, content)
+        if answer.will_close:
+            conn.close()
+        else:
+            self._give_back(conn)
+        return response
+
+
+class _HeadRecorder(http.client.HTTPConnection):
+    """An HTTPConnection that never connects: what it would send is kept in ``sent``."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(host, port)
+        self.sent: list[bytes] = []
+
+    def send(self, data: Any) -> None:
+        self.sent.append(bytes(data))
+
+
+_POSTERS: "weakref.WeakSet[JSONPoster]" = weakref.WeakSet()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: [p._forget_connections() for p in list(_POSTERS)])

@@ -1,0 +1,232 @@
+"""Chat completions against an OpenAI-compatible server, without ChatOpenAI.
+
+What an ``openai:`` model spec talks to. It sends exactly the request body langchain-openai's
+``ChatOpenAI`` sends (same fields, same order, same serialisation, so a server, a recorded fake or
+a fault injector that hashes the body sees the same bytes) and reads the same fields back, but
+skips what costs CPU and buys nothing here: LangChain's callback and run-manager layers, the
+SDK's per-call ``TypedDict`` transform of the parameters (a no-op for plain text messages), its
+pydantic parsing of the completion, and its httpx client: requests go through
+:mod:`convsim.providers.httpjson` (stdlib, pooled keep-alive connections). A URL the environment proxies,
+or every URL with ``CONVSIM_OPENAI_TRANSPORT=sdk``, goes through the ``openai`` SDK's client
+instead (same body, same failure classes). bench/concurrency.py ``--steps`` shows each layer's cost.
+
+Behaviour kept from ``ChatOpenAI`` (tests/test_openai_client.py compares the two):
+
+* one connection pool per base URL and timeout, shared by every session, role and thread of the
+  process; no retries below convsim's: :mod:`convsim.providers.retry` retries, records and classifies each
+  attempt;
+* HTTP errors, timeouts and refused connections raise exceptions carrying what convsim.providers.retry reads
+  (``status_code``, the response's ``Retry-After``, httpx's or the SDK's exception names), an
+  unreadable body raises ``JSONDecodeError`` / ``UnicodeDecodeError``;
+* a JSON-mode answer (``response_format`` given) that stopped at ``max_tokens`` raises
+  ``openai.LengthFinishReasonError`` with the completion (so the cut text and its tokens are kept),
+  and one stopped by a content filter ``openai.ContentFilterFinishReasonError``;
+
+Two deviations, both about a server's malformed 200, which ChatOpenAI turned into errors that read as
+a bug in graph code (``code_error``, never retried):
+
+* a 200 whose body is not JSON is always an unreadable body (``JSONDecodeError``, retried as
+  infrastructure); ChatOpenAI called it a ``ValueError`` when the server also sent a non-JSON content
+  type (an HTML page from a proxy);
+* a 200 whose JSON carries ``error``, or no, null or empty ``choices``, or is not an object, raises
+  :class:`convsim.providers.retry.MalformedCompletion` (retried as infrastructure, then ``infra_error``);
+  ChatOpenAI raised ``ValueError`` / ``KeyError`` / ``TypeError`` / ``IndexError``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+from convsim.providers.httpjson import JSONPoster
+from convsim.providers.retry import MalformedCompletion
+
+# "http": convsim.providers.httpjson (stdlib, pooled keep-alive; the default); "sdk": the openai SDK's client
+# (httpx), which proxied URLs always take. The environment variable is an escape hatch for a server
+# the small client mishandles.
+TRANSPORT = os.environ.get("CONVSIM_OPENAI_TRANSPORT", "http")
+
+_CLIENTS: dict[tuple, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+# BaseMessage.type -> the chat-completions role (what langchain-openai maps them to)
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "function",
+          "developer": "developer"}
+
+
+def _api_key() -> str:
+    return os.environ.get("OPENAI_API_KEY", "none")
+
+
+def _shared(key: tuple, make) -> Any:
+    client = _CLIENTS.get(key)
+    if client is None:
+        with _CLIENTS_LOCK:
+            client = _CLIENTS.get(key)
+            if client is None:
+                client = _CLIENTS[key] = make()
+    return client
+
+
+def shared_client(base_url: str, timeout: float) -> Any:
+    """The process's ``openai.OpenAI`` client for ``base_url`` (built once; thread-safe, pooled)."""
+    import openai  # only for proxied URLs or CONVSIM_OPENAI_TRANSPORT=sdk: the import costs ~0.3 s
+    key = ("sdk", base_url, timeout, _api_key())
+    return _shared(key, lambda: openai.OpenAI(base_url=base_url, api_key=key[3], timeout=timeout, max_retries=0))
+
+
+def shared_poster(base_url: str, timeout: float) -> JSONPoster:
+    """The process's :class:`JSONPoster` for ``base_url`` (connections shared by every thread)."""
+    key = ("http", base_url, timeout, _api_key())
+    return _shared(key, lambda: JSONPoster(base_url, timeout, {"Authorization": f"Bearer {key[3]}",
+                                                               "User-Agent": "convsim"}))
+
+
+def proxied(url: str) -> bool:
+    """Whether the environment sends requests to ``url`` through a proxy (HTTP_PROXY, NO_PROXY...)."""
+    import urllib.request
+    scheme, host = urlsplit(url).scheme, urlsplit(url).hostname or ""
+    return scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
+
+
+def dumps(body: dict) -> bytes:
+    """JSON as the openai SDK (and httpx) serialise a request body: the same bytes reach the server."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+class Answer:
+    """What :meth:`OpenAIChat.invoke` returns: the fields ChatModel reads from an ``AIMessage``."""
+
+    __slots__ = ("content", "usage_metadata", "finish_reason")
+
+    def __init__(self, content: str, usage_metadata: dict | None, finish_reason: str | None) -> None:
+        self.content, self.usage_metadata, self.finish_reason = content, usage_metadata, finish_reason
+
+
+def message_dicts(messages: list) -> list[dict]:
+    """LangChain messages as chat-completions messages (``{"content", "role"}``, ChatOpenAI's order);
+    a message that is such a dict already (``models.PlainMessage``) is kept as it is."""
+    out = []
+    for m in messages:
+        if isinstance(m, dict):
+            out.append(m)
+            continue
+        role = getattr(m, "role", None) or _ROLES.get(m.type)
+        if role is None:
+            raise ValueError(f"message type {m.type!r} has no chat-completions role")
+        message = {"content": m.content, "role": role}
+        if getattr(m, "name", None):
+            message["name"] = m.name
+        out.append(message)
+    return out
+
+
+def _usage(usage: Any) -> dict | None:
+    if not isinstance(usage, dict):
+        return None
+    # a count the server left out stays unknown (None), never 0: a token budget must know
+    prompt, completion, total = (usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    if prompt is None and completion is None and total is None:
+        return None
+    return {"input_tokens": prompt, "output_tokens": completion,
+            "total_tokens": total if total is not None else (prompt or 0) + (completion or 0)}
+
+
+class OpenAIChat:
+    """One model on one OpenAI-compatible server with fixed generation settings (thread-safe)."""
+
+    def __init__(self, spec: Any, timeout: float = 120.0, transport: str | None = None) -> None:
+        transport = transport or TRANSPORT
+        if transport == "sdk" or proxied(spec.base_url):
+            self.client, self.poster = shared_client(spec.base_url, timeout), None
+        else:
+            self.client, self.poster = None, shared_poster(spec.base_url, timeout)
+        self.model = spec.model
+        # ChatOpenAI's body: the settings it sends, in the (sorted) order it sends them
+        settings: dict[str, Any] = {"temperature": spec.temperature}
+        self.extra: dict[str, Any] = {}
+        if spec.seed is not None:
+            settings["seed"] = spec.seed
+        if spec.max_tokens is not None:
+            settings["max_completion_tokens"] = spec.max_tokens
+            if "api.openai.com" not in spec.base_url:
+                # langchain-openai sends only max_completion_tokens, which llama.cpp's server ignores
+                # (it then generates until the context is full): send the classic field as well
+                self.extra["max_tokens"] = spec.max_tokens
+        self.settings = settings
+
+    def body(self, messages: list, **kwargs: Any) -> dict:
+        """The request body for ``messages`` (LangChain messages or chat-completions dicts) and
+        per-call parameters."""
+        params = {**self.settings, **kwargs}
+        body: dict[str, Any] = {"model": self.model, "stream": False, "messages": message_dicts(messages)}
+        for key in sorted(params):
+            if params[key] is not None:
+                body[key] = params[key]
+        body.update(self.extra)
+        return body
+
+    def invoke(self, messages: list, **kwargs: Any) -> Answer:
+        body = self.body(messages, **kwargs)
+        if self.poster is not None:
+            response = self.poster.post("/chat/completions", dumps(body))
+        else:
+            response = self.client.post("/chat/completions", body=body, cast_to=_raw_response_type())
+        data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
+        choice = _first_choice(data)
+        finish = choice.get("finish_reason")
+        if "response_format" in body and finish in ("length", "content_filter"):
+            import openai
+            completion = _completion(data)
+            if finish == "length":
+                raise openai.LengthFinishReasonError(completion=completion)
+            raise openai.ContentFilterFinishReasonError(completion=completion)
+        content = (choice.get("message") or {}).get("content")
+        return Answer(content or "", _usage(data.get("usage")), finish)
+
+
+def _raw_response_type() -> type:
+    """The class the SDK's ``post`` returns unparsed: httpx's ``Response`` (the SDK's 3.x fork,
+    httpx2, accepts httpx's too when httpx is installed, which langchain-ollama's client needs)."""
+    try:
+        import httpx
+    except ImportError:  # an SDK on httpx2 alone
+        import httpx2 as httpx  # type: ignore[no-redef]
+    return httpx.Response
+
+
+def _first_choice(data: Any) -> dict:
+    """The completion's first choice; anything else the server sent with its 200 (an ``error``
+    body, no, null or empty ``choices``, not an object) is a :class:`MalformedCompletion`."""
+    if not isinstance(data, dict):
+        raise MalformedCompletion(f"unexpected response from the server: {str(data)[:200]!r}")
+    if data.get("error"):
+        raise MalformedCompletion(f"the server answered an error: {str(data['error'])[:300]}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedCompletion(f"the server answered no usable choices ({str(choices)[:100]!r}; "
+                                  f"response keys: {list(data)[:10]})")
+    return choices[0]
+
+
+def _completion(data: dict) -> Any:
+    """The completion as the SDK's ``ChatCompletion``, built as the SDK builds it: nested models,
+    no validation (a server that leaves out fields keeps what it sent)."""
+    from openai.types.chat import ChatCompletion
+    return ChatCompletion.construct(**data)
+
+
+def langchain_equivalent(spec: Any, timeout: float = 120.0, *, api_key: str | None = None) -> Any:
+    """The ChatOpenAI an ``openai:`` spec was served by before this module: the reference whose
+    request bytes :class:`OpenAIChat` reproduces (tests) and the "before" of bench/concurrency.py."""
+    from langchain_openai import ChatOpenAI
+    kwargs = {"model": spec.model, "base_url": spec.base_url, "temperature": spec.temperature,
+              "api_key": api_key if api_key is not None else _api_key(), "max_retries": 0, "timeout": timeout}
+    if spec.seed is not None:
+        kwargs["seed"] = spec.seed
+    if spec.max_tokens is not None:
+        kwargs["max_tokens"] = spec.max_tokens
+        kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
+    return ChatOpenAI(**kwargs)
