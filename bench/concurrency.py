@@ -53,7 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from latency_server import LatencyServerProcess  # noqa: E402
 from planned import compiled_plan  # noqa: E402
-from convsim import models, openai_client, retry, runner, session, store  # noqa: E402
+from convsim.providers import models, openai_client, retry  # noqa: E402
+from convsim.running import runner, session, store  # noqa: E402
 from convsim.config import config_from_dict  # noqa: E402
 from convsim.running.plan import plan_run  # noqa: E402
 from convsim.running.store import RunStore  # noqa: E402

@@ -63,7 +63,8 @@ def arms(n_sessions: int, n_turns: int, out: str) -> dict:
     sessions' final states (the runner's arms: their records; the stream with the trace's modes:
     ``None`` each), which tests/test_instructions_bench.py compares."""
     import overhead
-    from convsim import runner, session
+    from convsim.running import runner
+    from convsim.running import session
     from planned import compiled_plan
 
     def planned(trace: bool):

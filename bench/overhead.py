@@ -216,7 +216,7 @@ def trace_parts(mod, params, inits, repeat) -> None:
     """The trace's own cost, in this thread's CPU time (least of ``repeat``, arms interleaved):
     the bare stream, plus LangGraph's ``updates`` stream the recorder needs, plus the recorder
     (encoding every written value once), plus rendering the file."""
-    from convsim import tracing
+    from convsim.traces import tracing
     compiled = mod.build(params).compile()
     # (the same arms run on older versions of the recorder too, for a before/after comparison)
     keys = ({"append_keys": tracing.append_channels(compiled.channels)}

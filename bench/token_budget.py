@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import convsim  # noqa: E402
-from convsim import models  # noqa: E402
+from convsim.providers import models  # noqa: E402
 from convsim.providers.limits import BudgetReached  # noqa: E402
 from convsim.running.store import RunStore  # noqa: E402
 from convsim.providers.usage import call_tokens  # noqa: E402

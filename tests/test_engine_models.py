@@ -167,7 +167,7 @@ def test_extract_json_keeps_answers_nested_within_the_bound():
 
 def test_extract_json_bounds_its_work_on_unclosed_brackets(monkeypatch):
     # before, each of n opening braces rescanned the rest of the text: 20,000 braces took ~10 s
-    from convsim import models
+    from convsim.providers import models
     starts = []
 
     class Counting(json.JSONDecoder):

@@ -24,7 +24,7 @@ def test_a_ten_million_session_plan_allocates_nothing_per_session(tmp_path):
 
 
 def test_the_async_executor_keeps_at_most_concurrency_sessions_pulled(tmp_path, monkeypatch):
-    from convsim import plan as plan_mod
+    from convsim.running import plan as plan_mod
     pulled, landed, ahead = [0], [0], []
     iter_units = plan_mod.Plan.iter_units
 

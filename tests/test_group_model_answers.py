@@ -16,7 +16,8 @@ import re
 import pytest
 
 import convsim
-from convsim import StructuredResult, models, stable_seed
+from convsim import StructuredResult, stable_seed
+from convsim.providers import models
 from convsim.running.store import RunStore
 from doubles import Backend
 from convsim.graphs.group_planning import Context, Params, agent_checks, graph, sessions, simulator_checks

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from convsim import httpjson
+from convsim.providers import httpjson
 
 
 def _fields_as_http_client_reads_them(block: bytes, names):

@@ -44,7 +44,7 @@ def test_max_in_flight_caps_calls_at_the_server(tmp_path, server):
 
 def test_rpm_spaces_call_starts(tmp_path, server, monkeypatch):
     import threading
-    from convsim import limits
+    from convsim.providers import limits
     # the schedule, not wall time: with the clock frozen at 0, each of 6 threads asking at once is
     # told to wait one more interval (600/min = 100 ms) than the one before it
     waits = []
@@ -153,7 +153,7 @@ def test_worker_processes_share_the_runs_limits_not_a_part_of_them(tmp_path):
 
 def test_a_client_asks_the_runs_limits_and_an_unreachable_broker_is_an_infra_fault():
     from types import SimpleNamespace
-    from convsim import limits
+    from convsim.providers import limits
     from convsim.providers.models import ModelUnavailable
     spec = SimpleNamespace(base_url="http://h/v1", provider="openai", model="m", completion_limit=20)
     run = limits.RunLimits(Limits(max_calls=2, max_tokens=1000, max_in_flight=1))
@@ -305,7 +305,7 @@ def test_a_token_budget_is_a_hard_bound_with_many_calls_in_flight(tmp_path, monk
     # before, max_tokens was checked against the answers already in: the 16 calls in flight when it
     # was reached all went through, and the run spent up to 16 answers more than its budget
     from doubles import SlowBackend
-    from convsim import models
+    from convsim.providers import models
     backend = SlowBackend(max_tokens=30)
     monkeypatch.setattr(models, "_backend", lambda spec, timeout=120.0: backend)
     cfg = {"name": "hard", "graph": "hello_chat", "sessions": 80, "seed": 3, "analysis": [],
@@ -350,7 +350,7 @@ def test_an_unbounded_call_can_go_over_and_summary_json_says_by_how_much(tmp_pat
     # a call with no max_tokens is admitted while spent + reserved is below the budget: its answer can
     # go past it, and the attempt's overshoot is reported (summary.json and a run warning)
     from doubles import SlowBackend
-    from convsim import models
+    from convsim.providers import models
     backend = SlowBackend(max_tokens=30)
     monkeypatch.setattr(models, "_backend", lambda spec, timeout=120.0: backend)
     cfg = {"name": "over", "graph": "hello_chat", "sessions": 4, "seed": 3, "analysis": [],

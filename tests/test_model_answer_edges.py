@@ -5,7 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 import convsim
-from convsim import models
+from convsim.providers import models
 from convsim.providers.models import ChatModel, extract_json, parse_model_spec
 from convsim.running.store import RunStore
 from doubles import Backend

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from convsim import aggregate
+from convsim.results import aggregate
 from convsim.evaluation.reporting import stats
 from convsim.evaluation.reporting.run_stats import across_metrics, correlations, run_statistics
 

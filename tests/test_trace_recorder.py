@@ -229,7 +229,7 @@ def test_each_send_task_step_lists_only_its_own_model_calls(tmp_path, monkeypatc
     from pathlib import Path
 
     import convsim
-    from convsim import models
+    from convsim.providers import models
     from convsim.running.store import RunStore
     from convsim.traces.tracing import read_trace
 
