@@ -19,6 +19,7 @@ from typing import Any
 
 from convsim.config import ExperimentConfig, apply_overrides, config_from_dict, load_config
 from convsim.errors import ConvsimError
+from convsim.running.requirements import config_needs
 from convsim.contract.graphfile import list_graphs as graph_files, load_graph_module, project_root
 
 # evaluation functions the commands call, by name (convsim itself never imports evaluation/)
@@ -60,7 +61,7 @@ def _cli_strings(items: Assignments) -> list[str]:
 
 def run(target: str | Path | dict | ExperimentConfig, *, sessions: int | None = None,
         seed: int | None = None, models: Assignments = None, params: dict | None = None,
-        set_params: list[str] | None = None, run_id: str | None = None, out_dir: str | Path | None = None,
+        set_params: list[str] | None = None, run_id: str | None = None, out: str | Path | None = None,
         concurrency: int | None = None, executor: str | None = None, workers: int | None = None,
         trials: int | None = None, checkpoint: bool | None = None, trace: bool | None = None,
         analyze: bool = True, show_progress: bool = False, **overrides: Any) -> Path:
@@ -69,15 +70,17 @@ def run(target: str | Path | dict | ExperimentConfig, *, sessions: int | None = 
     ``target``: a config file, a config dict, an :class:`ExperimentConfig`, a graph name in
     ``graphs/`` or a graph file (run with its default params). ``models``: ``{"crs": "none"}``
     or ``["crs=none"]``; ``params``: ``{"n_turns": 5}`` (dotted keys reach nested params),
-    ``set_params``: ``["n_turns=5"]``; both win over every variant. An existing ``run_id``
-    resumes: finished sessions are skipped. Any further keyword is passed to
+    ``set_params``: ``["n_turns=5"]``; both win over every variant. The run is written to
+    ``<out>/<run_id>`` (``out`` defaults to ``runs``; ``run_id`` to ``<name>-<UTC time to the
+    millisecond>``, never one that exists). An existing ``run_id`` given explicitly resumes:
+    finished sessions are skipped. Any further keyword is passed to
     :func:`convsim.config.apply_overrides` with the others (a new command-line option that
     apply_overrides learns is available here without changing this signature).
     """
     from convsim.running.runner import run as run_experiment  # the runner pulls in LangGraph: only when running
     cfg = apply_overrides(_as_config(target), sessions=sessions, seed=seed, models=models,
                           set_params=set_params, run_id=run_id,
-                          out_dir=str(out_dir) if out_dir is not None else None,
+                          out_dir=str(out) if out is not None else None,
                           concurrency=concurrency, trials=trials, checkpoint=checkpoint, trace=trace,
                           executor=executor, workers=workers, **overrides)
     if params:
@@ -129,12 +132,13 @@ def compare(run_a: str | Path, run_b: str | Path, *, alpha: float = 0.05) -> dic
 
 
 def evaluate(path: str | Path, *, graph: str | None = None, out: str | Path | None = None,
-             models: Assignments = None, params: dict | None = None, set_params: list[str] | None = None,
-             embedder: str | None = None, analyze: bool = True) -> Path | dict:
+             run_id: str | None = None, models: Assignments = None, params: dict | None = None,
+             set_params: list[str] | None = None, embedder: str | None = None, analyze: bool = True) -> Path | dict:
     """Evaluate transcripts that already exist, without simulating (``convsim eval``).
 
     A results.jsonl or JSONL transcript file is scored by ``graph``'s evaluation into a new run
-    directory ``out``, which is returned (one that holds a run already is refused). When the file
+    directory ``<out>/<run_id>`` (as :func:`run` writes one; ``out`` defaults to ``runs``, ``run_id``
+    to ``eval-<source run or file>``), which is returned (one that holds a run already is refused). When the file
     lies in a run directory, that run's graph, params and embedder are used (``graph``, ``params``
     / ``set_params`` and ``embedder`` override them; without a run, the graph defaults to crs_shift
     and the embedder to tfidf). A group-planning dialogue CSV returns its metrics as a dict
@@ -146,7 +150,7 @@ def evaluate(path: str | Path, *, graph: str | None = None, out: str | Path | No
     if not path.exists():
         raise ConvsimError("file not found", file=path)
     if path.suffix.lower() == ".csv":
-        given = [opt for opt, value in (("--graph", graph), ("--out", out), ("--model", models),
+        given = [opt for opt, value in (("--graph", graph), ("--out", out), ("--run-id", run_id), ("--model", models),
                                         ("--set", params or set_params)) if value]
         if given:
             tail = ": they are printed as JSON, redirect them to a file" if given[0] == "--out" else ""
@@ -159,8 +163,8 @@ def evaluate(path: str | Path, *, graph: str | None = None, out: str | Path | No
     specs = {k: v if isinstance(v, dict) else str(v) for k, v in pairs}
     overrides = dict(params or {})
     overrides.update(parse_assignment(s, what="--set") for s in set_params or [])
-    return resolve(EVALUATE_TRANSCRIPTS)(path, graph=graph, out=out, models=specs, params=overrides or None,
-                                         embedder=embedder, analyze=analyze)
+    return resolve(EVALUATE_TRANSCRIPTS)(path, graph=graph, out=out, run_id=run_id, models=specs,
+                                         params=overrides or None, embedder=embedder, analyze=analyze)
 
 
 def trace(run: str | Path, session: str, *, variant: str | None = None, trial: int = 0,
@@ -182,7 +186,7 @@ def trace(run: str | Path, session: str, *, variant: str | None = None, trial: i
 
 def fork(run: str | Path, session: str, *, step: int, variant: str | None = None, trial: int = 0,
          models: Assignments = None, params: dict | None = None, set_params: list[str] | None = None,
-         run_id: str | None = None, out_dir: str | Path | None = None, analyze: bool = True) -> dict:
+         run_id: str | None = None, out: str | Path | None = None, analyze: bool = True) -> dict:
     """Run a session again from trace step ``step`` (``convsim fork``; the run needs --checkpoint).
 
     Returns the comparison of the forked session with the original (``identical``,
@@ -192,7 +196,7 @@ def fork(run: str | Path, session: str, *, step: int, variant: str | None = None
     from convsim.traces.time_travel import COMPARISON, fork_run
     run_dir = fork_run(run, session, step=step, variant=variant, trial=trial, models=_cli_strings(models),
                        set_params=_cli_strings(set_params) + _cli_strings(params or {}),
-                       run_id=run_id, out_dir=out_dir, analyze=analyze)
+                       run_id=run_id, out_dir=out, analyze=analyze)
     return {**json.loads((run_dir / COMPARISON).read_text(encoding="utf-8")), "run_dir": run_dir}
 
 
@@ -246,7 +250,9 @@ def list_graphs() -> dict[str, dict]:
 
 
 def list_configs(directory: str | Path | None = None) -> dict[str, dict]:
-    """The experiment configs (``convsim list``): ``{path: {"name", "graph", "description"}}``.
+    """The experiment configs (``convsim list``): ``{path: {"name", "graph", "description", "needs"}}``;
+    ``needs`` lists what a config needs beyond the base install (:mod:`convsim.running.requirements`:
+    an extra, a data path, a model server), each with ``met`` (True, False, or None: not checked).
 
     ``directory`` defaults to ``configs/`` in the current directory, else beside ``graphs/``.
     A config that does not validate says so in its description.
@@ -258,9 +264,11 @@ def list_configs(directory: str | Path | None = None) -> dict[str, dict]:
     for path in sorted(Path(directory).glob("*.yaml")):
         try:
             cfg = load_config(path)
-            out[str(path)] = {"name": cfg.name, "graph": cfg.graph, "description": cfg.description or ""}
+            out[str(path)] = {"name": cfg.name, "graph": cfg.graph, "description": cfg.description or "",
+                              "needs": [{"kind": n.kind, "what": n.what, "field": n.where, "met": n.met}
+                                        for n in config_needs(cfg)]}
         except ConvsimError as exc:
-            out[str(path)] = {"name": path.stem, "graph": None, "description": f"(invalid: {exc})"}
+            out[str(path)] = {"name": path.stem, "graph": None, "description": f"(invalid: {exc})", "needs": []}
     return out
 
 

@@ -124,6 +124,16 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
         console.print(usage)
 
 
+
+def needs_text(needs: list[dict]) -> str:
+    """``convsim list``'s needs cell: "base install", or each need with "missing" where it is unmet."""
+    if not needs:
+        return "base install"
+    words = {"extra": "extra [{}]", "data": "data {}", "server": "server {}"}
+    return "; ".join(words[n["kind"]].format(n["what"]) + (" (missing)" if n["met"] is False else "")
+                     for n in needs)
+
+
 @app.command("list")
 @cli_errors
 def list_cmd() -> None:
@@ -140,8 +150,10 @@ def list_cmd() -> None:
         table.add_column("path", no_wrap=True)
         table.add_column("graph", no_wrap=True)
         table.add_column("what it runs")
+        table.add_column("needs")
         for path, info in configs.items():
-            table.add_row(path, str(info["graph"] or ""), info["description"])
+            table.add_row(escape(path), escape(str(info["graph"] or "")), escape(info["description"]),
+                          escape(needs_text(info.get("needs") or [])))
         console.print(table)
 
 
@@ -152,8 +164,9 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         seed: Optional[int] = typer.Option(None, help="base seed"),
         model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. crs=ollama:qwen:7b"),
         set_: list[str] = typer.Option([], "--set", help="param=value (YAML value)"),
-        run_id: Optional[str] = typer.Option(None, help="run id; an existing run resumes"),
-        out: Optional[str] = typer.Option(None, help="runs directory (default runs/)"),
+        run_id: Optional[str] = typer.Option(None, help="run id: the run's directory under --out; an existing run "
+                                             "resumes (default: <name>-<UTC time to the millisecond>)"),
+        out: Optional[str] = typer.Option(None, help="the directory runs are written under (default runs/)"),
         concurrency: Optional[int] = typer.Option(
             None, help="sessions in flight (process and Ray workers run ceil(concurrency / workers) each)"),
         executor: Optional[str] = typer.Option(None, help="async (default), process (CPU-bound runs) or ray"),
@@ -177,7 +190,7 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                          "to resume"):
         try:
             run_dir = api.run(target, sessions=sessions, seed=seed, models=model, set_params=set_,
-                              run_id=run_id, out_dir=out, concurrency=concurrency, trials=trials,
+                              run_id=run_id, out=out, concurrency=concurrency, trials=trials,
                               checkpoint=checkpoint or None, trace=False if no_trace else None,
                               executor=executor, workers=workers, address=address, show_progress=not quiet,
                               analyze=not no_analysis,
@@ -306,14 +319,16 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
          trial: int = typer.Option(0),
          model: list[str] = typer.Option([], "--model", help="ROLE=SPEC for the forked part"),
          set_: list[str] = typer.Option([], "--set", help="param=value for the forked part"),
-         run_id: Optional[str] = typer.Option(None, help="id of the new run"),
+         run_id: Optional[str] = typer.Option(None, help="id of the new run (its directory under --out)"),
+         out: Optional[str] = typer.Option(None, help="the directory runs are written under (default: the "
+                                           "original run's)"),
          no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report")) -> None:
     """Run a session again from a checkpoint (time travel) and compare it with the original."""
     from convsim.traces.time_travel import COMPARISON
     with stopped_cleanly("the fork keeps its checkpoint: the same fork command with --run-id <the fork's "
                          "directory name> resumes it"):
         comp = api.fork(run, session, step=step, variant=variant, trial=trial, models=model,
-                        set_params=set_, run_id=run_id, analyze=not no_analysis)
+                        set_params=set_, run_id=run_id, out=out, analyze=not no_analysis)
     run_dir = comp["run_dir"]
     status = comp.get("status") or {}
     if status.get("forked", "ok") != "ok":
@@ -353,8 +368,9 @@ def eval_cmd(path: Path,
              graph: Optional[str] = typer.Option(None, help="the graph whose evaluation applies "
                                                  "(default: the source run's graph, else crs_shift)"),
              set_: list[str] = typer.Option([], "--set", help="param=value over the source run's params"),
-             out: Optional[Path] = typer.Option(None, help="new run directory to write (default runs/eval-<source "
-                                                "run or file>; one holding a run is refused)"),
+             out: Optional[Path] = typer.Option(None, help="the directory runs are written under (default runs/)"),
+             run_id: Optional[str] = typer.Option(None, help="the new run's directory under --out (default "
+                                                  "eval-<source run or file>; one holding a run is refused)"),
              model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. judge=ollama:llama3"),
              no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
              embedder: Optional[str] = typer.Option(None, help="tfidf, st:minilm or st:<dir> (default: the "
@@ -364,8 +380,8 @@ def eval_cmd(path: Path,
     group-planning dialogue CSV, which takes only --embedder) without simulating."""
     from convsim.providers.models import ModelUnavailable
     try:
-        result = api.evaluate(path, graph=graph, out=out, models=model, set_params=set_, embedder=embedder,
-                              analyze=not no_analysis)
+        result = api.evaluate(path, graph=graph, out=out, run_id=run_id, models=model, set_params=set_,
+                              embedder=embedder, analyze=not no_analysis)
     except ModelUnavailable as exc:  # a model server's fault: not scored, exit 3 as a run with errors
         err_console.print(f"[bold yellow]stopped:[/bold yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(3) from None

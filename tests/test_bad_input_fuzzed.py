@@ -95,12 +95,12 @@ def test_eval_checks_its_inputs_as_run_does(tmp_path):
     assert cli("run", "crs_shift", "--sessions", "1", "--quiet", "--no-analysis", "--out", out, "--run-id", "src",
                "--set", "n_turns=2")[0] == 0
     results = out / "src" / "results.jsonl"
-    one_line(["eval", results, "--out", tmp_path / "e1", "--set", "bogus=1", "--no-analysis"], "unknown param 'bogus'")
-    one_line(["eval", results, "--out", tmp_path / "e2", "--model", "bogus=none", "--no-analysis"],
+    one_line(["eval", results, "--out", tmp_path, "--run-id", "e1", "--set", "bogus=1", "--no-analysis"], "unknown param 'bogus'")
+    one_line(["eval", results, "--out", tmp_path, "--run-id", "e2", "--model", "bogus=none", "--no-analysis"],
              "unknown model role 'bogus'")
     assert not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()
     (out / "src" / "config.yaml").write_text("graph: crs_shift\nparams: [1]\n")
-    one_line(["eval", results, "--out", tmp_path / "e3", "--no-analysis"], "config.yaml", "field params")
+    one_line(["eval", results, "--out", tmp_path, "--run-id", "e3", "--no-analysis"], "config.yaml", "field params")
 
 
 def test_a_data_file_that_breaks_a_later_session_is_one_line(tmp_path):
@@ -202,7 +202,7 @@ def test_eval_scores_each_conversation_once(tmp_path):
                                                          {"speaker": "system", "text": "Try Airplane!"}]}
     imported = tmp_path / "t.jsonl"
     imported.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
-    one_line(["eval", imported, "--graph", "crs_shift", "--out", tmp_path / "e1", "--no-analysis"],
+    one_line(["eval", imported, "--graph", "crs_shift", "--out", tmp_path, "--run-id", "e1", "--no-analysis"],
              str(imported), "record 2", "'d1'", "appears twice")
     # a run's own results.jsonl may hold a failed attempt before its re-run: the last one is evaluated
     out = tmp_path / "runs"
@@ -211,13 +211,13 @@ def test_eval_scores_each_conversation_once(tmp_path):
     results = out / "src" / "results.jsonl"
     (record,) = [json.loads(x) for x in results.read_text().splitlines()]
     results.write_text(json.dumps({**record, "status": "code_error"}) + "\n" + json.dumps(record) + "\n")
-    assert cli("eval", results, "--out", tmp_path / "e2", "--no-analysis")[0] == 0
+    assert cli("eval", results, "--out", tmp_path, "--run-id", "e2", "--no-analysis")[0] == 0
     assert len((tmp_path / "e2" / "results.jsonl").read_text().splitlines()) == 1
     # a session whose last attempt is unfinished (infra_error: a partial transcript) is not scored;
     # a simulator_failure stays one (kept out of the agent's scores, as in the run)
     second = {**record, "session_id": "other", "status": "simulator_failure"}
     results.write_text("\n".join(json.dumps(r) for r in (second, {**record, "status": "infra_error"})) + "\n")
-    assert cli("eval", results, "--out", tmp_path / "e3", "--no-analysis")[0] == 0
+    assert cli("eval", results, "--out", tmp_path, "--run-id", "e3", "--no-analysis")[0] == 0
     (evaluated,) = [json.loads(x) for x in (tmp_path / "e3" / "results.jsonl").read_text().splitlines()]
     assert evaluated["session_id"] == "other" and evaluated["status"] == "simulator_failure"
     summary = json.loads((tmp_path / "e3" / "summary.json").read_text())

@@ -57,7 +57,7 @@ def test_pairing_across_crs_variants(tmp_path):
     # two different recommenders: templates naming 2 films vs 1 film with a shorter top-k
     cfg = write_config(tmp_path, [{"name": "two_films", "params": {}},
                                   {"name": "one_film", "params": {"n_mention": 1, "top_k": 3}}])
-    run_dir = convsim.run(cfg, out_dir=str(tmp_path / "runs"), run_id="pairing")
+    run_dir = convsim.run(cfg, out=str(tmp_path / "runs"), run_id="pairing")
     recs = records(run_dir)
     by = {(r["variant"], r["session_id"]): r for r in recs}
     sessions = sorted({r["session_id"] for r in recs})
@@ -84,7 +84,7 @@ def test_same_config_same_results(tmp_path):
     keys = ("session_id", "transcript", "turn_metrics", "dialogue_metrics", "seed")
     outs = []
     for run_id in ("a", "b"):
-        run_dir = convsim.run(cfg, out_dir=str(tmp_path / "runs"), run_id=run_id)
+        run_dir = convsim.run(cfg, out=str(tmp_path / "runs"), run_id=run_id)
         outs.append(sorted(({k: r[k] for k in keys} for r in records(run_dir)),
                            key=lambda r: r["session_id"]))
     assert outs[0] == outs[1]

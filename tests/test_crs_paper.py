@@ -25,7 +25,7 @@ def test_paper_config_states_the_papers_settings():
 
 @pytest.mark.skipif(not KB.exists(), reason=f"OpenDialKG KB not found at {KB}")
 def test_paper_mode_runs_two_short_sessions_on_the_kb(tmp_path):
-    run_dir = convsim.run(ROOT / "configs" / "crs_paper001.yaml", out_dir=str(tmp_path),
+    run_dir = convsim.run(ROOT / "configs" / "crs_paper001.yaml", out=str(tmp_path),
                           run_id="paper", sessions=2, set_params=["n_turns=5", "first_shift_turn=3"],
                           analyze=False)
     records = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]

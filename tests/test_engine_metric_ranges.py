@@ -216,7 +216,7 @@ def test_shipped_declarations_hold_on_a_real_run(config, tmp_path, monkeypatch):
     cfg = _offline(yaml.safe_load((ROOT / "configs" / config).read_text(encoding="utf-8")))
     if cfg is None:
         pytest.skip(f"{config} needs a model server or a sentence embedder")
-    run_dir = convsim.run(cfg, sessions=2, out_dir=tmp_path, run_id="r", analyze=False, trace=False)
+    run_dir = convsim.run(cfg, sessions=2, out=tmp_path, run_id="r", analyze=False, trace=False)
     ranges = metric_ranges(load_graph_module(cfg["graph"]))
     checked = 0
     for rec in RunStore(run_dir).records():

@@ -58,7 +58,7 @@ def snapshot(run_dir: Path) -> dict:
 def test_eval_refuses_to_write_into_the_run_it_reads(tmp_path):
     src = source_run(tmp_path)
     before = snapshot(src)
-    one_line(["eval", src / "results.jsonl", "--out", src, "--no-analysis"], str(src), "field out",
+    one_line(["eval", src / "results.jsonl", "--out", src.parent, "--run-id", src.name, "--no-analysis"], str(src), "field out",
              "read from", "choose another --out")
     assert snapshot(src) == before
 
@@ -69,7 +69,7 @@ def test_eval_refuses_an_out_directory_that_holds_another_run(tmp_path, held):
     other = tmp_path / "runs" / "other"
     other.mkdir()
     (other / held).write_text("x\n")
-    one_line(["eval", src / "results.jsonl", "--out", other, "--no-analysis"], str(other), "field out",
+    one_line(["eval", src / "results.jsonl", "--out", other.parent, "--run-id", "other", "--no-analysis"], str(other), "field out",
              f"holds another run ({held})")
     assert [p.name for p in other.iterdir()] == [held] and (other / held).read_text() == "x\n"
 
@@ -139,14 +139,14 @@ RUN_RECORD_DEFECTS = [
 def test_a_run_record_that_breaks_the_run_rules_is_one_line(tmp_path, mutate, field, words):
     path = write_jsonl(tmp_path / "r.jsonl", RUN_RECORD, {**mutate(copy.deepcopy(RUN_RECORD)), "session_id": "s1"}
                        if field != "session_id" else mutate(copy.deepcopy(RUN_RECORD)))
-    one_line(["eval", path, "--out", tmp_path / "ev", *FAST], str(path), "record line 2", f"field {field}:", words)
+    one_line(["eval", path, "--out", tmp_path, "--run-id", "ev", *FAST], str(path), "record line 2", f"field {field}:", words)
     assert not (tmp_path / "ev").exists()
 
 
 def test_record_params_are_checked_beside_a_config_too(tmp_path):
     src = source_run(tmp_path)
     write_jsonl(src / "results.jsonl", {**RUN_RECORD, "params": {"n_turnz": 3}})
-    one_line(["eval", src / "results.jsonl", "--out", tmp_path / "ev", "--no-analysis"],
+    one_line(["eval", src / "results.jsonl", "--out", tmp_path, "--run-id", "ev", "--no-analysis"],
              "record line 1", "field params.n_turnz")
 
 
@@ -158,14 +158,14 @@ def test_record_params_are_used_without_a_config_and_must_agree_within_a_variant
     assert row["params"]["tau"] == 0.5 and row["variant"] == "default"  # before: the record's params were dropped
     path = write_jsonl(tmp_path / "r2.jsonl", {**RUN_RECORD, "params": {"tau": 0.5}},
                        {**RUN_RECORD, "session_id": "s1", "params": {"tau": 0.6}})
-    one_line(["eval", path, "--out", tmp_path / "ev2", *FAST], "record line 2", "field params",
+    one_line(["eval", path, "--out", tmp_path, "--run-id", "ev2", *FAST], "record line 2", "field params",
              "differ from those of line 1")
 
 
 def test_unfinished_attempts_are_still_skipped_with_a_warning(tmp_path):
     path = write_jsonl(tmp_path / "r.jsonl", RUN_RECORD, {**RUN_RECORD, "session_id": "s1", "status": "infra_error"},
                        {**RUN_RECORD, "session_id": "s2", "status": "code_error"})
-    code, out, _ = cli("eval", path, "--out", tmp_path / "ev", "-q", *FAST)
+    code, out, _ = cli("eval", path, "--out", tmp_path, "--run-id", "ev", "-q", *FAST)
     assert code == 0
     # the warning is printed too (before: only in summary.json), and -q leaves out the summary table
     assert "warning: " in out and "2 unfinished attempt(s)" in " ".join(out.split()) and "results in" not in out
@@ -188,17 +188,17 @@ def test_options_that_do_not_apply_to_a_dialogue_csv(tmp_path, option):
 
 def test_embedder_applies_to_jsonl(tmp_path):
     path = write_jsonl(tmp_path / "t.jsonl", IMPORTED)
-    one_line(["eval", path, "--out", tmp_path / "e1", "--embedder", "bogus", *FAST], "field embedder",
+    one_line(["eval", path, "--out", tmp_path, "--run-id", "e1", "--embedder", "bogus", *FAST], "field embedder",
              "unknown embedder 'bogus'")
-    one_line(["eval", path, "--out", tmp_path / "e1", "--embedder", f"st:{tmp_path / 'nope'}", *FAST],
+    one_line(["eval", path, "--out", tmp_path, "--run-id", "e1", "--embedder", f"st:{tmp_path / 'nope'}", *FAST],
              "field embedder", "no sentence-transformers model directory")
     assert not (tmp_path / "e1").exists()
     # the source run's embedder is the default; the written config says which was used
     src = source_run(tmp_path)
     (src / "config.yaml").write_text((src / "config.yaml").read_text() + f"embedder: st:{tmp_path / 'gone'}\n")
-    one_line(["eval", src / "results.jsonl", "--out", tmp_path / "e2", "--no-analysis"],
+    one_line(["eval", src / "results.jsonl", "--out", tmp_path, "--run-id", "e2", "--no-analysis"],
              str(src / "config.yaml"), "field embedder")
-    assert cli("eval", path, "--out", tmp_path / "e3", "--embedder", "tfidf", *FAST)[0] == 0
+    assert cli("eval", path, "--out", tmp_path, "--run-id", "e3", "--embedder", "tfidf", *FAST)[0] == 0
     assert yaml.safe_load((tmp_path / "e3" / "config.yaml").read_text())["embedder"] == "tfidf"
 
 
@@ -237,7 +237,7 @@ IMPORT_DEFECTS = [
                          ids=[f"{d[1]}-{i}" for i, d in enumerate(IMPORT_DEFECTS)])
 def test_an_ill_typed_imported_record_is_one_line(tmp_path, record, field, words):
     path = write_jsonl(tmp_path / "t.jsonl", {**IMPORTED, "session_id": "ok"}, record)
-    one_line(["eval", path, "--out", tmp_path / "ev", *FAST], str(path), "record line 2", f"field {field}:", words)
+    one_line(["eval", path, "--out", tmp_path, "--run-id", "ev", *FAST], str(path), "record line 2", f"field {field}:", words)
     assert not (tmp_path / "ev").exists()
 
 

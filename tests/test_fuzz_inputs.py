@@ -163,7 +163,7 @@ def test_commands_on_malformed_files_exit_2_with_one_line(tmp_path):
                        str(tmp_path / f"runs_{kind}"), "--no-analysis", "-q"], cat, []))
     for kind in ("binary", "deep", "wrong_inner_types"):
         tr = _file(tmp_path / f"eval_{kind}", "t.jsonl", MALFORMED[kind])
-        cases.append((["eval", str(tr), "--out", str(tmp_path / f"ev_{kind}"), "--no-analysis"], tr, []))
+        cases.append((["eval", str(tr), "--out", str(tmp_path), "--run-id", f"ev_{kind}", "--no-analysis"], tr, []))
     csv_file = _file(tmp_path / "csv", "dialogue.csv", CSV_MALFORMED["non_utf8"])
     cases.append((["eval", str(csv_file)], csv_file, []))
     cfg = _file(tmp_path / "cfg", "exp.yaml", MALFORMED["binary"])

@@ -42,8 +42,8 @@ def runs(tmp_path_factory):
     """Two hello_chat runs over the same sessions: A with 2 questions each, B with the default 3."""
     out = tmp_path_factory.mktemp("api")
     a = convsim.run("hello_chat", sessions=3, params={"n_turns": 2}, models={"agent": "none"},
-                    out_dir=out, run_id="a", checkpoint=True, analyze=False)
-    b = convsim.run("hello_chat", sessions=3, out_dir=out, run_id="b", analyze=False)
+                    out=out, run_id="a", checkpoint=True, analyze=False)
+    b = convsim.run("hello_chat", sessions=3, out=out, run_id="b", analyze=False)
     return a, b
 
 
@@ -124,7 +124,7 @@ def test_evaluate_a_group_csv_and_transcripts(tmp_path):
         {"speaker": "system", "text": "Try Saving Private Ryan, a war film."}]}
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(transcript) + "\n")
-    run_dir = convsim.evaluate(path, graph="crs_shift", out=tmp_path / "ev", models={"judge": "none"},
+    run_dir = convsim.evaluate(path, graph="crs_shift", out=tmp_path, run_id="ev", models={"judge": "none"},
                                analyze=False)
     [record] = _records(run_dir)
     assert record["session_id"] == "d1" and record["dialogue_metrics"]
@@ -146,7 +146,7 @@ def test_fork_returns_the_comparison(runs, tmp_path):
     a, _ = runs
     # from step 1 (the first answer) on, with one question instead of two: the second turn is gone
     comp = convsim.fork(a, "s001", step=1, params={"n_turns": 1}, models={"agent": "none"},
-                        out_dir=tmp_path, run_id="f", analyze=False)
+                        out=tmp_path, run_id="f", analyze=False)
     assert comp["run_dir"] == tmp_path / "f"
     assert not comp["identical"] and comp["first_divergent_turn"] == 2
     assert comp["dialogue_metrics"]["turns"] == {"original": 2, "forked": 1}

@@ -15,7 +15,7 @@ import yaml
 import convsim
 from convsim.running.store import RunStore
 
-ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'convsim[ray]')")
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
 
 ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = ("run_id", "elapsed_s")

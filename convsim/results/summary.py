@@ -106,6 +106,8 @@ def metric_columns(records: Iterable[Mapping], *,
     never the records. ``out_of_range``: as in :func:`flatten_metrics`."""
     columns: dict[str, list[float | None]] = {}
     for r in records:
+        if without_metrics is not None and not r.get("dialogue_metrics"):
+            without_metrics[0] += 1
         for name, value in flatten_metrics(r.get("dialogue_metrics") or {}, out_of_range=out_of_range).items():
             columns.setdefault(name, []).append(value)
     return columns
@@ -123,11 +125,13 @@ def variant_summary(records: Iterable[Mapping], *, ranges: Mapping[str, Range] |
 
 def _metrics_and_usage(records: Iterable[Mapping], *, out_of_range: list[str] | None = None,
                        ranges: Mapping[str, Range] | None = None,
-                       outside_range: dict[str, int] | None = None) -> tuple[dict[str, dict], dict]:
+                       outside_range: dict[str, int] | None = None,
+                       without_metrics: list[int] | None = None) -> tuple[dict[str, dict], dict]:
     """One read of a variant's records (every status): its metric CIs over the scored sessions and its
     model usage over all of them (convsim.providers.usage); ``out_of_range`` as in :func:`flatten_metrics`.
     ``ranges``: as in :func:`variant_summary`; ``outside_range``: a dict that gets ``{metric: sessions
-    with a value outside its declared range}`` (each trial's value is checked, not only the mean)."""
+    with a value outside its declared range}`` (each trial's value is checked, not only the mean);
+    ``without_metrics``: a one-item list that counts the scored records with no dialogue metrics."""
     tally = UsageTally()
 
     def scored():
@@ -143,6 +147,8 @@ def _metrics_and_usage(records: Iterable[Mapping], *, out_of_range: list[str] | 
         session = index.setdefault(str(r.get("session_id")), len(index))
         trial = r.get("trial", 0)
         trial = trial if is_int(trial) else 0
+        if without_metrics is not None and not r.get("dialogue_metrics"):
+            without_metrics[0] += 1
         for name, value in flatten_metrics(r.get("dialogue_metrics") or {}, out_of_range=out_of_range).items():
             col = columns.get(name)
             if col is None:
@@ -260,7 +266,13 @@ def summarise_run(run_dir: Path, module: Any, *, warnings: list[str] | None = No
         counts = status_counts(recs)
         huge: list[str] = []
         wrong: dict[str, int] = {}
-        metrics, usage[variant] = _metrics_and_usage(recs, out_of_range=huge, ranges=ranges, outside_range=wrong)
+        bare = [0]
+        metrics, usage[variant] = _metrics_and_usage(recs, out_of_range=huge, ranges=ranges, outside_range=wrong,
+                                                     without_metrics=bare)
+        if bare[0]:  # a graph that reached END without its evaluation node (an edge to END too early?)
+            summary["warnings"].append(
+                f"variant {variant}: {bare[0]} of {len(scored)} scored sessions ended without dialogue metrics "
+                "(did the graph reach END before its evaluation node?)")
         for name, count in Counter(huge).items():
             summary["warnings"].append(
                 f"variant {variant}: metric {name}: {count} value{'s' * (count > 1)} beyond ±{METRIC_LIMIT:g} "
@@ -287,6 +299,7 @@ def summarise_run(run_dir: Path, module: Any, *, warnings: list[str] | None = No
         # under test failing is its score), each metric's own n lower where it is None
         n_scored = counts["ok"] + counts["agent_failure"]
         summary["variants"][variant] = {"n": counts["ok"], "scored": n_scored, "errors": counts["errors"],
+                                        "no_dialogue_metrics": bare[0],
                                         "status_counts": counts, "metrics": metrics, "dataset": dataset}
         row: dict[str, Any] = {"variant": variant, "n": counts["ok"], "scored": n_scored,
                                "agent_failures": counts["agent_failure"],

@@ -226,6 +226,19 @@ def _checked(sessions: Iterable[dict], graph: str) -> Iterator[dict]:
         i += 1
 
 
+def new_run_id(prefix: str, out_dir: str | Path) -> str:
+    """A run id no run under ``out_dir`` has: ``<prefix>-<UTC date>-<time to the millisecond>``, with
+    ``-2``, ``-3`` ... appended when that directory exists (two calls in the same millisecond, or a
+    clock set back). A default id is never an existing run, so a second call never resumes the first;
+    an id given explicitly is the way to resume."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")[:-3]
+    run_id, k = f"{prefix}-{stamp}", 1
+    while (Path(out_dir) / run_id).exists():
+        k += 1
+        run_id = f"{prefix}-{stamp}-{k}"
+    return run_id
+
+
 def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
     """Resolve the graph, the params and models of every variant; sessions come later, lazily.
 
@@ -247,7 +260,7 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
         # LangGraph would drop the key without a word: every session would run unscripted
         raise ConvsimError(f"graph {cfg.graph!r} cannot open sessions with scripted turns (its State has no "
                            "'prefix' key; see docs/ENGINE_API.md, 'Scripted then simulated')", field="prefix")
-    run_id = cfg.run_id or f"{cfg.name}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
+    run_id = cfg.run_id or new_run_id(cfg.name, cfg.out_dir)
     cfg = cfg.model_copy(update={"run_id": run_id})
     run_dir = Path(cfg.out_dir) / run_id
     variants: dict[str, VariantPlan] = {}

@@ -41,7 +41,7 @@ def _import_ray():
     try:
         import ray
     except ImportError as exc:
-        raise ConvsimError("executor: ray needs the ray extra: pip install 'convsim[ray]'",
+        raise ConvsimError("executor: ray needs the ray extra: pip install -e '.[ray]'",
                            field="executor") from exc
     return ray
 

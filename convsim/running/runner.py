@@ -31,6 +31,7 @@ from convsim.textio import load_yaml, make_dir, write_atomic
 from convsim.results.summary import hook_failure, summarise_run
 from convsim.running.plan import Plan, plan_run, prepare_checkpoint_db
 from convsim.running.preflight import preflight
+from convsim.running.requirements import check_needs
 from convsim.running.session import Outcome, Unit, all_sync, run_session_async, run_session_blocking, trace_path
 
 
@@ -259,7 +260,9 @@ def run(config: str | Path | ExperimentConfig, *, show_progress: bool = False, a
     cfg = config if isinstance(config, ExperimentConfig) else load_config(config)
     if any(v is not None for v in overrides.values()):
         cfg = apply_overrides(cfg, **overrides)
-    plan = plan_run(cfg, source=source or (str(config) if not isinstance(config, ExperimentConfig) else "config"))
+    source = source or (str(config) if not isinstance(config, ExperimentConfig) else "config")
+    check_needs(cfg, file=source)  # a missing extra or data path: one line, before anything is written
+    plan = plan_run(cfg, source=source)
     run_dir = asyncio.run(execute(plan, show_progress=show_progress))
     if analyze:
         run_hooks(run_dir, cfg.analysis)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import glob
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +139,8 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
     # a superstep's parallel steps run again together: fork from the first of them
     first = min(s["step"] for s in steps if s["superstep"] == superstep)
     original = _find_record(src, variant, session_id, trial)
-    new_id = run_id or f"{cfg.run_id}-fork-{session_id}-s{first}-" \
-                       f"{datetime.now(timezone.utc).strftime('%H%M%S')}"
+    from convsim.running.plan import new_run_id
+    new_id = run_id or new_run_id(f"{cfg.run_id}-fork-{session_id}-s{first}", out_dir or src.parent)
     fork_info: dict[str, Any] = {"run_id": cfg.run_id, "run_dir": str(src), "variant": variant,
                                  "session_id": session_id, "trial": trial, "step": first,
                                  "superstep": superstep, "models": list(models or []),

@@ -138,6 +138,11 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, alpha: float = stats.A
                            file=str(run_b), field="variant")
     ta, tb = metric_table(a.ok_records), metric_table(b.ok_records)
     shared_metrics = [m for m in ta.names if m in tb.columns and m not in NOT_COMPARED]
+    if not shared_metrics:  # e.g. runs of two different graphs: nothing to compare is an input error
+        graphs = (a.config.get("graph"), b.config.get("graph"))
+        why = f"runs of different graphs ({graphs[0]} and {graphs[1]})" if graphs[0] != graphs[1] else \
+            "no metric has values in both"
+        raise ConvsimError(f"the runs share no metric to compare: {why}", file=str(run_b), field="metrics")
     ranges_a, ranges_b = _ranges(a), _ranges(b)
     rows = []
     for var_a, var_b in matches:

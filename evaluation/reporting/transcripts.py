@@ -308,16 +308,19 @@ def _check_embedder(embedder: str, where: str) -> None:
     check_embedder_dir(embedder, file=where)
 
 
-def output_dir(path: Path, out: str | Path | None, cfg: dict) -> Path:
-    """The run directory ``eval`` writes: ``out``, else ``runs/eval-<source run>`` (a run's
-    results.jsonl) or ``runs/eval-<file stem>``. It must not hold a run (a results.jsonl or a
-    config.yaml: the source run, another run, an earlier eval) nor be the source file's directory:
-    ``eval`` never overwrites a run."""
-    run_dir = Path(out) if out is not None else Path("runs") / f"eval-{_source_name(path, cfg)}"
+def output_dir(path: Path, out: str | Path | None, cfg: dict, run_id: str | None = None) -> Path:
+    """The run directory ``eval`` writes: ``<out>/<run_id>``, as ``convsim run`` writes its runs
+    (``out`` defaults to ``runs``, ``run_id`` to ``eval-<source run>`` for a run's results.jsonl or
+    ``eval-<file stem>``). It must not hold a run (a results.jsonl or a config.yaml: the source run,
+    another run, an earlier eval) nor be the source file's directory: ``eval`` never overwrites a run."""
+    if run_id is not None:
+        from convsim.config import path_component
+        path_component(run_id, "run_id")
+    run_dir = Path(out if out is not None else "runs") / (run_id or f"eval-{_source_name(path, cfg)}")
     source_dir = path.resolve().parent
     if run_dir.resolve() == source_dir:
         raise ConvsimError(f"the output directory is the one the transcripts are read from ({path.name}): "
-                           "choose another --out", file=run_dir, field="out")
+                           "choose another --out or --run-id", file=run_dir, field="out")
     held = [f for f in ("results.jsonl", "config.yaml") if (run_dir / f).exists()]
     if held:
         raise ConvsimError(f"the output directory holds another run ({held[0]}): choose another --out",
@@ -331,7 +334,7 @@ def _source_name(path: Path, cfg: dict) -> str:
 
 def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str | Path | None = None,
                          params: dict | None = None, models: dict | None = None, embedder: str | None = None,
-                         analyze: bool = True) -> Path:
+                         analyze: bool = True, run_id: str | None = None) -> Path:
     """Evaluate every transcript of ``path`` with ``graph``'s evaluation; returns the run directory.
 
     When ``path`` lies in a run directory (a config.yaml beside it), its records are evaluated with
@@ -342,7 +345,7 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
     """
     path = Path(path)
     cfg = source_config(path)
-    run_dir = output_dir(path, out, cfg)
+    run_dir = output_dir(path, out, cfg, run_id)
     if embedder is None:
         embedder = cfg.get("embedder") or "tfidf"
         _check_embedder(embedder, str(path.parent / "config.yaml") if cfg else "--embedder")
