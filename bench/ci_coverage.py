@@ -37,7 +37,7 @@ ONE_SAMPLE = [
 
 
 def _old_diff(a: np.ndarray, b: np.ndarray, *, paired: bool) -> tuple[float, float]:
-    """The old compare's interval (evaluation/compare.py before the change)."""
+    """The old compare's interval (evaluation/reporting/compare.py before the change)."""
     if paired:
         boots = bootstrap_means(b - a, seed=0)
     else:

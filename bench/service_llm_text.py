@@ -127,7 +127,7 @@ class FewShotBackend:
         self.AIMessage, self.spec, self.lock = AIMessage, spec, threading.Lock()
         self.llama = Llama(model_path=str(gemma3_270m_path()), n_ctx=2048, verbose=False,
                            seed=spec.seed if spec.seed is not None else 1)
-        atexit.register(self.llama.close)  # before interpreter teardown, as convsim/llamacpp.py does
+        atexit.register(self.llama.close)  # before interpreter teardown, as convsim/providers/llamacpp.py does
 
     def invoke(self, messages, **kwargs):
         user = next(str(m.content) for m in messages if m.type == "human")

@@ -59,7 +59,7 @@ class State(TypedDict, total=False):
     dialogue_metrics: dict
     dialogue_details: dict          # per-segment and per-shift rows
     judge_verdict: dict             # the PEPPER-style judge's record (raw answer kept on failure)
-    prefix: dict | None             # scripted opening turns (convsim/prefix.py), then the simulator
+    prefix: dict | None             # scripted opening turns (convsim/running/prefix.py), then the simulator
     simulator_judge: dict           # the LLM simulator check's verdict (agents/crs/fidelity.py)
 
 
@@ -360,7 +360,7 @@ SUMMARY_METRICS = ["tas_grounded", "echo_turn_share", "recall_at_10", "pc_final"
 # the echo reply built from user turns): with strict pairing they are identical for every CRS agent by
 # construction, so they describe the simulated users, not the system. Reported with this reason beside
 # them (report.html, stats.json → metrics.<m>.not_compared, the dataset summary's
-# ``simulator_metrics_note``) and kept out of the between-variant tests (evaluation/run_stats.py).
+# ``simulator_metrics_note``) and kept out of the between-variant tests (evaluation/reporting/run_stats.py).
 _SIMULATOR = "simulator figure: reads the user turns only, the same for every agent (strict pairing); not tested between variants"
 _DETECTOR = ("detector figure: the shift detector scored on the user turns against the simulator's shifts, "
              "the same for every agent (strict pairing); not tested between variants")
@@ -489,7 +489,7 @@ def simulator_checks(state: State) -> list[dict]:
 
 
 def evaluate_transcript(transcript: list[dict], ctx: Context) -> dict:
-    """Evaluate an existing transcript without simulating (``convsim eval``, evaluation/transcripts.py):
+    """Evaluate an existing transcript without simulating (``convsim eval``, evaluation/reporting/transcripts.py):
     the graph's own evaluation nodes replayed over the (user, system) turns, then the dialogue stage."""
     from types import SimpleNamespace
     runtime = SimpleNamespace(context=ctx, stream_writer=None)

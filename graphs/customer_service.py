@@ -82,7 +82,7 @@ class State(TypedDict, total=False):
     turn_log: Annotated[list[dict], operator.add]
     termination: str | None
     errors: Annotated[list[dict], operator.add]
-    prefix: dict | None            # scripted opening turns (convsim/prefix.py), then the simulator
+    prefix: dict | None            # scripted opening turns (convsim/running/prefix.py), then the simulator
     metric_conventions: dict
 
 

@@ -461,7 +461,7 @@ SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "options_in_plan", "M1",
 
 # Counts behind the pooled figures: set by what the simulated members stated (the same members and
 # words in each paired session), not by the planner; descriptives only, no between-variant test
-# (evaluation/run_stats.py), and the reason shown under the name in report.html.
+# (evaluation/reporting/run_stats.py), and the reason shown under the name in report.html.
 _COUNT = ("a count set by the simulated members' stated preferences (the denominator of a pooled figure), "
           "not by the planner; not tested between variants")
 UNCOMPARED_METRICS = {m: _COUNT for m in ("M10_pairs", "M2_agreeing_slots")}

@@ -46,7 +46,7 @@ def llamacpp_server():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     model = "gemma3-270m"
-    # Gemma's template is not picked up from the GGUF by llama-cpp-python: name it (see convsim/llamacpp.py).
+    # Gemma's template is not picked up from the GGUF by llama-cpp-python: name it (see convsim/providers/llamacpp.py).
     # One thread: on a busy machine llama.cpp's threads spin waiting for each other (1 token/s with 2).
     import tempfile
     log = tempfile.TemporaryFile()  # a file, not a pipe: the access log must never block the server

@@ -136,9 +136,9 @@ def test_an_embedder_is_checked_before_the_run(tmp_path, embedder, words):
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_dialogue_file_with_fields_of_the_wrong_type_names_the_file(tmp_path):
+def test_a_dialogue_file_with_fields_of_the_wrong_type_names_the_file(tmp_path, shared_data):
     # before: "customer_service, field sessions: ... TypeError: 'int' object is not iterable" (no file)
-    dialogues = json.loads((Path(ROOT).parent / "shared/data/multiwoz/dialogues_unified_sample.json").read_text())
+    dialogues = json.loads((shared_data / "multiwoz/dialogues_unified_sample.json").read_text())
     first = dialogues[0] if isinstance(dialogues, list) else next(iter(dialogues.values()))
     bad = tmp_path / "dialogues.json"
     bad.write_text(json.dumps([{**first, "domains": 5}]))
@@ -183,8 +183,10 @@ def test_readers_agree_on_a_half_written_last_line(tmp_path):
 
 
 def test_a_prefix_for_a_graph_without_scripted_turns_and_a_misspelled_hook(tmp_path):
-    prefix = tmp_path / "p.json"
-    prefix.write_text((ROOT.parent / "shared/data/multiwoz/dialogues_unified_sample.json").read_text())
+    prefix = tmp_path / "p.json"  # any dialogue file: hello_chat refuses every prefix
+    prefix.write_text(json.dumps([{"dialogue_id": "d1", "turns": [
+        {"speaker": "user", "utterance": "I need a cheap hotel in the north."},
+        {"speaker": "system", "utterance": "The Acorn guest house is cheap and in the north."}]}]))
     one_line(["run", "hello_chat", *RUN, "--out", tmp_path / "runs", "--prefix", prefix], "field prefix",
              "cannot open sessions with scripted turns")
     cfg = tmp_path / "c.yaml"

@@ -8,6 +8,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from convsim.config import config_from_dict
+from convsim.running.requirements import config_needs
 import yaml
 
 import convsim
@@ -216,6 +219,9 @@ def test_shipped_declarations_hold_on_a_real_run(config, tmp_path, monkeypatch):
     cfg = _offline(yaml.safe_load((ROOT / "configs" / config).read_text(encoding="utf-8")))
     if cfg is None:
         pytest.skip(f"{config} needs a model server or a sentence embedder")
+    missing = [n.what for n in config_needs(config_from_dict(cfg)) if n.kind == "data" and n.met is False]
+    if missing:
+        pytest.skip(f"{config} reads data that is not here: {', '.join(missing)}")
     run_dir = convsim.run(cfg, sessions=2, out=tmp_path, run_id="r", analyze=False, trace=False)
     ranges = metric_ranges(load_graph_module(cfg["graph"]))
     checked = 0

@@ -41,7 +41,7 @@ SCRIPTED_REVERSALS = ("contradiction", "shift")
 
 
 def _user_turns(state: Mapping) -> list[dict]:
-    """What the simulator said: scripted opening turns (convsim/prefix.py) are not its words."""
+    """What the simulator said: scripted opening turns (convsim/running/prefix.py) are not its words."""
     return [t for t in state.get("transcript") or [] if str(t.get("speaker", "")).lower() == "user"
             and not (t.get("meta") or {}).get("scripted")]
 

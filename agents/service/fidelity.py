@@ -44,7 +44,7 @@ CLOSING = re.compile(r"\b(bye|goodbye|thanks?|thank you|that'?s all|that is all|
 
 
 def _user_turns(state: Mapping) -> list[dict]:
-    """What the simulator said: scripted opening turns (convsim/prefix.py) are not its words."""
+    """What the simulator said: scripted opening turns (convsim/running/prefix.py) are not its words."""
     return [t for t in state.get("transcript") or [] if str(t.get("speaker", "")).lower() == "user"
             and not (t.get("meta") or {}).get("scripted")]
 

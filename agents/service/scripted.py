@@ -1,4 +1,4 @@
-"""Scripted opening turns of a customer-service session (convsim/prefix.py): the user's scripted
+"""Scripted opening turns of a customer-service session (convsim/running/prefix.py): the user's scripted
 utterance with the gold annotation MultiWOZ gives it, so scripted turns are scored like replayed
 ones (a hand-written prefix has no annotation: its gold fields stay empty)."""
 from __future__ import annotations

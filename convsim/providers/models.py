@@ -156,7 +156,7 @@ def _make_backend(spec: ModelSpec, timeout: float = 120.0):
             kwargs["base_url"] = spec.base_url or os.environ["OLLAMA_HOST"]
         return ChatOllama(**kwargs)
     if spec.provider == "openai":
-        # not ChatOpenAI: the same request for a fraction of the CPU (see convsim/openai_client.py)
+        # not ChatOpenAI: the same request for a fraction of the CPU (see convsim/providers/openai_client.py)
         from convsim.providers.openai_client import OpenAIChat
         return OpenAIChat(spec, timeout)
     if spec.provider == "llamacpp":

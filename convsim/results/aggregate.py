@@ -6,7 +6,7 @@ proportion) and the Student t interval otherwise; the interval of a difference o
 of two proportions, or Welch's t interval. These cover close to their nominal 95 % at small n where
 the percentile bootstrap did not (about 0.84 at n = 5 for normal data; docs/analysis.md has the table), and
 cost one pass over the values. The percentile bootstrap (:func:`bootstrap_ci`) is kept for callers
-that ask for it and for Spearman's rho (evaluation/stats.py).
+that ask for it and for Spearman's rho (evaluation/reporting/stats.py).
 
 Two promises hold for every bootstrap here and in the analysis layer:
 

@@ -1,7 +1,7 @@
 """The Ray executor: sessions on a pool of Ray actors, on one machine or a cluster.
 
 Each actor plans the run once (the same deterministic session list as the driver, see
-convsim/plan.py), compiles the graphs and loads the catalogs when it starts, then runs
+convsim/running/plan.py), compiles the graphs and loads the catalogs when it starts, then runs
 ``ceil(concurrency / workers)`` of the sessions it is handed at once (a threaded actor: Ray's
 ``max_concurrency``) and returns each one's :class:`~convsim.running.session.Outcome`.
 The driver lands every outcome through the run's single writer (``runner.land``), so

@@ -2,9 +2,9 @@
 
 The asyncio executor bounds the sessions in flight (pulling them from the lazy plan, on a thread
 pool sized to the concurrency); ``executor: process`` hands them to a process pool
-(convsim/process_executor.py) and ``executor: ray`` to Ray actors (convsim/ray_executor.py). Either
+(convsim/running/process_executor.py) and ``executor: ray`` to Ray actors (convsim/running/ray_executor.py). Either
 way one writer in this process appends to ``results.jsonl``, the traces and ``errors.jsonl``.
-Preflight runs before anything is written; a spent run budget (convsim/limits.py) starts no new
+Preflight runs before anything is written; a spent run budget (convsim/providers/limits.py) starts no new
 session and ends the run with exit 3.
 
 The unit of work is one session attempt ``(variant, session_id, trial)``. Its seed comes
