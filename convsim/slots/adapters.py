@@ -445,6 +445,96 @@ class LangGraphRemoteAgent(_Adapter):
                                        tools=tools)
 
 
+class A2AAgent(_Adapter):
+    """An A2A agent through the ``a2a-sdk`` client: one A2A context per session (made on its first
+    turn), sent the user's new messages each turn as one text message (the agent keeps the rest of
+    the context); the reply is the text of the message, or of the task's status message and
+    artifacts, the agent answers with. A task that ends failed or rejected is the agent's failure."""
+
+    def __init__(self, spec: AgentSpec, slot: Slot) -> None:
+        super().__init__(spec, slot)
+        from convsim.slots.calls import Endpoint
+        try:
+            import a2a.client  # noqa: F401
+        except ImportError as exc:
+            raise ConvsimError(f"agent {spec.text} needs the a2a-sdk (pip install 'convsim[remote]'): {exc}",
+                               field=f"agents.{slot.role}") from None
+        self.url = spec.options["url"]
+        self.endpoint = Endpoint(spec.text, "a2a", self.url)
+        self.card: Any = None
+        self.card_lock = threading.Lock()
+        self.sessions = _Sessions()
+
+    async def _card(self, http: Any) -> Any:
+        from a2a.client import A2ACardResolver
+        return await A2ACardResolver(http, self.url).get_agent_card()
+
+    async def _send(self, text: str, context_id: str, timeout: float) -> list:
+        import httpx
+        from a2a.client import ClientConfig, ClientFactory
+        from a2a.helpers.proto_helpers import new_text_message
+        from a2a.types import Role, SendMessageRequest
+        async with httpx.AsyncClient(timeout=timeout) as http:
+            if self.card is None:
+                self.card = await self._card(http)
+            client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(self.card)
+            message = new_text_message(text, context_id=context_id, role=Role.ROLE_USER)
+            return [r async for r in client.send_message(SendMessageRequest(message=message))]
+
+    def _reply(self, responses: list) -> AgentTurn:
+        from a2a.helpers.proto_helpers import get_artifact_text, get_message_text
+        from google.protobuf.json_format import MessageToDict
+        raw = [MessageToDict(r) for r in responses]
+        if not responses:
+            raise garbage(self.spec, "no answer to the message", raw)
+        last = responses[-1]
+        kind = last.WhichOneof("payload")
+        if kind == "message":
+            text = get_message_text(last.message)
+        elif kind == "task":
+            from a2a.types import TaskState
+            task = last.task
+            if task.status.state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED,
+                                     TaskState.TASK_STATE_CANCELED):
+                raise garbage(self.spec, f"the task ended {TaskState.Name(task.status.state)}", raw)
+            parts = [get_message_text(task.status.message)] if task.status.HasField("message") else []
+            parts += [get_artifact_text(a) for a in task.artifacts]
+            text = "\n".join(p for p in parts if p)
+        else:
+            raise garbage(self.spec, f"an A2A {kind} event, not a message or a task", raw)
+        return AgentTurn(check_text(self.spec, text, raw), {}, [], raw_text(raw))
+
+    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
+        import uuid
+        from convsim.slots.calls import remote_call, session_handles, session_key
+        key = session_key(session_id)
+        known = self.sessions.get(key)
+        context_id, seen = known if known is not None else (uuid.uuid4().hex, 0)
+        new = [m for m in messages[seen:] if getattr(m, "type", None) == "human"] or messages[-1:]
+        text = "\n".join(content_text(m.content) or "" for m in new)
+        timeout = (session_handles().get("retry") or _default_retry()).timeout
+        try:
+            responses = remote_call(self.endpoint, lambda: run_coroutine(self._send(text, context_id, timeout)),
+                                    role=f"agent:{self.slot.role}")
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 — the agent answered with an error: its failure
+            raise user_fault(self.spec, exc) from exc
+        turn = self._reply(responses)
+        self.sessions.put(key, (context_id, len(messages) + 1))
+        return turn
+
+    async def ainvoke(self, messages: list, *, session_id: str, context: dict,
+                      tools: Sequence = ()) -> AgentTurn:
+        return await asyncio.to_thread(self.invoke, messages, session_id=session_id, context=context,
+                                       tools=tools)
+
+
+def _default_retry() -> Any:
+    from convsim.providers.retry import RetryPolicy
+    return RetryPolicy()
+
+
 def _bare(fn: Any, *args: Any) -> Any:
     """``fn(*args)`` outside the calling node's LangGraph context: a ``RemoteGraph`` called inside a
     node would take the session graph's config (its thread id, its checkpoint namespace) as its own."""
@@ -452,7 +542,7 @@ def _bare(fn: Any, *args: Any) -> Any:
 
 
 ADAPTERS: dict[str, type] = {"callable": CallableAgent, "graph": GraphAgent, "openai": OpenAIAgent,
-                             "langgraph": LangGraphRemoteAgent}
+                             "langgraph": LangGraphRemoteAgent, "a2a": A2AAgent}
 
 
 def make_agent(spec: AgentSpec | str, slot: Slot) -> Agent:
