@@ -260,13 +260,15 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
             overrides["n_sessions"] = cfg.sessions
         given = {**cfg.agents, **var.agents}
         if given or getattr(module, "SLOTS", None):
-            from convsim.slots.planning import agents_into_params, resolve_agents
+            from convsim.slots.planning import agents_from_params, agents_into_params, resolve_agents
             params_agents = overrides.get("agents") if isinstance(overrides.get("agents"), dict) else {}
             agents = resolve_agents(module, {**params_agents, **given}, where=source, variant=var.name)
             overrides = agents_into_params(module, overrides, agents, {**params_agents, **given})
         else:
             agents = {}
         params = graph_params(module, overrides, where)
+        if agents:
+            agents = agents_from_params(agents, params, where=source)
         merged_models = {**cfg.models, **var.models}
         check_roles(module, merged_models, source, var.name)
         models = {role: parse_model_spec(spec, where=f"models.{role}") for role, spec in merged_models.items()}

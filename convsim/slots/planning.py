@@ -55,3 +55,20 @@ def agents_into_params(module: Any, overrides: dict, specs: dict[str, AgentSpec]
         return overrides
     merged = {**(overrides.get("agents") or {}), **{role: specs[role].text for role in given}}
     return {**overrides, "agents": merged}
+
+
+def agents_from_params(specs: dict[str, AgentSpec], params: Any, *, where: str) -> dict[str, AgentSpec]:
+    """``specs`` with each slot's spec as the graph's params settled it (``params.agents``, which a
+    Params validator may fill: crs_shift's ``crs_agent: oracle`` is the built-in ``oracle``), so what
+    a result records is the agent that ran."""
+    settled = getattr(params, "agents", None)
+    if not isinstance(settled, dict):
+        return specs
+    out = dict(specs)
+    for role, text in settled.items():
+        if role in out and text and text != out[role].text:
+            try:
+                out[role] = parse_agent_spec(text, field=f"agents.{role}")
+            except ConvsimError as exc:
+                raise ConvsimError(exc.message, file=where, field=exc.field) from None
+    return out
