@@ -401,7 +401,8 @@ class OpenAIAgent(_Adapter):
         msgs = ([SystemMessage(f"Context: {json.dumps(context, ensure_ascii=False, default=str)}")]
                 if context else []) + list(messages)
         message = handle._invoke_message(msgs, "agent")  # ModelUnavailable after the retries
-        return normalise_answer(self.spec, self.slot, message)
+        content = getattr(message, "content", None)
+        return AgentTurn(check_text(self.spec, content_text(content), content), {}, [], raw_text(content))
 
     async def ainvoke(self, messages: list, *, session_id: str, context: dict,
                       tools: Sequence = ()) -> AgentTurn:
