@@ -4,9 +4,11 @@
   .invoke(...)``: messages handed, the session's state kept, the answer checked and made an
   ``AgentTurn``) against calling the same agent directly, for a LangGraph graph agent (a
   two-node ``MessagesState`` graph; direct: ``graph.invoke({"messages": conversation})`` each turn)
-  and for a plain callable in openevals' ``app`` convention (direct: ``app(inputs)``). Per turn,
-  the median of ``--repeats`` runs of ``--sessions`` sessions of ``--turns`` turns; the ratio
-  adapter / direct (goal for the graph agent: <= 1.1x);
+  and for a plain callable in openevals' ``app`` convention (direct: ``app(inputs)``). The direct
+  graph keeps its state by hand (each turn its last output's messages plus the new question), as
+  the adapter does. Per turn, the fastest of ``--repeats`` runs of ``--sessions`` sessions of
+  ``--turns`` turns, the two arms interleaved; the ratio adapter / direct (goal for the graph
+  agent: <= 1.1x);
 * **sessions/s against a slow endpoint that is the agent**: hello_chat runs (trace on, as by
   default) whose agent is ``openai:<model>@<url>``, a stdlib OpenAI-compatible server in its own
   process (bench/latency_server.py) answering every call after ``--latency`` seconds (0.5), at 32,
@@ -22,7 +24,6 @@ Usage: python bench/agents.py [--turns 6] [--sessions 50] [--repeats 5] [--laten
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import textwrap
@@ -59,16 +60,18 @@ AGENT = textwrap.dedent('''
 ''')
 
 
-def per_turn(fn, sessions: int, turns: int, repeats: int) -> float:
-    """Median seconds per turn of ``fn(session, turn)`` over ``repeats`` runs."""
-    out = []
+def per_turn(fns, sessions: int, turns: int, repeats: int) -> list[float]:
+    """Seconds per turn of each ``fn(session, turn)`` in ``fns``: the fastest of ``repeats`` runs,
+    the arms interleaved run by run (a machine whose load changes meanwhile weighs on both alike)."""
+    out: list[list[float]] = [[] for _ in fns]
     for r in range(repeats):
-        start = time.perf_counter()
-        for s in range(sessions):
-            for t in range(turns):
-                fn(f"r{r}s{s}", t)
-        out.append((time.perf_counter() - start) / (sessions * turns))
-    return statistics.median(out)
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for s in range(sessions):
+                for t in range(turns):
+                    fn(f"r{r}s{s}", t)
+            out[i].append((time.perf_counter() - start) / (sessions * turns))
+    return [min(x) for x in out]
 
 
 def cost_per_turn(args, agent_file: Path) -> list[tuple[str, float, float]]:
@@ -91,20 +94,19 @@ def cost_per_turn(args, agent_file: Path) -> list[tuple[str, float, float]]:
             msgs.append(AIMessage(answer.text))
 
         if attr == "graph":
-            def direct(session, turn):
-                msgs = direct_convs.setdefault(session, [])
-                msgs.append(HumanMessage(f"question {turn} of {session}"))
+            def direct(session, turn):  # as one would keep a graph's state across turns by hand
+                msgs = direct_convs.get(session, []) + [HumanMessage(f"question {turn} of {session}")]
                 out = obj.invoke({"messages": msgs})
-                msgs.append(AIMessage(out["messages"][-1].content))
+                direct_convs[session] = out["messages"]
         else:
             def direct(session, turn):
                 msgs = direct_convs.setdefault(session, [])
                 msgs.append({"role": "user", "content": f"question {turn} of {session}"})
                 msgs.append({"role": "assistant", "content": obj({"messages": msgs, "context": {"turn": turn}})})
-        per_turn(direct, 2, args.turns, 1)  # warm both
-        per_turn(via_adapter, 2, args.turns, 1)
-        d = per_turn(direct, args.sessions, args.turns, args.repeats)
-        a = per_turn(via_adapter, args.sessions, args.turns, args.repeats)
+        per_turn([direct, via_adapter], 2, args.turns, 1)  # warm both
+        convs.clear()
+        direct_convs.clear()
+        d, a = per_turn([direct, via_adapter], args.sessions, args.turns, args.repeats)
         rows.append((attr, d, a))
     return rows
 
@@ -115,6 +117,10 @@ def throughput(args) -> list[tuple[int, str, float, float, float]]:
     from convsim import api
     rows = []
     with LatencyServerProcess(args.latency, idle_s=120) as base_url, tempfile.TemporaryDirectory() as tmp:
+        for arm in ("agents", "models"):  # warm: the first run of a process imports and builds what all share
+            api.run({"graph": "hello_chat", "sessions": 4, "concurrency": 4, "out_dir": tmp, "run_id": f"warm-{arm}",
+                     "params": {"n_turns": 1}, "analysis": [], arm: {"agent": f"openai:fake@{base_url}"}},
+                    analyze=False)
         for n in args.in_flight:
             for arm in ("agents", "models"):
                 sessions = args.waves * n
@@ -143,7 +149,7 @@ def main() -> None:
         agent_file = Path(tmp) / "bench_agent.py"
         agent_file.write_text(AGENT)
         rows = cost_per_turn(args, agent_file)
-    print(f"cost per turn ({args.sessions} sessions x {args.turns} turns, median of {args.repeats})")
+    print(f"cost per turn ({args.sessions} sessions x {args.turns} turns, fastest of {args.repeats}, interleaved)")
     print(f"{'agent':<10}{'direct us':>12}{'adapter us':>12}{'ratio':>8}{'overhead us':>13}")
     for attr, d, a in rows:
         kind = "graph" if attr == "graph" else "callable"
