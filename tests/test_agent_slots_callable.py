@@ -165,9 +165,9 @@ def test_agents_in_a_config_and_per_variant_are_recorded(tmp_path, agents):
     by_variant = {r["variant"]: r["agents"]["agent"] for r in recs}
     assert by_variant == {"mine": f"{agents}:sync_app", "builtin": "facts", "graph": f"{agents}:graph"}
     # paired users: the same questions meet each agent
-    questions = {r["variant"]: sorted((r["session_id"], tuple(r["questions"])) for r in recs
-                                      if r["variant"] == r["variant"]) for r in recs}
-    assert questions["mine"] == questions["builtin"] == questions["graph"]
+    questions = {v: sorted((r["session_id"], tuple(r["questions"])) for r in recs if r["variant"] == v)
+                 for v in ("mine", "builtin", "graph")}
+    assert len(questions["mine"]) == 3 and questions["mine"] == questions["builtin"] == questions["graph"]
 
 
 def test_a_graph_agent_keeps_its_state_and_its_steps_are_traced_and_forkable(tmp_path, agents):
