@@ -33,8 +33,13 @@ class AgentError(Exception):
     """The system under test failed in a way the experiment scores (session status ``agent_failure``).
 
     Raise it from an agent node when the failure is the agent's: the session is kept, its record is
-    scored as the metric defines, and it is not re-run on resume.
+    scored as the metric defines, and it is not re-run on resume. ``raw``: the agent's raw answer
+    when the failure is a garbage answer (an agent slot's adapter keeps it, convsim.slots).
     """
+
+    def __init__(self, *args: object, raw: object = None) -> None:
+        super().__init__(*args)
+        self.raw = raw
 
 
 class SimulatorError(Exception):
