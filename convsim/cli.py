@@ -151,6 +151,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         sessions: Optional[int] = typer.Option(None, help="sessions per variant"),
         seed: Optional[int] = typer.Option(None, help="base seed"),
         model: list[str] = typer.Option([], "--model", help="ROLE=SPEC, e.g. crs=ollama:qwen:7b"),
+        agent: list[str] = typer.Option([], "--agent", help="ROLE=SPEC: your agent in a slot, e.g. crs=my_crs.py:graph, "
+                                        "agent=openai:m@http://host/v1, crs=langgraph:URL#assistant, crs=a2a:URL"),
         set_: list[str] = typer.Option([], "--set", help="param=value (YAML value)"),
         run_id: Optional[str] = typer.Option(None, help="run id; an existing run resumes"),
         out: Optional[str] = typer.Option(None, help="runs directory (default runs/)"),
@@ -183,7 +185,7 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                               analyze=not no_analysis,
                               prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns},
                               limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
-                                      "max_tokens": max_tokens})
+                                      "max_tokens": max_tokens}, agents=agent or None)
         except BudgetReached as exc:
             if not quiet and exc.run_dir is not None:
                 print_summary(exc.run_dir)  # what the finished sessions scored and spent

@@ -34,6 +34,7 @@ class Variant(BaseModel):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, ModelValue] = Field(default_factory=dict)
+    agents: dict[str, str] = Field(default_factory=dict)  # role -> agent spec (convsim.slots), over the base's
     # shown in the report beside the others, never compared with them (no difference, no test)
     reference: StrictBool = False
 
@@ -58,6 +59,7 @@ class ExperimentConfig(BaseModel):
     concurrency: StrictInt = Field(default=4, ge=1)  # sessions in flight; process/Ray workers run ceil(concurrency / workers) each
     embedder: str = "tfidf"
     models: dict[str, ModelValue] = Field(default_factory=dict)
+    agents: dict[str, str] = Field(default_factory=dict)  # role -> agent spec filling the graph's SLOTS (convsim.slots)
     variants: list[Variant] = Field(default_factory=list)
     baseline: str | None = None  # the variant the report's differences are taken against (default: the first)
     prefix: dict[str, Any] | None = None  # {file, turns}: scripted opening turns of every session (convsim.running.prefix)
@@ -215,7 +217,7 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     checkpoint: bool | None = None, trace: bool | None = None,
                     executor: str | None = None, workers: int | None = None,
                     prefix: dict | None = None, address: str | None = None,
-                    limits: dict | None = None) -> ExperimentConfig:
+                    limits: dict | None = None, agents: list[str] | dict | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
 
     ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
@@ -236,6 +238,10 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
         data["models"][role] = spec if isinstance(spec, dict) else str(spec)
         for var in data["variants"]:
             var["models"].pop(role, None)
+    for role, spec in _assignments(agents, what="--agent", raw=True):  # --agent ROLE=SPEC: every variant
+        data["agents"][role] = str(spec)
+        for var in data["variants"]:
+            var["agents"].pop(role, None)
     for key, val in _assignments(set_params, what="--set"):
         set_dotted(data["params"], key, val)
         for var in data["variants"]:  # the command line wins over every variant

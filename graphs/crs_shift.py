@@ -26,9 +26,11 @@ from typing import Annotated, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from convsim.agents.crs.recommender import CRSParams, crs_turn, new_crs_state, off_catalog_titles
+from convsim.agents.crs.slot import CRS_SLOT, slot_crs_update
+from convsim.slots.nodes import builtin_name, is_builtin
 from convsim.agents.crs.user import UserSimParams, paraphrase, profile_genres, user_turn
 from convsim.catalog.movies.concepts import ConceptExtractor
 from convsim.catalog.movies.catalog import MovieCatalog, load_movie_catalog
@@ -118,6 +120,15 @@ class Params(BaseModel):
     report_heuristic_judge: bool = Field(
         False, description="put the heuristic judge's scores (judge_heuristic_*, model none) in "
                            "dialogue_metrics, where correlations and rankings read them")
+    agents: dict[str, str] = Field(default_factory=dict, description="role -> agent spec (--agent crs=SPEC)")
+
+    @model_validator(mode="after")
+    def _builtin_crs(self):  # --agent crs=oracle names a built-in: the same as crs_agent: oracle
+        if self.agents.get("crs") and is_builtin(self.agents["crs"], CRS_SLOT):
+            self.crs_agent = builtin_name(self.agents["crs"], CRS_SLOT)
+        elif not self.agents.get("crs"):
+            self.agents = {**self.agents, "crs": self.crs_agent}
+        return self
 
     def user_params(self) -> UserSimParams:
         return UserSimParams(
@@ -224,6 +235,9 @@ def crs(state: State, runtime: Runtime[Context]) -> dict:
     user_entry = state["transcript"][-1]
     crs_state = state.get("crs_state") or new_crs_state()
     concepts = extractor.extract(user_entry["text"])
+    if params.agents.get("crs") and not is_builtin(params.agents["crs"], CRS_SLOT):  # the researcher's agent
+        return slot_crs_update(state, spec=params.agents["crs"], session_id=ctx.session_id, catalog=catalog,
+                               extractor=extractor, concepts=concepts, top_k=params.top_k)
     seen = {tuple(c) for c in crs_state.get("history_concepts", [])} | set(concepts)
     text, crs_state, meta = crs_turn(
         crs_state, user_text=user_entry["text"], user_concepts=concepts,
@@ -290,6 +304,10 @@ def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
     verdict = judge_conversation(runtime.context.model("judge"), state.get("transcript", []))
     metrics = labelled_judge_metrics(verdict, report_heuristic=params.report_heuristic_judge)
     return {**merge_dialogue_metrics(state, metrics), "judge_verdict": verdict}
+
+
+# the recommender's slot: the researcher's own with --agent crs=SPEC (agents/crs/slot.py, docs/agent_specs.md)
+SLOTS = {"crs": CRS_SLOT}
 
 
 # Nodes run once after the last turn, before evaluate_dialogue: (name, fn) pairs.

@@ -15,6 +15,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from convsim import SessionContext, compile_with_default_context, emit_metrics, rng_for
+from convsim.slots import Slot
+from convsim.slots.nodes import call_slot, is_builtin
 
 FACTS = {
     "capital of france": "Paris", "boiling point of water": "100 degrees Celsius",
@@ -39,7 +41,12 @@ class Params(BaseModel):
     n_turns: int = Field(3, ge=1, le=len(FACTS), description="questions per session")
     n_sessions: int = Field(10, ge=1, description="sessions that sessions() yields")
     judge_retries: int = Field(1, ge=0, le=5, description="retries of an invalid judge answer")
+    agents: dict[str, str] = Field(default_factory=dict, description="role -> agent spec (--agent agent=SPEC)")
 
+
+# the system under test: the researcher's own agent fills it with --agent agent=SPEC (docs/agent_specs.md)
+SLOTS = {"agent": Slot(role="agent", handed="the conversation so far: the user's fact questions, its own answers",
+                       returns="reply", builtins=("facts",))}
 
 MODEL_ROLES = ("agent", "judge")  # judge: optional, a model that checks each answer (structured output)
 
@@ -65,6 +72,11 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
 
 def agent(state: State, runtime: Runtime[Context]) -> dict:
     question = state["transcript"][-1]["text"]
+    spec = runtime.context.params.agents.get("agent")
+    if spec and not is_builtin(spec, SLOTS["agent"]):  # the researcher's agent: convsim.slots
+        turn, meta = call_slot(spec, SLOTS["agent"], state["transcript"], context={"turn": state["turn"]},
+                               session_id=runtime.context.session_id)
+        return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": turn.text, "meta": meta}]}
     model = runtime.context.model("agent")
     if model.is_none:
         # the scripted user tags its topic; a user from elsewhere (openevals) only sends text
@@ -147,6 +159,13 @@ def simulator_checks(state: State) -> list[dict]:
     """A judge that answered garbage failed (not the agent): the session is kept, not scored."""
     return [{"check": "judge_invalid", "detail": f"turn {j['turn']}: {j['error']}; raw: {j['raw'][:200]}"}
             for j in state.get("judgements") or [] if not j["ok"]]
+
+
+def agent_checks(state: State) -> list[dict]:
+    """An agent that answered an empty string failed (agent_failure), whatever the turn scored."""
+    return [{"check": "empty_answer", "detail": f"turn {t.get('turn')}: the agent's answer is empty"}
+            for t in state.get("transcript") or []
+            if t.get("speaker") == "agent" and not str(t.get("text") or "").strip()]
 
 
 def dataset_metrics(records: list[dict]) -> dict:

@@ -37,6 +37,8 @@ class VariantPlan:
     compiled: Any = None
     sync_nodes: bool = False  # every node has a sync implementation (see session.all_sync)
     channels: dict | None = None  # the State's channels, which every initial state is checked against
+    agents: dict[str, Any] = field(default_factory=dict)  # role -> AgentSpec filling the graph's SLOTS
+    subgraphs: bool = False  # a graph agent runs inside a node: its inner steps are traced (subgraph stream)
 
 
 @dataclass
@@ -256,11 +258,22 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
         overrides = _merge(cfg.params, var.params)
         if cfg.sessions is not None and "n_sessions" in _fields(module):
             overrides["n_sessions"] = cfg.sessions
+        given = {**cfg.agents, **var.agents}
+        if given or getattr(module, "SLOTS", None):
+            from convsim.slots.planning import agents_from_params, agents_into_params, resolve_agents
+            params_agents = overrides.get("agents") if isinstance(overrides.get("agents"), dict) else {}
+            agents = resolve_agents(module, {**params_agents, **given}, where=source, variant=var.name)
+            overrides = agents_into_params(module, overrides, agents, {**params_agents, **given})
+        else:
+            agents = {}
         params = graph_params(module, overrides, where)
+        if agents:
+            agents = agents_from_params(agents, params, where=source)
         merged_models = {**cfg.models, **var.models}
         check_roles(module, merged_models, source, var.name)
         models = {role: parse_model_spec(spec, where=f"models.{role}") for role, spec in merged_models.items()}
-        variants[var.name] = VariantPlan(var.name, params, models)
+        variants[var.name] = VariantPlan(var.name, params, models, agents=agents,
+                                         subgraphs=any(a.kind == "graph" for a in agents.values()))
     cache = None
     if cfg.cache:
         from convsim.providers.cache import ResponseCache

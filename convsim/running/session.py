@@ -94,6 +94,11 @@ class _Session:
             self.input = None
         self.modes = ["values"] + (["updates", "tasks"] if self.recorder else [])
         self.ctx.event_sink = lambda event: self.handle("custom", event)  # see context.emit_metrics
+        # what an agent slot's adapter (convsim.slots) records its calls in and keys its per-session state by
+        self.ctx.agent_session = {"key": scope, "calls": self.calls, "unavailable": self.unavailable,
+                                  "retry": cfg.retry, "call_tasks": tasks}
+        # a graph agent runs inside a node: its inner steps come on the subgraph stream (traced runs only)
+        self.subgraphs = bool(getattr(self.vp, "subgraphs", False)) and self.recorder is not None
         self.final: dict = self.init
         self.started = time.perf_counter()
 
@@ -106,6 +111,15 @@ class _Session:
         if self.unit.resume or self.vp.compiled.checkpointer is None:
             return None
         return self.config["configurable"]["thread_id"]
+
+    def handle_sub(self, item: tuple) -> None:
+        """A ``subgraphs=True`` stream item ``(namespace, mode, chunk)``: the session graph's own go to
+        :meth:`handle`; a subgraph's updates become inner trace steps, the rest is its own business."""
+        namespace, mode, chunk = item
+        if not namespace:
+            self.handle(mode, chunk)
+        elif mode == "updates":
+            self.recorder.on_inner_updates(namespace, chunk)
 
     def handle(self, mode: str, chunk: Any) -> None:
         if mode == "values":
@@ -168,6 +182,8 @@ class _Session:
                   "session_id": unit.session_id, "trial": unit.trial, "seed": unit.seed,
                   "status": status.value, "error": error, "simulator_flags": flags, "agent_flags": agent_flags,
                   "models": {r: s.settings for r, s in self.vp.models.items()},
+                  # the agent spec filling each of the graph's slots (convsim.slots), when it declares any
+                  **({"agents": {r: a.text for r, a in self.vp.agents.items()}} if self.vp.agents else {}),
                   # n_sessions is the run's size (set from --sessions), not a setting of this session:
                   # left out so that a run extended from 2 to 4 sessions records what a fresh one does
                   "params": self.vp.params.model_dump(mode="json", exclude={"n_sessions"}),
@@ -247,8 +263,12 @@ def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) 
     if (thread := s.earlier_thread()) is not None:
         s.vp.compiled.checkpointer.delete_thread(thread)
     try:
-        for mode, chunk in s.vp.compiled.stream(s.input, s.config, context=s.ctx, stream_mode=s.modes):
-            s.handle(mode, chunk)
+        if s.subgraphs:
+            for item in s.vp.compiled.stream(s.input, s.config, context=s.ctx, stream_mode=s.modes, subgraphs=True):
+                s.handle_sub(item)
+        else:
+            for mode, chunk in s.vp.compiled.stream(s.input, s.config, context=s.ctx, stream_mode=s.modes):
+                s.handle(mode, chunk)
     except Exception as exc:  # noqa: BLE001 — classified in outcome()
         return s.outcome(exc)
     return s.outcome(None)
@@ -260,9 +280,14 @@ async def run_session_async(plan: Any, unit: Unit, observe: Callable[[Any], None
     if (thread := s.earlier_thread()) is not None:
         await s.vp.compiled.checkpointer.adelete_thread(thread)
     try:
-        async for mode, chunk in s.vp.compiled.astream(s.input, s.config, context=s.ctx,
-                                                       stream_mode=s.modes):
-            s.handle(mode, chunk)
+        if s.subgraphs:
+            async for item in s.vp.compiled.astream(s.input, s.config, context=s.ctx, stream_mode=s.modes,
+                                                    subgraphs=True):
+                s.handle_sub(item)
+        else:
+            async for mode, chunk in s.vp.compiled.astream(s.input, s.config, context=s.ctx,
+                                                           stream_mode=s.modes):
+                s.handle(mode, chunk)
     except Exception as exc:  # noqa: BLE001 — classified in outcome()
         return s.outcome(exc)
     return s.outcome(None)

@@ -12,10 +12,12 @@ the turn, and the scenario's domain tools. Faults (the contract in :mod:`convsim
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import re
 import threading
+from collections import OrderedDict
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 from convsim.errors import AgentError, ConvsimError
@@ -148,10 +150,11 @@ def run_coroutine(coro: Any) -> Any:
     except RuntimeError:
         return asyncio.run(coro)
     box: dict = {}
+    ctx = contextvars.copy_context()  # the node's LangGraph config and runtime go along
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coro)
+            box["value"] = ctx.run(asyncio.run, coro)
         except BaseException as exc:  # noqa: BLE001 — re-raised on the caller's thread
             box["error"] = exc
     t = threading.Thread(target=target, daemon=True)
@@ -236,7 +239,310 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-ADAPTERS: dict[str, type] = {"callable": CallableAgent}
+class _Sessions:
+    """Per-session state of a stateful adapter (a graph's state, a remote thread, an A2A context),
+    keyed by :func:`convsim.slots.calls.session_key`; the oldest are dropped past ``limit`` (a
+    session's state is only needed while it runs)."""
+
+    def __init__(self, limit: int = 65536) -> None:
+        self.limit, self.items, self.lock = limit, OrderedDict(), threading.Lock()
+
+    def get(self, key: str) -> Any:
+        with self.lock:
+            return self.items.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.limit:
+                self.items.popitem(last=False)
+
+
+def _tool_calls_of(messages: Sequence) -> list[dict]:
+    """``[{"name", "args", "result"}]`` of the AI messages' tool calls among ``messages``, each with
+    the content of the tool message that answered it (None when none did), in call order."""
+    results = {}
+    for m in messages:
+        if getattr(m, "type", None) == "tool" or (isinstance(m, dict) and m.get("type") == "tool"):
+            cid = m.get("tool_call_id") if isinstance(m, dict) else getattr(m, "tool_call_id", None)
+            results[cid] = m.get("content") if isinstance(m, dict) else m.content
+    out = []
+    for m in messages:
+        calls = (m.get("tool_calls") if isinstance(m, dict) else getattr(m, "tool_calls", None)) or []
+        for c in calls:
+            out.append({"name": c.get("name"), "args": c.get("args", {}), "result": results.get(c.get("id"))})
+    return out
+
+
+def _state_answer(spec: AgentSpec, slot: Slot, values: object, new_from: int) -> AgentTurn:
+    """A graph's output state (``{"messages": [...], <structured keys>...}``) as an AgentTurn: the
+    last message is the reply (an AI message with text), ``new_from`` the index where this turn's
+    messages start (its tool calls are read from them)."""
+    if not isinstance(values, dict) or not isinstance(values.get("messages"), list) or not values["messages"]:
+        raise garbage(spec, "the graph's state has no messages", values)
+    msgs = values["messages"]
+    last = msgs[-1]
+    kind = last.get("type", last.get("role")) if isinstance(last, dict) else getattr(last, "type", None)
+    if kind not in ("ai", "assistant", "AIMessageChunk"):
+        raise garbage(spec, f"the graph's last message is a {kind} message, not the agent's reply", values)
+    content = last.get("content") if isinstance(last, dict) else last.content
+    text = check_text(spec, content_text(content), values)
+    structured = {k: values[k] for k in slot.structured if values.get(k) is not None}
+    return AgentTurn(text, structured, _tool_calls_of(msgs[new_from:]), raw_text(content))
+
+
+class GraphAgent(_Adapter):
+    """A LangGraph graph (``StateGraph`` or compiled) taking and returning ``{"messages": [...]}``.
+
+    Run inside the scenario's node, it is a subgraph of the session's graph: its inner node steps are
+    in the session's trace (convsim.traces.tracing, ``on_inner_updates``). It keeps its own state across
+    a session's turns: each turn it gets the state it ended the last one with plus the user's new
+    messages (the conversation so far when it has none for the session: a fork, a resumed run).
+    A ``context`` key in its state, when it has one, gets the scenario's context."""
+
+    def __init__(self, spec: AgentSpec, slot: Slot) -> None:
+        super().__init__(spec, slot)
+        from langgraph.graph import StateGraph
+        obj = load_target(spec.target, text=spec.text)
+        if isinstance(obj, StateGraph):
+            obj = obj.compile()
+        elif getattr(obj, "checkpointer", None) not in (None, False):
+            # its state is kept here, per session: a checkpointer of its own would need a thread id
+            obj = obj.copy(update={"checkpointer": None})
+        self.graph = obj
+        self.takes_context = "context" in (getattr(obj, "channels", None) or {})
+        self.sessions = _Sessions()
+
+    def _input(self, key: str, messages: list, context: dict) -> tuple[dict, int]:
+        prior = self.sessions.get(key)
+        if prior is None:
+            state: dict = {"messages": list(messages)}
+        else:
+            values, seen = prior
+            state = {**values, "messages": list(values.get("messages") or []) + list(messages[seen:])}
+        if self.takes_context:
+            state["context"] = dict(context)
+        return state, len(state["messages"])
+
+    def _done(self, key: str, out: object, n_in: int, messages: list) -> AgentTurn:
+        turn = _state_answer(self.spec, self.slot, out, n_in)
+        self.sessions.put(key, (dict(out), len(messages) + 1))  # the reply joins the conversation
+        return turn
+
+    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
+        from convsim.slots.calls import session_key
+        key = session_key(session_id)
+        state, n_in = self._input(key, messages, context)
+        try:
+            out = self.graph.invoke(state)
+        except Exception as exc:  # noqa: BLE001 — the user's graph failed
+            raise _graph_fault(self.spec, exc) from exc
+        return self._done(key, out, n_in, messages)
+
+    async def ainvoke(self, messages: list, *, session_id: str, context: dict,
+                      tools: Sequence = ()) -> AgentTurn:
+        from convsim.slots.calls import session_key
+        key = session_key(session_id)
+        state, n_in = self._input(key, messages, context)
+        try:
+            out = await self.graph.ainvoke(state)
+        except Exception as exc:  # noqa: BLE001 — the user's graph failed
+            raise _graph_fault(self.spec, exc) from exc
+        return self._done(key, out, n_in, messages)
+
+
+def _graph_fault(spec: AgentSpec, exc: Exception) -> BaseException:
+    from langgraph.errors import GraphBubbleUp
+    if isinstance(exc, GraphBubbleUp):  # LangGraph's own control flow (an interrupt): not a failure
+        return exc
+    return user_fault(spec, exc)
+
+
+class OpenAIAgent(_Adapter):
+    """An OpenAI-compatible ``/v1/chat/completions`` endpoint that is the agent: sent the
+    conversation, its answer is the reply. Calls go through :class:`convsim.providers.models.ChatModel`
+    (the run's limits, retries, call records, ``ModelUnavailable``); the context, when not empty,
+    goes first as a system message."""
+
+    def __init__(self, spec: AgentSpec, slot: Slot) -> None:
+        super().__init__(spec, slot)
+        from convsim.providers.models import parse_model_spec
+        self.model_spec = parse_model_spec(f"openai:{spec.options['model']}@{spec.options['base_url']}",
+                                           where=f"agents.{slot.role}")
+
+    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
+        from langchain_core.messages import SystemMessage
+        from convsim.providers.models import ChatModel
+        from convsim.slots.calls import session_handles
+        h = session_handles()
+        handle = ChatModel(spec=self.model_spec, role=f"agent:{self.slot.role}",
+                           calls=h["calls"] if h.get("calls") is not None else [], retry=h.get("retry"),
+                           unavailable=h["unavailable"] if h.get("unavailable") is not None else [],
+                           call_tasks=h.get("call_tasks"))
+        msgs = ([SystemMessage(f"Context: {json.dumps(context, ensure_ascii=False, default=str)}")]
+                if context else []) + list(messages)
+        message = handle._invoke_message(msgs, "agent")  # ModelUnavailable after the retries
+        return normalise_answer(self.spec, self.slot, message)
+
+    async def ainvoke(self, messages: list, *, session_id: str, context: dict,
+                      tools: Sequence = ()) -> AgentTurn:
+        # the provider clients are sync (pooled keep-alive connections, the run's limits' locks):
+        # as ChatModel.ainvoke, the request goes out from a worker thread, off the event loop
+        return await asyncio.to_thread(self.invoke, messages, session_id=session_id, context=context,
+                                       tools=tools)
+
+
+class LangGraphRemoteAgent(_Adapter):
+    """A LangGraph deployment (``langgraph dev``, LangGraph Platform) through LangGraph's own
+    ``RemoteGraph``: one thread per session (made on its first turn), sent the user's new messages
+    each turn (the thread keeps the rest); the reply is the last message of the thread's state,
+    structured outputs are the state keys named like ``Slot.structured``."""
+
+    def __init__(self, spec: AgentSpec, slot: Slot) -> None:
+        super().__init__(spec, slot)
+        from convsim.slots.calls import Endpoint
+        try:
+            from langgraph.pregel.remote import RemoteGraph
+            from langgraph_sdk import get_sync_client
+        except ImportError as exc:  # pragma: no cover — langgraph-sdk ships with langgraph
+            raise ConvsimError(f"agent {spec.text} needs langgraph-sdk (pip install 'convsim[remote]'): {exc}",
+                               field=f"agents.{slot.role}") from None
+        url, self.assistant_id = spec.options["url"], spec.options["assistant_id"]
+        self.sync_client = get_sync_client(url=url)
+        self.remote = RemoteGraph(self.assistant_id, sync_client=self.sync_client)
+        self.endpoint = Endpoint(spec.text, "langgraph", url)
+        self.sessions = _Sessions()
+
+    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
+        from convsim.slots.calls import remote_call, session_key
+        key = session_key(session_id)
+        role = f"agent:{self.slot.role}"
+        known = self.sessions.get(key)
+        if known is None:
+            thread = remote_call(self.endpoint, lambda: _bare(self.sync_client.threads.create), role=role,
+                                 purpose="agent thread")
+            known = (thread["thread_id"], 0, 0)
+        thread_id, seen, n_thread = known
+        new = as_role_dicts(messages[seen:] if seen <= len(messages) else messages)
+        payload: dict = {"messages": new}
+        if context:
+            payload["context"] = dict(context)
+        config = {"configurable": {"thread_id": thread_id}}
+        try:
+            out = remote_call(self.endpoint, lambda: _bare(self.remote.invoke, payload, config), role=role)
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 — the deployment answered: the agent's run failed
+            raise user_fault(self.spec, exc) from exc
+        turn = _state_answer(self.spec, self.slot, out, n_thread)
+        self.sessions.put(key, (thread_id, len(messages) + 1, len(out["messages"])))
+        return turn
+
+    async def ainvoke(self, messages: list, *, session_id: str, context: dict,
+                      tools: Sequence = ()) -> AgentTurn:
+        return await asyncio.to_thread(self.invoke, messages, session_id=session_id, context=context,
+                                       tools=tools)
+
+
+class A2AAgent(_Adapter):
+    """An A2A agent through the ``a2a-sdk`` client: one A2A context per session (made on its first
+    turn), sent the user's new messages each turn as one text message (the agent keeps the rest of
+    the context); the reply is the text of the message, or of the task's status message and
+    artifacts, the agent answers with. A task that ends failed or rejected is the agent's failure."""
+
+    def __init__(self, spec: AgentSpec, slot: Slot) -> None:
+        super().__init__(spec, slot)
+        from convsim.slots.calls import Endpoint
+        try:
+            import a2a.client  # noqa: F401
+        except ImportError as exc:
+            raise ConvsimError(f"agent {spec.text} needs the a2a-sdk (pip install 'convsim[remote]'): {exc}",
+                               field=f"agents.{slot.role}") from None
+        self.url = spec.options["url"]
+        self.endpoint = Endpoint(spec.text, "a2a", self.url)
+        self.card: Any = None
+        self.card_lock = threading.Lock()
+        self.sessions = _Sessions()
+
+    async def _card(self, http: Any) -> Any:
+        from a2a.client import A2ACardResolver
+        return await A2ACardResolver(http, self.url).get_agent_card()
+
+    async def _send(self, text: str, context_id: str, timeout: float) -> list:
+        import httpx
+        from a2a.client import ClientConfig, ClientFactory
+        from a2a.helpers.proto_helpers import new_text_message
+        from a2a.types import Role, SendMessageRequest
+        async with httpx.AsyncClient(timeout=timeout) as http:
+            if self.card is None:
+                self.card = await self._card(http)
+            client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(self.card)
+            message = new_text_message(text, context_id=context_id, role=Role.ROLE_USER)
+            return [r async for r in client.send_message(SendMessageRequest(message=message))]
+
+    def _reply(self, responses: list) -> AgentTurn:
+        from a2a.helpers.proto_helpers import get_artifact_text, get_message_text
+        from google.protobuf.json_format import MessageToDict
+        raw = [MessageToDict(r) for r in responses]
+        if not responses:
+            raise garbage(self.spec, "no answer to the message", raw)
+        last = responses[-1]
+        kind = last.WhichOneof("payload")
+        if kind == "message":
+            text = get_message_text(last.message)
+        elif kind == "task":
+            from a2a.types import TaskState
+            task = last.task
+            if task.status.state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED,
+                                     TaskState.TASK_STATE_CANCELED):
+                raise garbage(self.spec, f"the task ended {TaskState.Name(task.status.state)}", raw)
+            parts = [get_message_text(task.status.message)] if task.status.HasField("message") else []
+            parts += [get_artifact_text(a) for a in task.artifacts]
+            text = "\n".join(p for p in parts if p)
+        else:
+            raise garbage(self.spec, f"an A2A {kind} event, not a message or a task", raw)
+        return AgentTurn(check_text(self.spec, text, raw), {}, [], raw_text(raw))
+
+    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
+        import uuid
+        from convsim.slots.calls import remote_call, session_handles, session_key
+        key = session_key(session_id)
+        known = self.sessions.get(key)
+        context_id, seen = known if known is not None else (uuid.uuid4().hex, 0)
+        new = [m for m in messages[seen:] if getattr(m, "type", None) == "human"] or messages[-1:]
+        text = "\n".join(content_text(m.content) or "" for m in new)
+        timeout = (session_handles().get("retry") or _default_retry()).timeout
+        try:
+            responses = remote_call(self.endpoint, lambda: run_coroutine(self._send(text, context_id, timeout)),
+                                    role=f"agent:{self.slot.role}")
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 — the agent answered with an error: its failure
+            raise user_fault(self.spec, exc) from exc
+        turn = self._reply(responses)
+        self.sessions.put(key, (context_id, len(messages) + 1))
+        return turn
+
+    async def ainvoke(self, messages: list, *, session_id: str, context: dict,
+                      tools: Sequence = ()) -> AgentTurn:
+        return await asyncio.to_thread(self.invoke, messages, session_id=session_id, context=context,
+                                       tools=tools)
+
+
+def _default_retry() -> Any:
+    from convsim.providers.retry import RetryPolicy
+    return RetryPolicy()
+
+
+def _bare(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` outside the calling node's LangGraph context: a ``RemoteGraph`` called inside a
+    node would take the session graph's config (its thread id, its checkpoint namespace) as its own."""
+    return contextvars.Context().run(fn, *args)
+
+
+ADAPTERS: dict[str, type] = {"callable": CallableAgent, "graph": GraphAgent, "openai": OpenAIAgent,
+                             "langgraph": LangGraphRemoteAgent, "a2a": A2AAgent}
 
 
 def make_agent(spec: AgentSpec | str, slot: Slot) -> Agent:

@@ -178,6 +178,7 @@ class TraceRecorder:
         self._pending: list[list] = []  # [node, update, wall time, task id (from on_task) or None]
         self._call_tasks = call_tasks if call_tasks is not None else {}  # id(call) -> task id (ChatModel)
         self._last = time.perf_counter()
+        self._inner_last = 0.0  # when the last subgraph step was recorded (on_inner_updates)
         self._superstep = prefix_steps[-1]["superstep"] + 1 if prefix_steps else 0
         self._turn = prefix_steps[-1].get("turn") if prefix_steps else None
         self._calls = llm_calls if llm_calls is not None else []
@@ -206,6 +207,22 @@ class TraceRecorder:
         for node, update in (chunk or {}).items():
             self._pending.append([node, update if isinstance(update, dict) else {}, now - self._last, None])
         self._last = now
+
+    def on_inner_updates(self, namespace: tuple, chunk: dict) -> None:
+        """An ``updates`` chunk of a subgraph (a graph run inside a node, such as an agent slot's
+        graph agent, streamed with ``subgraphs=True``): one step line per inner node, named
+        ``<outer node>/<inner node>``, in the outer node's superstep, its update under ``subgraph``
+        and no change to the session's state (``changed`` is empty: replay skips it). A fork from it
+        runs the outer node again from the checkpoint before that superstep."""
+        now = time.perf_counter()
+        path = "/".join(str(part).partition(":")[0] for part in namespace)
+        last = max(self._last, self._inner_last)
+        for node, update in (chunk or {}).items():
+            line = _step_line(len(self._lines), self._superstep, self._turn, f"{path}/{node}", "",
+                              round(now - last, 6), "[]")
+            self._lines.append(f'{line[:-1]}, "subgraph": {{"namespace": {_name(path)}, '
+                               f'"update": {dumps(update if isinstance(update, dict) else {})}}}}}')
+        self._inner_last = now
 
     def on_task(self, event: dict) -> None:
         """A ``tasks`` stream event: a finished task's id, given to the step its ``updates`` chunk made
