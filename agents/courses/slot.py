@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 
 from langchain_core.messages import HumanMessage
 
 from convsim.agents.courses.retrievers import get_retriever
 from convsim.agents.courses.tools import CourseTools
 from convsim.catalog.courses import load_courses
-from convsim.slots import Slot, make_agent, parse_agent_spec
+from convsim.slots import Slot, parse_agent_spec
+from convsim.slots.nodes import cached_agent
 
 ROLE = "retriever"
 NODE = "retrieve_agent"
@@ -29,8 +29,6 @@ SLOT = Slot(role=ROLE, handed="the learner's question and skill (one HumanMessag
                               "and the tools search_courses, get_course",
             returns="ranking", structured=("ranking",),
             builtins=("tfidf", "bm25", "embedding", "hybrid", "oracle", "random", "top1", "top1_then_junk", "empty"))
-_agents: dict[str, object] = {}
-_lock = threading.Lock()
 
 
 def spec_text(ctx) -> str | None:
@@ -46,10 +44,7 @@ def _builtin(text: str) -> bool:
 
 
 def agent_for(text: str):
-    with _lock:
-        if text not in _agents:
-            _agents[text] = make_agent(text, SLOT)
-        return _agents[text]
+    return cached_agent(text, SLOT)  # made once per process and spec (convsim.slots.nodes)
 
 
 def ranking_of(answer_text: str, structured: dict, codes: list[str]) -> tuple[list[str], int]:

@@ -16,14 +16,14 @@ handed to the agent.
 from __future__ import annotations
 
 import functools
-import threading
 
 from langchain_core.messages import AIMessage, HumanMessage
 
 from convsim.agents.group.tools import TravelTools
 from convsim.catalog.travel import TravelDB, normalize_place_name
 from convsim.evaluation.group.plan_parse import normalize_plan, plan_places_by_field
-from convsim.slots import Slot, make_agent, parse_agent_spec
+from convsim.slots import Slot, parse_agent_spec
+from convsim.slots.nodes import cached_agent
 
 ROLE = "planner"
 SLOT = Slot(role=ROLE, handed="the conversation so far (members as HumanMessage '<name>: ...', the system as "
@@ -35,8 +35,6 @@ DAY_METRICS = ("M8_placed", "M9", "M10", "M10b", "M10_satisfied_pairs", "M10_pai
                "W1_all_members", "W2", "W2_all_members", "W3", "W3_all_members", "W3_zero_members",
                "W3_zero_members_all_members")
 NEEDS_DAYS = "the agent reports no structured plan (days)"
-_agents: dict[str, object] = {}
-_lock = threading.Lock()
 
 
 def spec_text(ctx) -> str | None:
@@ -52,10 +50,7 @@ def _builtin(text: str) -> bool:
 
 
 def agent_for(text: str):
-    with _lock:
-        if text not in _agents:
-            _agents[text] = make_agent(text, SLOT)
-        return _agents[text]
+    return cached_agent(text, SLOT)  # made once per process and spec (convsim.slots.nodes)
 
 
 def messages_of(transcript: list[dict]) -> list:

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from convsim.agents.service.tools import ServiceWorld
+from convsim.agents.service.tools import ServiceWorld, bound_world
 from convsim.catalog.service.db import DOMAINS, REQUESTABLE_SLOTS, ServiceDB
 from convsim.catalog.service.normalize import normalize_value
-from convsim.slots import Slot, make_agent, parse_agent_spec
+from convsim.slots import Slot, parse_agent_spec
+from convsim.slots.nodes import cached_agent
 
 ROLE = "service"
 NODE = "service_agent"
@@ -41,8 +41,6 @@ ASKS = (("area", r"\barea\b|part of town|where in"), ("pricerange", r"\bprice|bu
         ("departure", r"depart|leaving from|from where|travel(l)?ing from"),
         ("destination", r"destination|going to|where to|travel(l)?ing to"))
 
-_agents: dict[str, object] = {}
-_lock = threading.Lock()
 
 
 def spec_text(ctx) -> str | None:
@@ -64,10 +62,7 @@ def route(ctx, default: str) -> str:
 
 
 def agent_for(text: str):
-    with _lock:
-        if text not in _agents:
-            _agents[text] = make_agent(text, SLOT)
-        return _agents[text]
+    return cached_agent(text, SLOT)  # made once per process and spec (convsim.slots.nodes)
 
 
 def messages_of(transcript: list[dict]) -> list:
@@ -184,8 +179,9 @@ def agent_update(state: dict, *, text_spec: str, db: ServiceDB, schema) -> dict:
     turn = state["turn"]
     world = ServiceWorld(db, schema, bookings=state.get("agent_bookings") or [], turn=turn)
     agent = agent_for(text_spec)
-    answer = agent.invoke(messages_of(state.get("transcript", [])), session_id=state["session_id"],
-                          context={"turn": turn, "domains": list(DOMAINS)}, tools=world.tools())
+    with bound_world(world):  # session_tools() (a graph agent's, built once) act on this session's world
+        answer = agent.invoke(messages_of(state.get("transcript", [])), session_id=state["session_id"],
+                              context={"turn": turn, "domains": list(DOMAINS)}, tools=world.tools())
     structured = dict(answer.structured or {})
     act = derive_action(world.calls, answer.text, structured, db)
     triage = {"domain": structured.get("domain") if isinstance(structured.get("domain"), str) else None,

@@ -22,8 +22,10 @@ the simulated user's goal: the tools expose the database and the session's own b
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
-from typing import Any
+from typing import Any, Iterator
 
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
@@ -161,6 +163,39 @@ class ServiceWorld:
                                                      "(people, day, stay) or a train (people). Returns "
                                                      "a reference number, or why it was refused."),
         ]
+
+
+_CURRENT: contextvars.ContextVar[ServiceWorld | None] = contextvars.ContextVar("convsim_service_world", default=None)
+
+
+@contextlib.contextmanager
+def bound_world(world: ServiceWorld) -> Iterator[ServiceWorld]:
+    """Within the block, :func:`session_tools` act on ``world`` (the scenario binds each agent turn)."""
+    token = _CURRENT.set(world)
+    try:
+        yield world
+    finally:
+        _CURRENT.reset(token)
+
+
+class _Unbound:
+    """What a session tool answers outside a convsim session (no booking system to act on)."""
+
+    def __getattr__(self, name: str):
+        return lambda *a, **k: {"ok": False, "reason": "no_session",
+                                "detail": "these tools act on a convsim session's booking system"}
+
+
+def session_tools() -> list[StructuredTool]:
+    """The three tools, bound at call time to the running session's world (:func:`bound_world`): what
+    a graph agent built once at import (``create_agent(model, tools=session_tools())``) uses, so each
+    session books in its own copy. The scenario binds the world around every agent turn; LangGraph
+    and LangChain run tools in a copy of the caller's context, so the binding reaches them."""
+    class _Current:
+        def __getattr__(self, name: str):
+            world = _CURRENT.get()
+            return getattr(world if world is not None else _Unbound(), name)
+    return ServiceWorld.tools(_Current())  # type: ignore[arg-type]
 
 
 def service_tools(db: ServiceDB, schema: ServiceSchema, *, bookings: list[dict] | None = None
