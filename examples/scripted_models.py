@@ -164,14 +164,15 @@ def film_policy(messages: list[BaseMessage]) -> AIMessage:
     catalog = load_movie_catalog()
     extractor = _extractor(catalog)
     wanted: dict[str, str] = {}
-    for m in messages:
+    for m in reversed(messages):  # the seeker's latest turn that names anything the catalog knows
         if isinstance(m, HumanMessage):
-            for field, value in sorted(extractor.extract(str(m.content))):
-                wanted[field] = value  # the latest mention of a field wins
+            wanted = {f: v for f, v in sorted(extractor.extract(str(m.content)))}
+            if wanted:
+                break
     if not wanted:
         return AIMessage(content="What kind of films do you like? A genre, an actor or a director?")
-    # one field at a time keeps the search wide: the genre first, else the latest person named
-    field = "genre" if "genre" in wanted else sorted(wanted)[0]
+    # one field keeps the search wide; the most specific first (a turn that drops a genre still names it)
+    field = next(f for f in ("year", "actor", "director", "writer", "language", "genre") if f in wanted)
     return _call("search_films", {"constraints": {field: wanted[field]}, "limit": 20}, n)
 
 

@@ -34,7 +34,7 @@ def chat_model():
     if spec:
         from langchain.chat_models import init_chat_model
         return init_chat_model(spec)
-    from examples.scripted_models import ScriptedServiceModel
+    from scripted_models import ScriptedServiceModel
     return ScriptedServiceModel()
 
 
