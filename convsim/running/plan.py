@@ -259,7 +259,7 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
         if cfg.sessions is not None and "n_sessions" in _fields(module):
             overrides["n_sessions"] = cfg.sessions
         given = {**cfg.agents, **var.agents}
-        if given or getattr(module, "SLOTS", None):
+        if given or isinstance(getattr(module, "SLOTS", None), dict):
             from convsim.slots.planning import agents_from_params, agents_into_params, resolve_agents
             params_agents = overrides.get("agents") if isinstance(overrides.get("agents"), dict) else {}
             agents = resolve_agents(module, {**params_agents, **given}, where=source, variant=var.name)

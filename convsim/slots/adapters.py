@@ -247,16 +247,34 @@ class _Sessions:
     def __init__(self, limit: int = 65536) -> None:
         self.limit, self.items, self.lock = limit, OrderedDict(), threading.Lock()
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str, messages: Sequence) -> Any:
+        """What was kept for the session, when the conversation handed now continues the one it was
+        kept for (its messages, then the reply); None otherwise (a fork or a session run again in
+        this process: the conversation took another way, so the agent starts over from it)."""
         with self.lock:
-            return self.items.get(key)
+            kept = self.items.get(key)
+        if kept is None:
+            return None
+        value, said = kept
+        if len(said) > len(messages) or [_said(m) for m in messages[:len(said)]] != said:
+            return None
+        return value
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: Any, messages: Sequence, reply: str) -> None:
+        said = [_said(m) for m in messages] + [("ai", reply)]
         with self.lock:
-            self.items[key] = value
+            self.items[key] = (value, said)
             self.items.move_to_end(key)
             while len(self.items) > self.limit:
                 self.items.popitem(last=False)
+
+
+def _said(message: Any) -> tuple[str, str]:
+    """A handed message as what was said: (``human``/``ai``, its text)."""
+    kind = getattr(message, "type", None) or (message.get("role") if isinstance(message, dict) else None)
+    kind = {"user": "human", "assistant": "ai"}.get(kind, kind)
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
+    return str(kind), content_text(content) or ""
 
 
 def _tool_calls_of(messages: Sequence) -> list[dict]:
@@ -315,7 +333,7 @@ class GraphAgent(_Adapter):
         self.sessions = _Sessions()
 
     def _input(self, key: str, messages: list, context: dict) -> tuple[dict, int]:
-        prior = self.sessions.get(key)
+        prior = self.sessions.get(key, messages)
         if prior is None:
             state: dict = {"messages": list(messages)}
         else:
@@ -327,7 +345,7 @@ class GraphAgent(_Adapter):
 
     def _done(self, key: str, out: object, n_in: int, messages: list) -> AgentTurn:
         turn = _state_answer(self.spec, self.slot, out, n_in)
-        self.sessions.put(key, (dict(out), len(messages) + 1))  # the reply joins the conversation
+        self.sessions.put(key, (dict(out), len(messages) + 1), messages, turn.text)  # the reply joins it
         return turn
 
     def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
@@ -383,7 +401,8 @@ class OpenAIAgent(_Adapter):
         msgs = ([SystemMessage(f"Context: {json.dumps(context, ensure_ascii=False, default=str)}")]
                 if context else []) + list(messages)
         message = handle._invoke_message(msgs, "agent")  # ModelUnavailable after the retries
-        return normalise_answer(self.spec, self.slot, message)
+        content = getattr(message, "content", None)
+        return AgentTurn(check_text(self.spec, content_text(content), content), {}, [], raw_text(content))
 
     async def ainvoke(self, messages: list, *, session_id: str, context: dict,
                       tools: Sequence = ()) -> AgentTurn:
@@ -418,8 +437,8 @@ class LangGraphRemoteAgent(_Adapter):
         from convsim.slots.calls import remote_call, session_key
         key = session_key(session_id)
         role = f"agent:{self.slot.role}"
-        known = self.sessions.get(key)
-        if known is None:
+        known = self.sessions.get(key, messages)
+        if known is None:  # a new session (or one that took another way): a new thread
             thread = remote_call(self.endpoint, lambda: _bare(self.sync_client.threads.create), role=role,
                                  purpose="agent thread")
             known = (thread["thread_id"], 0, 0)
@@ -436,7 +455,7 @@ class LangGraphRemoteAgent(_Adapter):
         except Exception as exc:  # noqa: BLE001 — the deployment answered: the agent's run failed
             raise user_fault(self.spec, exc) from exc
         turn = _state_answer(self.spec, self.slot, out, n_thread)
-        self.sessions.put(key, (thread_id, len(messages) + 1, len(out["messages"])))
+        self.sessions.put(key, (thread_id, len(messages) + 1, len(out["messages"])), messages, turn.text)
         return turn
 
     async def ainvoke(self, messages: list, *, session_id: str, context: dict,
@@ -508,7 +527,7 @@ class A2AAgent(_Adapter):
         import uuid
         from convsim.slots.calls import remote_call, session_handles, session_key
         key = session_key(session_id)
-        known = self.sessions.get(key)
+        known = self.sessions.get(key, messages)
         context_id, seen = known if known is not None else (uuid.uuid4().hex, 0)
         new = [m for m in messages[seen:] if getattr(m, "type", None) == "human"] or messages[-1:]
         text = "\n".join(content_text(m.content) or "" for m in new)
@@ -521,7 +540,7 @@ class A2AAgent(_Adapter):
         except Exception as exc:  # noqa: BLE001 — the agent answered with an error: its failure
             raise user_fault(self.spec, exc) from exc
         turn = self._reply(responses)
-        self.sessions.put(key, (context_id, len(messages) + 1))
+        self.sessions.put(key, (context_id, len(messages) + 1), messages, turn.text)
         return turn
 
     async def ainvoke(self, messages: list, *, session_id: str, context: dict,

@@ -13,7 +13,9 @@ from convsim.slots.spec import AgentSpec, parse_agent_spec
 def graph_slots(module: Any) -> dict[str, Slot]:
     """The graph file's ``SLOTS`` ({role: Slot}); ``{}`` when it declares none."""
     slots = getattr(module, "SLOTS", None) or {}
-    if not isinstance(slots, dict) or not all(isinstance(v, Slot) for v in slots.values()):
+    if not isinstance(slots, dict) or not any(isinstance(v, Slot) for v in slots.values()):
+        return {}  # a module-level name SLOTS of another kind (group_planning's planning slots)
+    if not all(isinstance(v, Slot) for v in slots.values()):
         raise ConvsimError("SLOTS must map each role to a convsim.slots.Slot", file=getattr(module, "__file__", None),
                            field="SLOTS")
     return slots

@@ -1,0 +1,161 @@
+"""What an agent slot's adapter costs (convsim.slots), printed side by side in one run:
+
+* **cost per turn**: the researcher's agent called through its adapter (``make_agent(spec, slot)
+  .invoke(...)``: messages handed, the session's state kept, the answer checked and made an
+  ``AgentTurn``) against calling the same agent directly, for a LangGraph graph agent (a
+  two-node ``MessagesState`` graph; direct: ``graph.invoke({"messages": conversation})`` each turn)
+  and for a plain callable in openevals' ``app`` convention (direct: ``app(inputs)``). Per turn,
+  the median of ``--repeats`` runs of ``--sessions`` sessions of ``--turns`` turns; the ratio
+  adapter / direct (goal for the graph agent: <= 1.1x);
+* **sessions/s against a slow endpoint that is the agent**: hello_chat runs (trace on, as by
+  default) whose agent is ``openai:<model>@<url>``, a stdlib OpenAI-compatible server in its own
+  process (bench/latency_server.py) answering every call after ``--latency`` seconds (0.5), at 32,
+  128 and 256 sessions in flight, ``--waves`` x that many sessions of ``--run-turns`` turns each.
+  Ideal: ``in_flight / (run_turns * latency)`` sessions/s; the share of it reached over the whole
+  run (planning, ramp-up and tail included; goal at 128: >= 90%).
+
+Usage: python bench/agents.py [--turns 6] [--sessions 50] [--repeats 5] [--latency 0.5]
+       [--in-flight 32 128 256] [--waves 3] [--run-turns 2] [--skip-runs]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from latency_server import LatencyServerProcess  # noqa: E402
+
+AGENT = textwrap.dedent('''
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    def think(state):
+        return {"messages": [AIMessage("(looking it up)")]}
+
+    def reply(state):
+        asked = sum(1 for m in state["messages"] if m.type == "human")
+        return {"messages": [AIMessage(f"Answer {asked}: Paris.")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("think", think)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "think")
+    builder.add_edge("think", "reply")
+    builder.add_edge("reply", END)
+    graph = builder.compile()
+
+    def app(inputs):
+        return f"Answer {sum(1 for m in inputs['messages'] if m['role'] == 'user')}: Paris."
+''')
+
+
+def per_turn(fn, sessions: int, turns: int, repeats: int) -> float:
+    """Median seconds per turn of ``fn(session, turn)`` over ``repeats`` runs."""
+    out = []
+    for r in range(repeats):
+        start = time.perf_counter()
+        for s in range(sessions):
+            for t in range(turns):
+                fn(f"r{r}s{s}", t)
+        out.append((time.perf_counter() - start) / (sessions * turns))
+    return statistics.median(out)
+
+
+def cost_per_turn(args, agent_file: Path) -> list[tuple[str, float, float]]:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from convsim.slots import Slot, make_agent
+    from convsim.slots.spec import load_target
+    slot = Slot(role="agent", handed="the conversation", returns="reply")
+    rows = []
+    for attr in ("graph", "app"):
+        target = f"{agent_file}:{attr}"
+        obj = load_target(target)
+        adapter = make_agent(target, slot)
+        convs: dict = {}
+        direct_convs: dict = {}
+
+        def via_adapter(session, turn):
+            msgs = convs.setdefault(session, [])
+            msgs.append(HumanMessage(f"question {turn} of {session}"))
+            answer = adapter.invoke(msgs, session_id=session, context={"turn": turn})
+            msgs.append(AIMessage(answer.text))
+
+        if attr == "graph":
+            def direct(session, turn):
+                msgs = direct_convs.setdefault(session, [])
+                msgs.append(HumanMessage(f"question {turn} of {session}"))
+                out = obj.invoke({"messages": msgs})
+                msgs.append(AIMessage(out["messages"][-1].content))
+        else:
+            def direct(session, turn):
+                msgs = direct_convs.setdefault(session, [])
+                msgs.append({"role": "user", "content": f"question {turn} of {session}"})
+                msgs.append({"role": "assistant", "content": obj({"messages": msgs, "context": {"turn": turn}})})
+        per_turn(direct, 2, args.turns, 1)  # warm both
+        per_turn(via_adapter, 2, args.turns, 1)
+        d = per_turn(direct, args.sessions, args.turns, args.repeats)
+        a = per_turn(via_adapter, args.sessions, args.turns, args.repeats)
+        rows.append((attr, d, a))
+    return rows
+
+
+def throughput(args) -> list[tuple[int, float, float, float]]:
+    from convsim import api
+    rows = []
+    with LatencyServerProcess(args.latency, idle_s=120) as base_url, tempfile.TemporaryDirectory() as tmp:
+        for n in args.in_flight:
+            sessions = args.waves * n
+            cfg = {"graph": "hello_chat", "sessions": sessions, "concurrency": n, "out_dir": tmp,
+                   "run_id": f"agents-{n}", "params": {"n_turns": args.run_turns}, "analysis": [],
+                   "agents": {"agent": f"openai:fake@{base_url}"}}
+            start = time.perf_counter()
+            api.run(cfg, analyze=False)
+            elapsed = time.perf_counter() - start
+            rate = sessions / elapsed
+            ideal = n / (args.run_turns * args.latency)
+            rows.append((n, rate, ideal, elapsed))
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--turns", type=int, default=6)
+    p.add_argument("--sessions", type=int, default=50)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--latency", type=float, default=0.5)
+    p.add_argument("--in-flight", type=int, nargs="+", default=[32, 128, 256])
+    p.add_argument("--waves", type=int, default=3)
+    p.add_argument("--run-turns", type=int, default=2)
+    p.add_argument("--skip-runs", action="store_true", help="only the cost per turn")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        agent_file = Path(tmp) / "bench_agent.py"
+        agent_file.write_text(AGENT)
+        rows = cost_per_turn(args, agent_file)
+    print(f"cost per turn ({args.sessions} sessions x {args.turns} turns, median of {args.repeats})")
+    print(f"{'agent':<10}{'direct us':>12}{'adapter us':>12}{'ratio':>8}{'overhead us':>13}")
+    for attr, d, a in rows:
+        kind = "graph" if attr == "graph" else "callable"
+        print(f"{kind:<10}{d * 1e6:>12.1f}{a * 1e6:>12.1f}{a / d:>7.2f}x{(a - d) * 1e6:>13.1f}"
+              + ("   (goal <= 1.10x)" if kind == "graph" else ""))
+    if args.skip_runs:
+        return
+    rows = throughput(args)
+    print(f"\nsessions/s, agent = an OpenAI-compatible endpoint answering in {args.latency} s "
+          f"(hello_chat, {args.run_turns} turns, {args.waves} waves, trace on)")
+    print(f"{'in flight':>10}{'sessions':>10}{'elapsed s':>11}{'sessions/s':>12}{'ideal':>8}{'share':>8}")
+    for n, rate, ideal, elapsed in rows:
+        print(f"{n:>10}{args.waves * n:>10}{elapsed:>11.2f}{rate:>12.1f}{ideal:>8.1f}{rate / ideal:>7.0%}"
+              + ("   (goal >= 90%)" if n == 128 else ""))
+
+
+if __name__ == "__main__":
+    main()
