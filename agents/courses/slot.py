@@ -54,7 +54,8 @@ def ranking_of(answer_text: str, structured: dict, codes: list[str]) -> tuple[li
     if isinstance(named, list):
         named = [str(c.get("subjectCode", c.get("code")) if isinstance(c, dict) else c) for c in named]
     else:  # read from the reply: the catalog's codes in the order the text names them
-        pattern = re.compile("|".join(re.escape(c) for c in sorted(known, key=len, reverse=True)))
+        pattern = re.compile(r"(?<![\w])(?:" + "|".join(re.escape(c) for c in sorted(known, key=len, reverse=True))
+                             + r")(?![\w])")
         named = [m.group(0) for m in pattern.finditer(answer_text)] if known else []
     out, dropped = [], 0
     for code in named:
