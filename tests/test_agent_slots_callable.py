@@ -206,3 +206,38 @@ def test_adapters_answer_as_the_contract_says(agents):
     assert err.value.raw == '"bad\\u0000answer"'
     with pytest.raises(ConvsimError):
         make_agent("template", slot)
+
+
+ASYNC_GRAPH = textwrap.dedent('''
+    """hello_chat with an async agent node: the slot's agent through acall_slot (ainvoke)."""
+    from convsim import compile_with_default_context
+    from convsim.graphs import hello_chat as base
+    from convsim.graphs.hello_chat import *  # noqa: F401,F403  State, Context, Params, sessions, SLOTS...
+    from convsim.slots.nodes import acall_slot
+
+    async def agent(state, runtime):
+        spec = runtime.context.params.agents["agent"]
+        turn, meta = await acall_slot(spec, base.SLOTS["agent"], state["transcript"],
+                                      context={"turn": state["turn"]}, session_id=runtime.context.session_id)
+        return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": turn.text, "meta": meta}]}
+
+    def build(params):
+        return base.build(params, agent_node=agent)
+
+    graph = compile_with_default_context(build(base.Params()))
+''')
+
+
+@pytest.mark.parametrize("attr", ["graph", "async_app", "sync_app"])
+def test_an_async_agent_node_awaits_the_adapter(tmp_path, agents, attr):
+    graph_file = tmp_path / "graphs" / "async_hello.py"
+    graph_file.parent.mkdir()
+    graph_file.write_text(ASYNC_GRAPH)
+    code, out, exc = cli("run", graph_file, "--sessions", 2, "--agent", f"agent={agents}:{attr}",
+                         "--out", tmp_path / "runs", "--run-id", attr, "-q", "--no-analysis")
+    assert code == 0, (out, exc)
+    recs = _records(tmp_path / "runs" / attr)
+    assert {r["status"] for r in recs} == {"ok"} and all(r["dialogue_metrics"]["accuracy"] == 1.0 for r in recs)
+    if attr == "graph":  # the async stream carries the subgraph's steps too
+        trace = (tmp_path / "runs" / attr / "traces" / "default" / "s000.jsonl").read_text()
+        assert '"node": "agent/think"' in trace and '"node": "agent/reply"' in trace

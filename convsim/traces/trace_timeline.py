@@ -118,6 +118,11 @@ def render_timeline(trace: dict, steps: list[dict], *, console: Console, title: 
                 changes.append("\n")
             changes.append(f"{k}: ", style="bold cyan")
             changes.append(format_change(ch, width))
+        for k, v in ((s.get("subgraph") or {}).get("update") or {}).items():  # a subgraph's own step
+            if len(changes):
+                changes.append("\n")
+            changes.append(f"({s['subgraph'].get('namespace')}) {k}: ", style="bold green")
+            changes.append(_short(v, width))
         for ev in events_by_step.get(s["step"], []):
             changes.append("\n")
             changes.append("event: ", style="bold magenta")
