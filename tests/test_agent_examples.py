@@ -154,3 +154,17 @@ def test_user_agent_against_the_builtin_on_paired_users(tmp_path):
     result = json.loads(out)
     text = json.dumps(result)
     assert "task_success_state" in text and "paired" in text.lower()
+
+
+def test_each_session_books_in_its_own_copy(tmp_path):
+    """Sessions in flight together share one graph agent (built once, session_tools() bound per turn)
+    yet each books only in its own booking system: the same records as one session at a time."""
+    runs = {}
+    for c in ("1", "6"):
+        records = _run(tmp_path, f"c{c}", "customer_service", "--agent", SERVICE, "--sessions", "6",
+                       "--concurrency", c)
+        runs[c] = {r["session_id"]: (r["agent_bookings"], [e["text"] for e in r["transcript"]],
+                                     r["dialogue_metrics"]["task_success_state"]) for r in records}
+    assert runs["1"] == runs["6"]
+    refs = [b["reference"] for bookings, _, _ in runs["6"].values() for b in bookings]
+    assert refs and len(refs) == len(set(refs))
