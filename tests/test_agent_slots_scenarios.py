@@ -141,3 +141,24 @@ def test_film_tools_search_and_lookup():
     assert tools.lookup_film(film.title)["film"]["id"] == film.id
     assert tools.search_films({"mood": "x"})["reason"] == "unknown_field"
     assert [c["name"] for c in tools.calls] == ["search_films", "lookup_film", "search_films"]
+
+
+def test_reported_structure_turns_the_metrics_back_on(tmp_path):
+    """An agent that reports domain, intent and belief state gets the metrics that read them (scored
+    against the simulator's gold); what it still does not report stays None with the reason."""
+    agent = tmp_path / "reporting.py"
+    agent.write_text(textwrap.dedent("""
+        def app(inputs):
+            return {"content": "Which area would you like?",
+                    "structured": {"domain": "restaurant", "intent": "find_restaurant",
+                                   "belief_state": {"restaurant": {"area": "centre"}}}}
+    """))
+    records = _run(tmp_path, "rep", "customer_service", "--agent", f"service={agent}:app", "--sessions", "3")
+    for r in records:
+        dm = r["dialogue_metrics"]
+        assert dm["domain_routing"] is not None and dm["joint_goal_accuracy"] is not None
+        assert dm["intent_accuracy"] is not None and dm["slot_accuracy"] is not None
+        assert "joint_goal_accuracy" not in dm["unreported"] and "domain_routing" not in dm["unreported"]
+        assert dm["unreported"]["policy_decision_accuracy"] == "the agent has no separate policy step"
+    # the reported domain is scored: sessions whose customer wants no restaurant route wrong
+    assert any(r["dialogue_metrics"]["domain_routing"] < 1 for r in records)
