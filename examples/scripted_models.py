@@ -12,9 +12,9 @@ unset, and what the tests drive the examples with.
   rule triage (``convsim.agents.service.triage.rule_triage``), searches (``find_entities``),
   looks up a requested fact (``lookup_entity``) and books (``book``) once the user gives booking
   details for the venue it offered.
-* ``ScriptedFilmModel``: a recommender. It reads the films' genres, actors, directors ... the
-  seeker names (``ConceptExtractor`` over the catalog), searches (``search_films``) and
-  recommends the first film it has not recommended yet.
+* ``ScriptedFilmModel``: a recommender. It reads the genres, actors, years ... the seeker's latest
+  turn names (``ConceptExtractor`` over the catalog), searches one of them (``search_films``; the
+  most specific field first) and recommends the first film it has not recommended yet.
 """
 from __future__ import annotations
 
@@ -150,7 +150,6 @@ class ScriptedServiceModel(ScriptedToolModel):
 
 def film_policy(messages: list[BaseMessage]) -> AIMessage:
     from convsim.catalog.movies.catalog import load_movie_catalog
-    from convsim.catalog.movies.concepts import ConceptExtractor
     n = sum(isinstance(m, ToolMessage) for m in messages)
     said = " ".join(str(m.content) for m in messages if isinstance(m, AIMessage))
     tool = _last_tool(messages)
