@@ -32,6 +32,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from convsim.agents.courses import reference
+from convsim.agents.courses import slot as retriever_slot
 from convsim.agents.courses.retrievers import get_retriever, reciprocal_rank_fusion, retrieval_query
 from convsim.agents.courses.relevance_judge import DEFAULT_HEURISTIC, JudgeCache, judge_courses
 from convsim.catalog.courses import check_gold_codes, load_courses, load_test_set
@@ -65,6 +66,7 @@ class State(TypedDict, total=False):
     transcript: Annotated[list[dict], operator.add]
     turn_metrics: Annotated[list[dict], operator.add]
     dialogue_metrics: dict
+    agent_meta: dict  # an agent in the retriever slot: its spec, tool calls, structured outputs
 
 
 class Params(BaseModel):
@@ -99,6 +101,8 @@ class Params(BaseModel):
     cases: Literal["retrieval", "given"] = Field(
         "retrieval", description="which cases: 'retrieval' (ranked by the retriever) or 'given' (the "
         "cases' fixed retrievedCourses lists, judged as they are; a variant of their own)")
+    agents: dict[str, str] = Field(default_factory=dict, description="agent slots: {'retriever': SPEC} ranks with "
+                                   "your agent instead of a built-in retriever (docs/agents.md)")
     expected_tolerance: float = Field(
         0.05, ge=0, description="tolerance of a case's expectedMetrics given as a plain number")
 
@@ -125,7 +129,17 @@ def _with_course_fields(ranking: list[dict], catalog: str | None, fields: tuple[
 
 def route_case(state: State, runtime: Runtime[Context]) -> str:
     """The ``given`` variant judges each case's own retrieved list as it is."""
-    return "given_courses" if _params(runtime).cases == "given" else _params(runtime).retriever
+    if _params(runtime).cases == "given":
+        return "given_courses"
+    return retriever_slot.NODE if retriever_slot.spec_text(runtime.context) else _params(runtime).retriever
+
+
+def retrieve_agent(state: State, runtime: Runtime[Context]) -> dict:
+    """The agent filling the ``retriever`` slot ranks the courses (agents/courses/slot.py)."""
+    params = _params(runtime)
+    out = retriever_slot.agent_update(state, text_spec=retriever_slot.spec_text(runtime.context), k=params.k,
+                                      catalog=params.catalog)
+    return {**out, "retrieved": _with_course_fields(out["retrieved"], params.catalog)}
 
 
 def given_courses(state: State) -> dict:
@@ -219,7 +233,8 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
         text = "no course retrieved"
         return {"judgements": [], "judge_failures": [], "judge_kind": judge_kind,
                 "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": text,
-                                           "meta": {"retriever": state.get("retriever")}}]}
+                                           "meta": {"retriever": state.get("retriever"),
+                                                    **(state.get("agent_meta") or {})}}]}
     # The judge also reads a catalog course's description (records keep only name and outcomes, to
     # stay small); a case's own fixed list is judged as it is.
     shown = retrieved if params.cases == "given" else _with_course_fields(retrieved, params.catalog, ("description",))
@@ -232,7 +247,8 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
     return {"judgements": result.scores, "judge_failures": result.failures, "judge_kind": judge_kind,
             "judge_cached": any(s.get("cached") for s in result.scores),
             "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": "\n".join(lines),
-                                       "meta": {"retriever": state.get("retriever")}}]}
+                                       "meta": {"retriever": state.get("retriever"),
+                                                    **(state.get("agent_meta") or {})}}]}
 
 
 # Metrics computed from the judge's scores: named heuristic_<metric> when the judge is the
@@ -315,9 +331,10 @@ def build(params: Params) -> StateGraph:
     g.add_node("top1", top1)
     g.add_node("top1_then_junk", top1_then_junk)
     g.add_node("empty", empty)
+    g.add_node(retriever_slot.NODE, retrieve_agent)
     g.add_node("judge", judge)
     g.add_node("evaluate", evaluate)
-    sources = ["given_courses", *BASE_RETRIEVERS, "hybrid", *REFERENCE_RETRIEVERS]
+    sources = ["given_courses", *BASE_RETRIEVERS, "hybrid", *REFERENCE_RETRIEVERS, retriever_slot.NODE]
     g.add_conditional_edges(START, route_case, sources)
     for node in sources:
         g.add_edge(node, "judge")
@@ -362,6 +379,8 @@ def confusion_text(judged: list[int], gold: list[int]) -> str:
 
 
 MODEL_ROLES = ("judge",)  # the roles the nodes ask ctx.model() for
+# The agent slot (convsim.slots): the retriever under test, a built-in retriever by default.
+SLOTS = {retriever_slot.ROLE: retriever_slot.SLOT}
 
 
 def simulator_checks(state: State) -> list[dict]:

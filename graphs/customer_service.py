@@ -25,6 +25,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from convsim.agents.service import faults
+from convsim.agents.service import slot as service_slot
 from convsim.agents.service.action import ACTION_CLASS, decide_action
 from convsim.agents.service.fidelity import misstated_values
 from convsim.agents.service.judge import judge_turn
@@ -51,6 +52,8 @@ from convsim.evaluation.service.scoring import score_dataset, score_dialogue
 from convsim.evaluation.service.success import said_from_log, task_success
 from convsim.evaluation.service.sim_checks import simulator_checks as evaluator_simulator_checks
 from convsim.evaluation.service.turn_eval import SUPPORTED, UNSUPPORTED, evaluate_turn_state
+from convsim.evaluation.service.state_grading import bookings_from_outcomes, grade_bookings
+from convsim.evaluation.service.unreported import mask_dialogue, mask_turn
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,6 +87,8 @@ class State(TypedDict, total=False):
     errors: Annotated[list[dict], operator.add]
     prefix: dict | None            # scripted opening turns (convsim/running/prefix.py), then the simulator
     metric_conventions: dict
+    agent_bookings: list[dict]     # an agent in the service slot: its session's bookings (agents/service/tools.py)
+    agent_reported: list[str]      # ... and the structured outputs it reported this turn
 
 
 class Params(BaseModel):
@@ -105,6 +110,8 @@ class Params(BaseModel):
         "templates", description="simulate: the simulator's own wording, or held-out paraphrases the triage never saw")
     policy_request_rate: float = Field(0.0, ge=0, le=1, description="simulate: share of goal domains with an "
                                        "impossible constraint first / a bare 'book it' without details")
+    agents: dict[str, str] = Field(default_factory=dict, description="agent slots: {'service': SPEC} puts your agent "
+                                   "in place of the built-in pipeline (docs/agents.md)")
 
 
 @dataclass
@@ -134,7 +141,7 @@ def _fail(node: str, err: Exception, reason: TerminationReason) -> Command:
                                           "errors": [{"node": node, "error": repr(err)}]})
 
 
-def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "finish"]]:
+def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "service_agent", "finish"]]:
     ctx, turn = runtime.context, state.get("turn", 0)
     try:
         if state.get("mode") == "replay":
@@ -174,7 +181,7 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
     if info.get("misstated"):
         entry["meta"]["misstated"] = info["misstated"]
     update.update(turn=turn + 1, user=info, transcript=[entry])
-    return Command(goto="triage", update=update)
+    return Command(goto=service_slot.route(ctx, "triage"), update=update)  # an agent in the slot, or the pipeline
 
 
 def _surface(state: State, ctx: Context, out: dict, user_state: dict, turn: int) -> tuple[str, dict | None]:
@@ -323,11 +330,22 @@ def response(state: State, runtime: Runtime[Context]) -> Command[Literal["evalua
 
 
 
+def service_agent(state: State, runtime: Runtime[Context]) -> Command[Literal["evaluate_turn"]]:
+    """The agent filling the ``service`` slot answers the turn (agents/service/slot.py); its faults are
+    the engine's to classify (AgentError: agent_failure with the raw answer; ModelUnavailable: infra)."""
+    ctx = runtime.context
+    return Command(goto="evaluate_turn", update=service_slot.agent_update(
+        state, text_spec=service_slot.spec_text(ctx), db=_db(ctx), schema=_schema(ctx)))
+
+
 def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     judge_fn = functools.partial(judge_turn, ctx.model("judge")) if ctx.params.judge else None
     scores, log = evaluate_turn_state(state, schema=_schema(ctx), db=_db(ctx), action_class=ACTION_CLASS,
                                       judge_fn=judge_fn)
+    if state.get("agent_reported") is not None:  # an agent in the slot: what it did not report is None
+        scores, why = mask_turn(scores, state["agent_reported"])
+        scores["unreported"] = why or None
     emit_metrics(runtime, turn=state["turn"], metrics={k: v for k, v in scores.items()
                                                        if isinstance(v, (int, float)) or v is None})
     return {"turn_metrics": [{"turn": state["turn"], **scores}], "turn_log": [log]}
@@ -370,7 +388,18 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
         extra["task_success"] = verdict["success"]  # gated on the reply text
         extra["task_success_structured"] = verdict["structured_success"]  # the actions alone, as before
         extra["sim_complete"] = int(simulator_complete(state["user_state"]))
+    if state.get("mode") == "simulate" and state.get("goal"):  # graded from the bookings the agent left
+        bookings = (state.get("agent_bookings") if state.get("agent_reported") is not None
+                    else bookings_from_outcomes(outcomes))
+        graded = grade_bookings(state["goal"], bookings or [], _db(ctx), _schema(ctx))
+        extra.update({k: graded[k] for k in ("task_success_state", "policy_compliance_state", "bookings_made",
+                                             "bookings_expected")},
+                     state_grading={k: graded[k] for k in ("missing", "extra", "wrong", "violations")})
     dm = score_dialogue(turns, transfer_events=events, completion=completion, extra=extra)
+    if state.get("agent_reported") is not None:
+        dm, why = mask_dialogue(dm, sorted({k for e in state.get("transcript", []) if e.get("speaker") == "system"
+                                            for k in (e.get("meta") or {}).get("reported", [])}))
+        dm["unreported"] = why or None
     emit_metrics(runtime, turn=None, metrics={k: v for k, v in dm.items() if isinstance(v, (int, float))},
                  kind="dialogue")
     return {"dialogue_metrics": dm, "metric_conventions": metrics.AGGREGATION}
@@ -405,7 +434,7 @@ def build(params: Params) -> StateGraph:
     g = StateGraph(State, context_schema=Context)
     for name, fn in (("user", user), ("triage", triage), ("memory", memory), ("policy", policy),
                      ("action", action), ("supervisor", supervisor), ("response", response),
-                     ("evaluate_turn", evaluate_turn), ("finish", finish)):
+                     ("service_agent", service_agent), ("evaluate_turn", evaluate_turn), ("finish", finish)):
         g.add_node(name, fn)
     g.add_edge(START, "user")
     g.add_conditional_edges("evaluate_turn", _after_turn, ["user", "finish"])
@@ -515,6 +544,9 @@ def preflight(params: Params, ctx: Context) -> None:
 
 graph = compile_with_default_context(build(Params()))
 
+# The agent slot (convsim.slots): the customer-service system under test, the built-in pipeline by default.
+SLOTS = {service_slot.ROLE: service_slot.SLOT}
+
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
                    "domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "memory_transfer",
@@ -534,14 +566,15 @@ METRIC_RANGES = {
                                "db_grounding", "db_grounding_proposed", "text_hallucination", "response_grounding",
                                "memory_transfer", "system_correctness", "policy_decision_accuracy",
                                "action_selection_accuracy", "task_completion", "task_completion_gated",
-                               "task_success", "task_success_structured", "sim_complete")},
+                               "task_success", "task_success_structured", "sim_complete", "task_success_state",
+                               "policy_compliance_state")},
     **{m: (1.0, 5.0) for m in ("response_quality", "heuristic_response_quality")},
     **{m: (0.0, None) for m in ("db_mentions", "text_mentions", "response_acts_checked", "response_ungrounded_turns",
                                 "supervisor_corrections", "booking_unconfirmed", "unsupported_turns",
                                 "system_correct_unscored", "memory_transfer_opportunities", "policy_violations",
                                 "n_turns", "judge_failures", "judge_calls", "llm_failures",
                                 "refusals_unscored_by_judge", "agent_errors", "simulator_errors",
-                                "simulator_misstatements", "supervisor_blocks")},
+                                "simulator_misstatements", "supervisor_blocks", "bookings_made", "bookings_expected")},
 }
 
 METRIC_INPUTS = {

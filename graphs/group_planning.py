@@ -30,7 +30,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from convsim.agents.group.feedback import feedback_round, feedback_targets
 from convsim.agents.group.member_voice import rule_verdict, speak_with_model, verdict_with_model
-from convsim.agents.group.members import ACTIONABLE_SLOTS, GROUP_TYPES, SLOTS, make_group, speak_preference
+from convsim.agents.group import slot as planner_slot
+from convsim.agents.group.members import ACTIONABLE_SLOTS, GROUP_TYPES, make_group, speak_preference
+from convsim.agents.group.members import SLOTS as PLAN_SLOTS  # the itinerary's slots (SLOTS: the agent slots)
 from convsim.agents.group.planner import build_plan
 from convsim.agents.group.reference import degraded_decision, gaming_plan, oracle_decision, reference_text
 from convsim.agents.group.plan_writer import write_plan_with_model
@@ -88,6 +90,8 @@ class Params(BaseModel):
     option_budget: int = Field(2, ge=1, le=4, description="options per (sub)slot every synthesising condition may choose")
     acceptance_threshold: float = Field(0.5, ge=0.0, le=1.0,
                                         description="model none: a member accepts the plan iff s_i >= this")
+    agents: dict[str, str] = Field(default_factory=dict, description="agent slots: {'planner': SPEC} writes the "
+                                   "plan with your agent (docs/agents.md)")
     agreement: float = Field(0.0, ge=0.0, le=1.0,
                              description="probability that a slot outside the group type's designed conflicts "
                                          "is shared by every member (convsim.agents.group.members.shared_by_design); "
@@ -158,7 +162,7 @@ def open_session(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def ask_slot(state: State) -> dict:
-    slot = SLOTS[state["slot_index"]]
+    slot = PLAN_SLOTS[state["slot_index"]]
     t = _turn(state, 1)
     return {"turn": t, "transcript": [{"turn": t, "speaker": "system",
                                        "text": f"What would you like for {slot.replace('_', ' ')}?",
@@ -166,7 +170,7 @@ def ask_slot(state: State) -> dict:
 
 
 def fan_out(state: State, runtime: Runtime[Context]) -> list[Send]:
-    slot = SLOTS[state["slot_index"]]
+    slot = PLAN_SLOTS[state["slot_index"]]
     members = state["members"]
     if runtime.context.params.flags()["multi_user"]:
         return [Send("member_speak", {"member": m, "slot": slot, "index": i, "group_type": state["group_type"]})
@@ -206,7 +210,7 @@ def _vote_turns(decision: dict, stated: dict, slot: str, turns: list[dict], t: i
 
 
 def synthesize(state: State, runtime: Runtime[Context]) -> dict:
-    ctx, slot = runtime.context, SLOTS[state["slot_index"]]
+    ctx, slot = runtime.context, PLAN_SLOTS[state["slot_index"]]
     flags, mode = ctx.params.flags(), _mode(ctx.params.flags())
     spoken = sorted((t for t in state["member_turns"] if t["meta"]["slot"] == slot), key=lambda t: t["index"])
     t = _turn(state)
@@ -299,7 +303,7 @@ def after_synthesis(state: State, runtime: Runtime[Context]) -> str:
 
 
 def evaluate_slot(state: State, runtime: Runtime[Context]) -> dict:
-    slot = SLOTS[state["slot_index"]]
+    slot = PLAN_SLOTS[state["slot_index"]]
     decision = state["decisions"][slot]
     metrics = {"slot_index": state["slot_index"],
                "has_conflict": float(any(d["has_conflict"] for d in decision.values())),
@@ -311,11 +315,13 @@ def evaluate_slot(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def next_step(state: State) -> str:
-    return "ask_slot" if state["slot_index"] < len(SLOTS) else "planner"
+    return "ask_slot" if state["slot_index"] < len(PLAN_SLOTS) else "planner"
 
 
 def planner(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
+    if planner_slot.spec_text(ctx):  # an agent fills the planner slot (agents/group/slot.py)
+        return _agent_planner(state, ctx)
     db = _db(ctx.params)
     plan = build_plan(db, city=state["city"], start_date=state["start_date"], n_days=ctx.params.n_days,
                       members=[m["name"] for m in state["members"]], decisions=state["decisions"])
@@ -333,12 +339,21 @@ def planner(state: State, runtime: Runtime[Context]) -> dict:
     return {"turn": t, "plan": plan, "transcript": [turn], "llm_failures": failures}
 
 
+def _agent_planner(state: State, ctx: Context) -> dict:
+    plan, meta = planner_slot.agent_plan(state, text_spec=planner_slot.spec_text(ctx),
+                                         db=_city_db(ctx.params, state["city"]), n_days=ctx.params.n_days)
+    t = _turn(state, 1)
+    turn = {"turn": t, "speaker": "system", "text": f"Here is your plan. {plan['raw_output']}",
+            "meta": {"intent": "sys_present_plan", "plan": plan, **meta}}
+    return {"turn": t, "plan": plan, "transcript": [turn]}
+
+
 def members_respond(state: State, runtime: Runtime[Context]) -> dict:
     """Each member who spoke accepts or rejects the plan (convsim.agents.group.member_voice)."""
     from convsim.evaluation.group.plan_metrics import member_rates, satisfaction_table
     ctx = runtime.context
     speakers = state["members"] if ctx.params.flags()["multi_user"] else state["members"][:1]
-    prefs = {(m["name"], s): m["preferences"][s]["text"] for m in speakers for s in SLOTS}
+    prefs = {(m["name"], s): m["preferences"][s]["text"] for m in speakers for s in PLAN_SLOTS}
     db = _city_db(ctx.params, state["city"])
     embedder = dialogue_embedder(ctx.embedder_spec, db, transcript_to_turns(state["transcript"]))
     table = satisfaction_table(prefs, plan=state["plan"], db=db, embedder=embedder)
@@ -371,6 +386,7 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
                                                 embedder=dialogue_embedder(ctx.embedder_spec, db, turns),
                                                 members=state["members"])
     metrics["llm_failures"] = len(state.get("llm_failures", []))
+    metrics.update(planner_slot.mask_plan_metrics(state, metrics))  # an agent's plan without days: None, why
     counts = [len(d["selected"]) for subs in state["decisions"].values() for sub, d in subs.items()
               if sub in OPTION_SLOTS]
     metrics["options_in_plan"] = sum(counts) / len(counts) if counts else None
@@ -454,6 +470,9 @@ def figures(records: list[dict], out_dir) -> list[str]:
 
 
 graph = compile_with_default_context(build(Params()))
+
+# The agent slot (convsim.slots): the planner under test, the built-in rule planner by default.
+SLOTS = {planner_slot.ROLE: planner_slot.SLOT}
 
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary).
 SUMMARY_METRICS = ["W1", "W2", "W3", "W3_zero_members", "options_in_plan", "M1", "M2", "M2_false_alarm", "M3",

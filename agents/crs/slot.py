@@ -11,6 +11,7 @@ which (``"agent"`` or ``"reply text"``).
 from __future__ import annotations
 
 from convsim.agents.crs.recommender import off_catalog_titles
+from convsim.agents.crs.tools import FilmTools
 from convsim.running.prefix import scripted_pair
 from convsim.slots import Slot
 from convsim.slots.nodes import call_slot
@@ -37,8 +38,11 @@ def slot_crs_update(state: dict, *, spec: str, session_id: str, catalog, extract
     (its meta: ``agent_spec``, ``tool_calls``, ``structured``, ``mentioned_ids``, ``rec_ids``,
     ``off_catalog_titles``, ``rec_ids_source``) and the user turn's concepts for evaluate_turn."""
     turn = state["turn"]
+    films = FilmTools(catalog)  # the scenario's tools (search_films, lookup_film): the catalog only, no targets
     answer, meta = call_slot(spec, CRS_SLOT, state["transcript"], context={"turn": turn}, session_id=session_id,
-                             user_speakers=("user",))
+                             user_speakers=("user",), tools=films.tools())
+    if films.calls and not meta.get("tool_calls"):  # a callable's calls of the tools it was handed
+        meta["tool_calls"] = films.calls
     text = answer.text
     named = [i for i in extractor.extract_titles(text) if i in catalog.by_id]
     reported, unknown = reported_ids(answer.structured, catalog)

@@ -110,6 +110,12 @@ def _pooled(records: list[dict], name: str) -> dict:
     return {"value": sum(values) / len(values) if values else None, "n_turns": len(values)}
 
 
+def _sum_known(values) -> int | None:
+    """The sum of the known values; None when every value is None (the input was not reported)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 def score_dataset(records: list[dict]) -> dict:
     dms = [r.get("dialogue_metrics") or {} for r in records]
     out: dict = {}
@@ -145,7 +151,7 @@ def score_dataset(records: list[dict]) -> dict:
         out[f"pass^{k}"] = m.pass_hat_k(by_task, k)
     out["agent_errors"] = sum(d.get("agent_errors", 0) for d in dms)
     out["simulator_errors"] = sum(d.get("simulator_errors", 0) for d in dms)
-    out["supervisor_blocks"] = sum(d.get("supervisor_blocks", 0) for d in dms)
+    out["supervisor_blocks"] = _sum_known(d.get("supervisor_blocks", 0) for d in dms)
     for name, num, den in (("db_grounding_proposed_micro", "db_grounded_proposed", "db_mentions_proposed"),
                            ("text_hallucination_micro", "text_ungrounded", "text_mentions")):
         n = sum(t.get(den, 0) for r in records for t in r.get("turn_metrics", []))
@@ -160,7 +166,10 @@ def score_dataset(records: list[dict]) -> dict:
     out["response_acts_checked"] = checked
     out["response_ungrounded_turns"] = sum(d.get("response_ungrounded_turns", 0) or 0 for d in dms)
     for name in ("supervisor_corrections", "booking_unconfirmed", "unsupported_turns", "system_correct_unscored"):
-        out[name] = sum(d.get(name, 0) for d in dms)
+        out[name] = _sum_known(d.get(name, 0) for d in dms)  # None: an agent in the slot has no supervisor
+    for name in ("task_success_state", "policy_compliance_state"):  # graded from the bookings left (state_grading)
+        vals = [d[name] for d in dms if d.get(name) is not None]
+        out[f"{name}_rate"] = sum(vals) / len(vals) if vals else None
     excluded = Counter(d["task_completion_excluded"] for d in dms if d.get("task_completion_excluded"))
     out["task_completion_excluded"] = sum(excluded.values())
     out["task_completion_exclusions"] = (
