@@ -466,8 +466,9 @@ def simulator_checks(state: State) -> list[dict]:
     a response judge whose answer was invalid after its retries (its raw answer is in the turn's
     metrics, ``judge_raw``). A flagged session is a simulator failure, not a customer-service score."""
     from convsim.agents.service.fidelity import service_simulator_checks
-    if state.get("mode") == "replay":  # a recording is no simulator: it cannot fail as one (replay_notes)
-        return _judge_flags(state)
+    if state.get("mode") == "replay":  # a recording is no simulator: it cannot fail as one (replay_notes);
+        # a judge can, and so can the node reading the recording (user_error: never a silent ok)
+        return [f for f in evaluator_simulator_checks(state) if f["check"] == "user_error"] + _judge_flags(state)
     out = [dict(f) for f in evaluator_simulator_checks(state)]  # one flag per turn that tripped a check
     # both sets may flag the same thing (goal_leak, _check_goal_leak): the evaluator's flags, one per
     # turn, are kept; a fidelity check (first turn only) is added where the evaluator has no such flag
