@@ -14,66 +14,32 @@ well-formed recommendation passes and is scored as what it is.
 """
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from convsim.providers.answer_text import MAX_ANSWER_CHARS, text_defect, value_defect
 from convsim.providers.models import echoed_prompt
 
-MAX_ANSWER_CHARS = 8000  # an answer longer than this is no turn (a runaway generation)
-ALLOWED_CONTROLS = frozenset("\t\n\r")
-# Unicode categories that no answer text holds: controls (NUL, ESC, C1 bytes decoded as Latin-1),
-# lone surrogates, private-use and unassigned code points. U+FFFD is what an undecodable byte
-# sequence became (convsim.providers.models.valid_text): the answer was not text.
-_BAD_CATEGORIES = {"Cc": "control character", "Cs": "lone surrogate", "Co": "private-use character",
-                   "Cn": "unassigned code point"}
+__all__ = ["MAX_ANSWER_CHARS", "answer_defect", "value_defect", "CheckedAnswer", "answer_attempts",
+           "checked_invoke"]
 
 
 def answer_defect(text: Any, *, prompt_texts: Iterable[str] = (), max_chars: int = MAX_ANSWER_CHARS,
                   min_words: int = 1) -> str | None:
     """Why ``text`` is no answer, or None when it passes: not a string, empty, undecodable
     (U+FFFD), a character outside text (a control other than tab/newline/CR, a surrogate, a
-    private-use or unassigned code point), longer than ``max_chars``, fewer than ``min_words``
-    words, or a repeat of a line of ``prompt_texts`` (>= 20 characters, ``echoed_prompt``)."""
-    if not isinstance(text, str):
-        return f"the answer is not text ({type(text).__name__})"
+    private-use or unassigned code point), longer than ``max_chars``
+    (``convsim.providers.answer_text``), fewer than ``min_words`` words, or a repeat of a line of
+    ``prompt_texts`` (>= 20 characters, ``echoed_prompt``)."""
+    why = text_defect(text, max_chars=max_chars)
+    if why is not None:
+        return why
     stripped = text.strip()
-    if not stripped:
-        return "empty answer"
-    if "\ufffd" in text:
-        return f"undecodable text (U+FFFD at offset {text.index(chr(0xfffd))})"
-    for i, ch in enumerate(text):
-        if ch in ALLOWED_CONTROLS:
-            continue
-        kind = _BAD_CATEGORIES.get(unicodedata.category(ch))
-        if kind is not None:
-            return f"{kind} U+{ord(ch):04X} at offset {i}"
-    if len(text) > max_chars:
-        return f"answer of {len(text)} characters, over the bound of {max_chars}"
     if min_words > 1 and len(stripped.split()) < min_words:
         return f"answer shorter than {min_words} words"
     echoed = echoed_prompt(stripped, prompt_texts)
     if echoed is not None:
         return f"the answer repeats its prompt: {echoed[:80]!r}"
-    return None
-
-
-def value_defect(value: Any, *, max_chars: int = MAX_ANSWER_CHARS) -> str | None:
-    """The first defect of a string inside a parsed (JSON) answer: the same character checks as
-    :func:`answer_defect` on every string, key or value, at any depth (an escaped ``\\u0000`` in a
-    JSON answer is a NUL once parsed). Empty strings pass here: a schema says which may be empty."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, str) and v.strip():
-            why = answer_defect(v, max_chars=max_chars)
-            if why is not None:
-                return why
     return None
 
 

@@ -525,8 +525,8 @@ class ChatModel:
                     "That answer was cut off. Reply again with only a short JSON object.")]
                 continue
             try:
-                from convsim.providers.answer_check import answer_defect, value_defect
-                defect = answer_defect(raw)  # bytes, controls, nothing: no answer (answer_check)
+                from convsim.providers.answer_text import text_defect, value_defect
+                defect = text_defect(raw)  # bytes, controls, nothing: no answer (answer_check)
                 if defect is not None:
                     raise ValueError(f"not an answer: {defect}")
                 value = schema.model_validate(extract_json(raw))

@@ -207,7 +207,12 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
                                                 int(r.get("trial", 0))), "")
         sessions.append(view)
     headline_figures = _headline_figures(headline, run.run_dir / "figures")
+    from convsim.evaluation.reporting.ranking_stability import run_ranking_stability
+    ranking = run_ranking_stability(clean, [v for v in run.variants if v not in references],
+                                    [r["metric"] for r in headline["rows"]],
+                                    lower_is_better=tuple(getattr(module, "LOWER_IS_BETTER", ()) or ()))
     html = env.get_template("report.html.j2").render(
+        ranking=ranking,
         run_id=run.run_dir.name, graph=run.config.get("graph"), trials=trials,
         experiment=run.config.get("name") if run.config.get("name") not in (None, "", "experiment") else None,
         config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
