@@ -29,7 +29,8 @@ def test_each_defect_is_named(text, why):
 
 
 @pytest.mark.parametrize("text", ["You might enjoy Inception.", "Tabs\tand\nnewlines\r\nare text.",
-                                  "Émilie aime « Amélie » 🎬 — 東京物語", "Zero\u200dwidth joiners are text"])
+                                  "Émilie aime « Amélie » 🎬 — 東京物語", "Zero\u200dwidth joiners are text",
+                                  "A newer emoji \U0001FAE8 is text"])
 def test_real_text_passes(text):
     assert answer_defect(text) is None
 

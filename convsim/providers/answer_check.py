@@ -28,7 +28,7 @@ def answer_defect(text: Any, *, prompt_texts: Iterable[str] = (), max_chars: int
                   min_words: int = 1) -> str | None:
     """Why ``text`` is no answer, or None when it passes: not a string, empty, undecodable
     (U+FFFD), a character outside text (a control other than tab/newline/CR, a surrogate, a
-    private-use or unassigned code point), longer than ``max_chars``
+    private-use character), longer than ``max_chars``
     (``convsim.providers.answer_text``), fewer than ``min_words`` words, or a repeat of a line of
     ``prompt_texts`` (>= 20 characters, ``echoed_prompt``)."""
     why = text_defect(text, max_chars=max_chars)

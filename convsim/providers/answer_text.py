@@ -9,15 +9,16 @@ from typing import Any
 MAX_ANSWER_CHARS = 8000  # an answer longer than this is no turn (a runaway generation)
 ALLOWED_CONTROLS = frozenset("\t\n\r")
 # Unicode categories that no answer text holds: controls (NUL, ESC, C1 bytes decoded as Latin-1),
-# lone surrogates, private-use and unassigned code points. U+FFFD is what an undecodable byte
-# sequence became (convsim.providers.models.valid_text): the answer was not text.
-_BAD_CATEGORIES = {"Cc": "control character", "Cs": "lone surrogate", "Co": "private-use character",
-                   "Cn": "unassigned code point"}
+# lone surrogates and private-use code points. U+FFFD is what an undecodable byte sequence became
+# (convsim.providers.models.valid_text): the answer was not text. Code points unassigned in this
+# Python's Unicode tables are *not* refused: a newer emoji is text.
+_BAD_CATEGORIES = {"Cc": "control character", "Cs": "lone surrogate", "Co": "private-use character"}
 
 
 def text_defect(text: Any, *, max_chars: int = MAX_ANSWER_CHARS) -> str | None:
     """Why ``text`` is not answer text, or None: not a string, empty, undecodable (U+FFFD), a
-    character outside text, or longer than ``max_chars``."""
+    control character other than tab/newline/CR, a lone surrogate or a private-use character, or
+    longer than ``max_chars``."""
     if not isinstance(text, str):
         return f"the answer is not text ({type(text).__name__})"
     if not text.strip():

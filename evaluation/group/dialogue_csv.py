@@ -134,6 +134,10 @@ def read_group_csv(path: str | Path) -> dict:
                 if p is not None:
                     if not isinstance(p, dict):
                         raise ConvsimError("plan is not a JSON object", file=file, record=f"line {line}", field="plan")
+                    for key in ("days", "itinerary"):  # {"days": 5} ended in a TypeError traceback
+                        if key in p and not isinstance(p[key], list):
+                            raise ConvsimError(f"plan {key} must be a list of days, got {p[key]!r}"[:200], file=file,
+                                               record=f"line {line}", field=f"plan.{key}")
                     plan = p
                 for kind in KINDS:
                     col = f"ref_info_{kind}"
