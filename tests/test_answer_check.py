@@ -157,3 +157,15 @@ def test_at_twenty_percent_faults_every_ok_session_holds_only_valid_turns(tmp_pa
     # a session that met junk on every try of one answer is flagged, with that junk kept
     kept = {s for r in records for s in _strings(r)}
     assert set(server.junk) <= kept
+
+
+def test_an_external_agent_or_user_answering_garbage_fails_that_side():
+    """The same check guards answers from agents and users outside convsim (openevals callables)."""
+    from convsim.contract.interop import openevals_app_node, openevals_user_node
+    from convsim.errors import AgentError, SimulatorError
+    state = {"session_id": "s", "turn": 1, "transcript": [{"turn": 1, "speaker": "user", "text": "hi"}]}
+    with pytest.raises(AgentError, match=r"U\+0000.*raw: 'ok\\x00'"):
+        openevals_app_node(lambda inputs, thread_id: {"role": "assistant", "content": "ok\x00"})(state)
+    assert openevals_app_node(lambda inputs, thread_id: {"role": "assistant", "content": "Hello!"})(state)
+    with pytest.raises(SimulatorError, match="empty answer"):
+        openevals_user_node(["  "])({"session_id": "s", "transcript": []})
