@@ -147,7 +147,7 @@ def test_junk_from_the_recommender_alone_is_an_agent_failure(tmp_path):
 
 
 def test_at_twenty_percent_faults_every_ok_session_holds_only_valid_turns(tmp_path):
-    with serve(seed=5, faults={"500": 0.07, "junk": 0.13}, answer=_crs_answer) as server:
+    with serve(seed=5, faults={"500": 0.06, "garbage": 0.04, "junk": 0.10}, answer=_crs_answer) as server:
         records = _run(tmp_path, server, "mixed", 8)
     assert server.served["junk"] > 0 and server.served["500"] > 0
     ok = [r for r in records if r["status"] == "ok"]

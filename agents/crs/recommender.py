@@ -315,6 +315,9 @@ def prompt_lines(prompt_template: str, films: list[Movie], block: str | None = N
             *(_candidate_facts(m) for m in films)]
 
 
+MAX_REPLY_CHARS = 2000  # the prompt asks for 1-3 sentences: a longer answer is a runaway generation
+
+
 def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tuple[str, str]],
                n_history: int) -> tuple[str, dict]:
     """Generate with the CRS model. Every answer passes ``convsim.providers.answer_check``: not
@@ -328,7 +331,7 @@ def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tu
     prompt = prompt_template.format(history=recent, candidates=block)
     # one check for every model answer (convsim.providers.answer_check): bytes, controls, nothing,
     # an echo of the prompt or a runaway length are no reply; re-asked as configured, then failed
-    answer = checked_invoke(model, [("user", prompt)], purpose="respond",
+    answer = checked_invoke(model, [("user", prompt)], purpose="respond", max_chars=MAX_REPLY_CHARS,
                             prompt_texts=prompt_lines(prompt_template, films, block))  # the block built once
     if answer.ok:
         return answer.text, {"ok": True, "raw": answer.raw, "reason": None,
