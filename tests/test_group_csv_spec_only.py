@@ -109,3 +109,26 @@ def test_a_record_without_a_name_is_still_bad_input_naming_file_and_field(tmp_pa
     with pytest.raises(ConvsimError) as err:
         evaluate_group_csv(_write(tmp_path, "bad.csv", rows))
     assert "ref_info_restaurants" in str(err.value.field) and "bad.csv" in str(err.value.file)
+
+
+def test_more_of_the_specs_worked_examples(tmp_path):
+    # M3: "4 synthesis slots, all have explanations -> 4/4 = 1.0"; M4b: "8 candidate turns, 1 contains
+    # 'parental authority' -> 1/8 = 0.125" (4 synthesis + 3 feedback + 1 plan presentation turns)
+    rows = _rows()
+    synth = [r for r in rows if r["intent"].startswith("sys_synthesize_")]
+    synth[0]["utterance"] = "Out of parental authority, the parents choose the restaurant for the group."
+    at = rows.index(rows[-1])
+    rows[at:at] = [{"speaker": "system", "intent": f"sys_feedback_{slot}", "utterance": f"How does the {slot} sound?"}
+                   for slot in ("cuisine", "event", "attraction")]
+    m = evaluate_group_csv(_write(tmp_path, "family.csv", rows))["metrics"]
+    assert m["M3"] == 1.0 and m["M4b"] == pytest.approx(0.125)
+    # M1: "C1 single-user -> M1 = 1/4 = 0.25": one spokesperson for a family of four
+    c1 = {**C4, "multi_user": False, "enable_synthesis": False, "use_social_theory": False}
+    rows = [dict(r) for r in _rows() if not r["intent"].startswith("sys_synthesize_")]
+    rows[0]["constraint_state"] = json.dumps(c1)
+    for r in rows:
+        if r["intent"].startswith("user_provide_"):
+            r["speaker"] = "Mom"
+    out = evaluate_group_csv(_write(tmp_path, "spokesperson.csv", rows))
+    assert out["flags"]["multi_user"] is False and out["metrics"]["M1"] == pytest.approx(0.25)
+    assert out["metrics"]["M4"] == 0.0  # social theory off (C1-C3): 0.0 as the spec fixes
