@@ -330,6 +330,9 @@ def shown_sessions(records: Sequence[Mapping], variants: Sequence[str], *,
 def _dataset_rows(run: RunData) -> list[dict]:
     """The graph's dataset-level figures per variant (summary.json ``dataset``), formatted."""
     variants = (run.summary or {}).get("variants", {})
-    return [{"variant": v, "values": {k: _fmt(x) for k, x in (d.get("dataset") or {}).items()
-                                      if not isinstance(x, (dict, list))}}
+    def shown(x):  # a list of sentences (e.g. annotation_notes: "act labels absent on ...") as text
+        return "; ".join(x) if isinstance(x, list) and x and all(isinstance(i, str) for i in x) else _fmt(x)
+    return [{"variant": v, "values": {k: shown(x) for k, x in (d.get("dataset") or {}).items()
+                                      if not isinstance(x, dict) and (not isinstance(x, list) or (
+                                          x and all(isinstance(i, str) for i in x)))}}
             for v, d in variants.items() if d.get("dataset")]
