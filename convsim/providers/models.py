@@ -313,6 +313,7 @@ _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
 _DECODER = json.JSONDecoder()
+STRUCTURED_MAX_CHARS = 200_000  # a structured (JSON) answer longer than this is no answer
 MAX_JSON_STARTS = 64  # opening brackets tried per candidate text: a bound on the work garbage can cost
 MAX_ANSWER_DEPTH = 64  # containers nested deeper than this in a model's answer make it garbage
 
@@ -526,7 +527,9 @@ class ChatModel:
                 continue
             try:
                 from convsim.providers.answer_text import text_defect, value_defect
-                defect = text_defect(raw)  # bytes, controls, nothing: no answer (answer_check)
+                # bytes, controls, nothing: no answer (answer_text); a JSON answer may be long (a
+                # plan, a judgement of many items): its length is bounded per string below
+                defect = text_defect(raw, max_chars=STRUCTURED_MAX_CHARS)
                 if defect is not None:
                     raise ValueError(f"not an answer: {defect}")
                 value = schema.model_validate(extract_json(raw))
