@@ -56,7 +56,7 @@ class ExperimentConfig(BaseModel):
     graph: str
     params: dict[str, Any] = Field(default_factory=dict)
     # strict: pydantic would read "sessions: true" as 1 and "concurrency: '2'" as 2
-    # capped: a 401-digit count was accepted and ran silently (issue 36); the cap is in the message
+    # capped: a 401-digit count was accepted and ran silently; the cap is in the message
     sessions: StrictInt | None = Field(default=None, ge=1, le=MAX_SESSIONS)
     trials: StrictInt = Field(default=1, ge=1, le=MAX_TRIALS)
     seed: StrictInt = 0

@@ -1,4 +1,4 @@
-"""Garbage is a failure, with its raw text (issue 36, item 1): one check for every model answer
+"""Garbage is a failure, with its raw text: one check for every model answer
 that becomes a turn or a verdict (convsim.providers.answer_check). Before, a server answering
 random bytes with a NUL inside for the recommender left the session ``ok`` with the junk scored as
 the system's turn (TAS 0.0, ``crs_generation_failures`` 0); at 20 % faults, 20 of 30 ``ok``

@@ -1,5 +1,4 @@
-"""The original system's logs state constraints and focus on ``plot`` and ``name`` (issue 36,
-item 4): spec 000 names both fields, "excluded from TAS by default and only used for
+"""The original system's logs state constraints and focus on ``plot`` and ``name``: the CRS living spec names both fields, "excluded from TAS by default and only used for
 appendix/debug". The import refused them at line 1; now they are kept in the transcript, left out
 of TAS and the DST gold, and counted per dialogue."""
 import json

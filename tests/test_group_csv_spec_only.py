@@ -1,6 +1,6 @@
-"""A group dialogue CSV written from spec 002's column table alone (issue 36, item 5).
+"""A group dialogue CSV written from the group metric reference's column table alone.
 
-Spec 002: "Every metric reads from one dialogue CSV. That CSV has columns like speaker, intent,
+the group metric reference: "Every metric reads from one dialogue CSV. That CSV has columns like speaker, intent,
 utterance, constraint_state, plan, ref_info_*"; condition flags are "metadata in first turn or
 inferred from filename"; reference records carry "categories, cuisines, room types". Before, such a
 file was refused (the ``ref_info_*`` records had to carry the project's own ``pricing``,

@@ -1,4 +1,4 @@
-"""Replays score what was annotated (issue 36, item 2), on real dialogues nobody here wrote.
+"""Replays score what was annotated, on real dialogues nobody here wrote.
 
 Before: WOZ 2.0 system turns carry no dialogue acts and the replay read the missing label as an
 empty gold set (act-type accuracy 0.000 on all 40 turns; the last user turn of every dialogue,

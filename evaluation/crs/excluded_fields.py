@@ -1,8 +1,8 @@
-"""Fields spec 000 names that are not TAS fields: ``name`` (titles) and ``plot`` / ``plot_kw``
+"""Fields the CRS living spec names that are not TAS fields: ``name`` (titles) and ``plot`` / ``plot_kw``
 (plot keywords). The original system's simulator states constraints and shifts its focus on them
 (20,657 ``plot`` and 1,820 ``name`` constraints in 600 logged sessions; 882 turns focused on
 them). An imported log keeps them (``user_meta.excluded_constraints``, ``focus_excluded``), they
-are left out of TAS and the DST-style gold (spec 000: "excluded from TAS by default and only used
+are left out of TAS and the DST-style gold (the CRS living spec: "excluded from TAS by default and only used
 for appendix/debug"), and they are counted per dialogue (:func:`excluded_counts`). Including them
 in TAS is not implemented: the concept extractor has no plot-keyword or title field.
 """

@@ -14,7 +14,7 @@ The spec's own format is read as written: any other column is a metadata column 
 condition flags and ``member_count`` can be plain columns; plans may use the spec's literal keys
 (``meals``, ``accommodations``, ``attractions``, ``events``, ``poi_list``;
 ``convsim.evaluation.group.plan_parse.normalize_plan``). The condition flags and ``member_count`` are
-read where spec 002 puts them: the first row's metadata, else its ``constraint_state``; flags missing
+read where the group metric reference puts them: the first row's metadata, else its ``constraint_state``; flags missing
 there are taken from a ``C1``–``C5`` in the file name, else inferred from the dialogue; whatever was
 taken from the file name, inferred or missing, and first-row flags that disagree with the file name
 (the first row's win), are reported in one warning line per file (stderr and ``warnings`` in the
@@ -152,7 +152,7 @@ def read_group_csv(path: str | Path) -> dict:
             raise ConvsimError(f"malformed CSV: {exc}", file=file, record=f"line {reader.line_num}") from None
     if not turns:
         raise ConvsimError("dialogue CSV has no rows", file=file)
-    # the condition flags where spec 002 puts them: the first turn's metadata, or its constraint_state
+    # the condition flags where the group metric reference puts them: the first turn's metadata, or its constraint_state
     stated = {k: v for k, v in (first_state or {}).items() if k in (*_FLAGS, "member_count")}
     flags, notes = _flags(file, {**stated, **(first_meta or {})}, turns)
     plan, plan_notes = normalize_plan(plan)
@@ -227,7 +227,7 @@ def evaluate_group_csv(path: str | Path, *, embedder_spec: str = "tfidf") -> dic
     ``ref_info_*`` rows, or the project database when the CSV has none (noted in settings).
     """
     data = read_group_csv(path)
-    if any(data["ref_info"].values()):  # records as spec 002 describes them (evaluation/group/ref_info.py)
+    if any(data["ref_info"].values()):  # records as the group metric reference describes them (evaluation/group/ref_info.py)
         from convsim.evaluation.group.ref_info import db_from_csv_ref_info
         db, ref_notes = db_from_csv_ref_info(data["ref_info"], source=f"{path} (ref_info_* columns)")
         source = "csv"

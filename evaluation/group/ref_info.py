@@ -1,6 +1,6 @@
-"""The ``ref_info_*`` catalog records of a dialogue CSV, read as spec 002 describes them.
+"""The ``ref_info_*`` catalog records of a dialogue CSV, read as the group metric reference describes them.
 
-Spec 002 says only that the ``ref_info_accommodations`` / ``_restaurants`` / ``_attractions`` /
+The group metric reference says only that the ``ref_info_accommodations`` / ``_restaurants`` / ``_attractions`` /
 ``_events`` columns hold "database records of real places (restaurants, hotels, attractions,
 events)" with "categories, cuisines, room types". It never defines the project's own fields
 (``pricing``, ``house_rules``, ``max_occupancy``, ``rating``, ``City``) nor its room-type values,

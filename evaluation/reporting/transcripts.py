@@ -83,7 +83,7 @@ def _check_user_meta(meta: dict, path: Path, line: int, where: str) -> dict:
     if "focus_field" in meta and meta["focus_field"] not in FIELDS + EXCLUDED_FIELDS:
         _fail(f"focus_field must be one of {', '.join(FIELDS + EXCLUDED_FIELDS)}, got {meta['focus_field']!r}",
               path, line, f"{where}.focus_field")
-    excluded_focus = meta.get("focus_field") in EXCLUDED_FIELDS  # spec 000: name and plot are no TAS fields
+    excluded_focus = meta.get("focus_field") in EXCLUDED_FIELDS  # the CRS living spec: name and plot are no TAS fields
     if "focus_value" in meta and not (isinstance(meta["focus_value"], str) or excluded_focus and _strings(
             meta["focus_value"])):
         _fail(f"focus_value must be a string, got {meta['focus_value']!r}", path, line, f"{where}.focus_value")

@@ -1,4 +1,4 @@
-"""The fuzzed bad inputs of issue 36 that were still unclean: each is one line naming the config (and
+"""The fuzzed bad inputs that were still unclean: each is one line naming the config (and
 the file it names), exit 2, nothing written."""
 import csv
 import json
