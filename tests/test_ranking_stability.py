@@ -47,3 +47,11 @@ def test_the_report_has_the_section(tmp_path):
     run_dir = make_run(tmp_path / "r", variants=("x", "y", "z"), sessions=12, seed=3)
     html = build_report(run_dir).read_text(encoding="utf-8")
     assert 'id="ranking-stability"' in html and "ranks first in" in html
+
+
+def test_tied_leaders_are_named_together():
+    from convsim.evaluation.reporting.ranking_stability import sentence
+    same = {f"s{i}": float(i % 3) for i in range(20)}
+    res = ranking_stability({"a": same, "b": dict(same), "c": {k: v - 1 for k, v in same.items()}}, n_boot=50)
+    assert res["p_first"]["a"] == res["p_first"]["b"] == 1.0
+    assert sentence(res).startswith("a, b (tied) rank first in 100%")

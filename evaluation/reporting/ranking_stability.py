@@ -88,11 +88,14 @@ def _tau(x: np.ndarray, y: np.ndarray) -> float:
 
 def sentence(result: Mapping) -> str:
     """One line for the report: the leader's share of first places and the mean tau."""
-    leader = max(result["p_first"], key=result["p_first"].get)
-    return (f"{leader} ranks first in {result['p_first'][leader]:.0%} of {result['n_boot']} resamples; "
-            f"Kendall tau between resampled rankings {result['tau_mean']:.2f} (5th percentile "
-            f"{result['tau_low']:.2f})" if result.get("tau_mean") is not None else
-            f"{leader} ranks first in {result['p_first'][leader]:.0%} of {result['n_boot']} resamples")
+    top = max(result["p_first"].values())
+    leaders = [v for v, p in result["p_first"].items() if p == top]
+    who = (f"{leaders[0]} ranks" if len(leaders) == 1 else f"{', '.join(leaders)} (tied) rank")
+    head = f"{who} first in {top:.0%} of {result['n_boot']} resamples"
+    if result.get("tau_mean") is None:
+        return head
+    return (f"{head}; Kendall tau between resampled rankings {result['tau_mean']:.2f} "
+            f"(5th percentile {result['tau_low']:.2f})")
 
 
 def run_ranking_stability(table, variants: Sequence[str], metrics: Sequence[str], *, n_boot: int = DEFAULT_BOOT,
