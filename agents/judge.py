@@ -98,10 +98,12 @@ class Judge:
         prompt = render(self.template, variables, name=self.prompt_name)
         res = model.structured([("user", prompt)], self.schema, purpose=f"judge:{self.name}", retries=retries)
         if not res.ok:
-            return self._record(model, raw=res.raw, error=res.error, attempts=res.attempts)
+            return self._record(model, raw=res.raw, error=res.error, attempts=res.attempts,
+                                failed_raws=list(res.raws))  # every answer, not the last alone
         value = res.value.model_dump()
         return self._record(model, ok=True, raw=res.raw, attempts=res.attempts,
-                            scores={m: value[m] for m in self.metrics})
+                            scores={m: value[m] for m in self.metrics},
+                            **({"failed_raws": list(res.raws)} if res.raws else {}))
 
 
 def verdict_metrics(verdict: Mapping, metrics: Sequence[str], *, prefix: str = "judge_") -> dict:

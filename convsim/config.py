@@ -44,6 +44,10 @@ class Variant(BaseModel):
         return path_component(v, "variant name")
 
 
+MAX_SESSIONS = 1_000_000  # sessions per variant a config may ask for (a bigger count is a typo)
+MAX_TRIALS = 10_000  # trials per session
+
+
 class ExperimentConfig(BaseModel):
     """An experiment (``configs/*.yaml``); see docs/ENGINE_API.md for every field."""
 
@@ -53,8 +57,9 @@ class ExperimentConfig(BaseModel):
     graph: str
     params: dict[str, Any] = Field(default_factory=dict)
     # strict: pydantic would read "sessions: true" as 1 and "concurrency: '2'" as 2
-    sessions: StrictInt | None = Field(default=None, ge=1)
-    trials: StrictInt = Field(default=1, ge=1)
+    # capped: a 401-digit count was accepted and ran silently; the cap is in the message
+    sessions: StrictInt | None = Field(default=None, ge=1, le=MAX_SESSIONS)
+    trials: StrictInt = Field(default=1, ge=1, le=MAX_TRIALS)
     seed: StrictInt = 0
     concurrency: StrictInt = Field(default=4, ge=1)  # sessions in flight; process/Ray workers run ceil(concurrency / workers) each
     embedder: str = "tfidf"

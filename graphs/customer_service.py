@@ -378,6 +378,9 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
              "simulator_misstatements": sum(bool((e.get("meta") or {}).get("misstated"))
                                             for e in state.get("transcript", []) if e.get("speaker") == "user"),
              "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns)}
+    if state.get("mode") == "replay":  # what the recording was: kept as notes, never a simulator's failure
+        from convsim.evaluation.service.replay_notes import replay_notes
+        extra.update(replay_notes(state))
     unsupported = sorted({e["gold_domain"] for e in log if e.get("gold_domain") in UNSUPPORTED})
     extra["unsupported_domains"] = unsupported
     if completion is None:
@@ -492,18 +495,24 @@ def simulator_checks(state: State) -> list[dict]:
     a response judge whose answer was invalid after its retries (its raw answer is in the turn's
     metrics, ``judge_raw``). A flagged session is a simulator failure, not a customer-service score."""
     from convsim.agents.service.fidelity import service_simulator_checks
+    if state.get("mode") == "replay":  # a recording is no simulator: it cannot fail as one (replay_notes);
+        # a judge can, and so can the node reading the recording (user_error: never a silent ok)
+        return [f for f in evaluator_simulator_checks(state) if f["check"] == "user_error"] + _judge_flags(state)
     out = [dict(f) for f in evaluator_simulator_checks(state)]  # one flag per turn that tripped a check
     # both sets may flag the same thing (goal_leak, _check_goal_leak): the evaluator's flags, one per
     # turn, are kept; a fidelity check (first turn only) is added where the evaluator has no such flag
     named = {f.get("check") for f in out}
     out += [f for f in service_simulator_checks(state)
             if str(f.get("check", "")).removeprefix("_check_") not in named]
+    return out + _judge_flags(state)
+
+
+def _judge_flags(state: State) -> list[dict]:
     # one flag per turn whose judge failed, each with its raw answer (not de-duplicated by name: the
     # second failed turn's answer was otherwise only in turn_metrics), as agent_model_failed is per turn
-    out += [{"check": "judge_invalid", "detail": f"turn {m.get('turn', i)}: the response judge's answer was "
+    return [{"check": "judge_invalid", "detail": f"turn {m.get('turn', i)}: the response judge's answer was "
                                                  f"invalid; raw: {str(m.get('judge_raw'))[:200]}"}
             for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("judge_failed") == 1]
-    return out
 
 
 def dataset_metrics(records: list[dict]) -> dict:

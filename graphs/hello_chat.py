@@ -84,8 +84,13 @@ def agent(state: State, runtime: Runtime[Context]) -> dict:
             (t for t in FACTS if t in question.lower()), None)
         text = f"The {topic} is {FACTS[topic]}." if topic else "I do not know."
     else:
-        text = model.invoke([("system", "Answer in one short sentence."), ("user", question)],
-                            purpose="answer")
+        from convsim.errors import AgentError
+        from convsim.providers.answer_check import checked_invoke
+        answer = checked_invoke(model, [("system", "Answer in one short sentence."), ("user", question)],
+                                purpose="answer")
+        if not answer.ok:  # garbage is the agent's failure, with its raw text, never a scored turn
+            raise AgentError(f"turn {state['turn']}: invalid answer ({answer.reason}); raw: {answer.raw!r}"[:2000])
+        text = answer.text
     return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": text, "meta": {}}]}
 
 

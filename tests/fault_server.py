@@ -13,6 +13,9 @@ Faults (each a probability in ``faults``, or an explicit ``script`` served in or
 * ``nonjson``  HTTP 200, ``application/json`` content type, an HTML body
 * ``nonutf8``  HTTP 200, bytes that are not UTF-8
 * ``garbage``  HTTP 200, a well-formed completion whose content is nonsense (not infrastructure)
+* ``junk``     HTTP 200, a well-formed completion whose content is random bytes read as Latin-1
+               with a NUL inside (what a broken model or server sends; not infrastructure); each is
+               kept in ``server.junk``
 * ``ok``       HTTP 200, ``answer(request_json)`` as the content
 
 The draw is deterministic per request: it hashes the seed, the request body and how many times
@@ -30,7 +33,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterator
 
-FAULTS = ("500", "429", "hang", "nonjson", "nonutf8", "garbage")
+FAULTS = ("500", "429", "hang", "nonjson", "nonutf8", "garbage", "junk")
 GARBAGE = "%% lorem ipsum, the model lost its mind %%"
 
 
@@ -39,6 +42,13 @@ def default_answer(request: dict) -> str:
     if request.get("response_format"):
         return json.dumps({"correct": True, "reason": "looks right"})
     return "Paris. 100 degrees Celsius. William Shakespeare. Jupiter. Au."
+
+
+def junk_text(body: bytes, n: int) -> str:
+    """48 pseudo-random bytes (from the request and a counter) read as Latin-1, a NUL in the middle."""
+    raw = hashlib.sha256(body + str(n).encode()).digest() + hashlib.sha256(str(n).encode() + body).digest()[:16]
+    text = raw.decode("latin-1")
+    return text[:24] + "\x00" + text[24:]
 
 
 class FaultServer:
@@ -52,6 +62,7 @@ class FaultServer:
         self.retry_after, self.hang_s, self.answer = retry_after, hang_s, answer
         self.served: Counter = Counter()
         self.seen: Counter = Counter()
+        self.junk: list[str] = []  # every junk content served, in order
         self.lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
         self.url = ""
@@ -112,7 +123,12 @@ def _handler(server: FaultServer):
             if fault == "nonutf8":
                 return self._send(200, b'{"id": "x", "choices": [{"message": {"content": "\xff\xfe\xfd"}}]}')
             request = json.loads(body or b"{}")
-            content = GARBAGE if fault == "garbage" else server.answer(request)
+            if fault == "junk":
+                content = junk_text(body, len(server.junk))
+                with server.lock:
+                    server.junk.append(content)
+            else:
+                content = GARBAGE if fault == "garbage" else server.answer(request)
             payload = {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0,
                        "model": request.get("model", "fake"),
                        "choices": [{"index": 0, "finish_reason": "stop",

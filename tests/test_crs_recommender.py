@@ -136,11 +136,13 @@ def test_llm_answer_lists_candidates_without_restating_and_counts_off_catalog(
     assert meta["generation"] == {"ok": True, "raw": model.answer, "reason": None}
 
 
-def test_empty_llm_answer_is_kept_and_flagged(catalog, extractor, prompt):
+def test_empty_llm_answer_is_flagged_with_its_raw_text_and_the_template_speaks(catalog, extractor, prompt):
     text, _, meta = run_turn(catalog, extractor, "A comedy please.", model=ScriptedModel("  "),
                              prompt_template=prompt, history=[])
-    assert text == ""
+    template_text, _, _ = run_turn(catalog, extractor, "A comedy please.")
+    assert text == template_text != ""  # the empty answer is never the system's turn
     assert meta["generation"]["ok"] is False and meta["generation"]["raw"] == "  "
+    assert meta["generation"]["fallback"] == "template" and meta["generation"]["reason"] == "empty answer"
 
 
 def test_retrieve_widens_rather_than_repeats(catalog):

@@ -91,11 +91,16 @@ def test_bad_plan_json_and_missing_column(tmp_path):
 
 
 def test_bad_ref_info_record_names_the_field(tmp_path):
-    def edit(rows):
+    # spec 002 defines no room-type values: one it does not name is kept as written (issue 36);
+    # a field of the wrong type is still bad input naming the record and the field
+    def castle(rows):
         rows[0]["ref_info_accommodations"] = rows[0]["ref_info_accommodations"].replace("private_room", "castle")
+    assert evaluate_group_csv(_rewrite(tmp_path, "C3_castle.csv", castle))["metrics"]
+    def edit(rows):
+        rows[0]["ref_info_accommodations"] = rows[0]["ref_info_accommodations"].replace('"private_room"', "7")
     with pytest.raises(ConvsimError) as e:
         evaluate_group_csv(_rewrite(tmp_path, "C3_bad_ref.csv", edit))
-    assert e.value.field == "roomType" and e.value.record == "Oak Loft"
+    assert e.value.field == "ref_info_accommodations.roomType" and e.value.record == "Oak Loft"
 
 
 SPEC_FORMAT = DATA / "c4_spec_format.csv"          # the spec's columns + metadata columns, literal plan keys

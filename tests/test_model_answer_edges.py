@@ -43,8 +43,10 @@ def test_a_run_survives_a_server_answering_lone_surrogates(tmp_path):
                                "analysis": [], "params": {"n_turns": 2},
                                "models": {"agent": f"openai:fake@{server.base_url}"}}, run_id="s", analyze=False)
     recs = RunStore(run_dir).records()
-    assert [r["status"] for r in recs] == ["ok", "ok"]
-    assert recs[0]["transcript"][1]["text"] == "hi \ufffd there"
+    # the run survives; the answer, not decodable text, is the agent's failure with its raw text
+    # (convsim.providers.answer_check), never a scored turn
+    assert [r["status"] for r in recs] == ["agent_failure", "agent_failure"]
+    assert all("hi \ufffd there" in r["error"] and "undecodable" in r["error"] for r in recs)
 
 
 @pytest.mark.parametrize("score", [True, "3", 2.0])

@@ -184,5 +184,8 @@ def test_simulator_checks_flag_broken_users_and_pass_good_ones():
     assert [(f["check"], f["detail"].split(":")[0]) for f in twice] == [("goal_leak", "turn 1"), ("goal_leak", "turn 3")]
     replay = {"mode": "replay", "termination": "agent_error", "replay": {"turns": [{}, {}, {}]},
               "turn_metrics": [{}]}
-    assert [f["check"] for f in cs.simulator_checks(replay)] == ["replay_ran_out"]
+    # a replay cut short by the agent's error is the agent's failure (agent_checks), never the
+    # recording's: before, replay_ran_out made it a simulator_failure and it left the agent's scores
+    assert cs.simulator_checks(replay) == []
+    assert [f["check"] for f in cs.agent_checks(dict(replay, errors=[{"node": "action", "error": "x"}]))] == ["agent_error"]
     assert cs.simulator_checks(dict(replay, termination="replay_end", turn_metrics=[{}, {}, {}])) == []

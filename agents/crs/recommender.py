@@ -27,7 +27,7 @@ from convsim.agents.crs.references import (
 )
 from convsim.catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
-from convsim.providers.models import echoed_prompt
+from convsim.providers.answer_check import checked_invoke
 
 RESET_PHRASES = ("anything works", "whatever", "surprise me", "anything really", "start over")
 # A mention is negated when its clause starts with one of these before the value ...
@@ -315,26 +315,30 @@ def prompt_lines(prompt_template: str, films: list[Movie], block: str | None = N
             *(_candidate_facts(m) for m in films)]
 
 
+MAX_REPLY_CHARS = 2000  # the prompt asks for 1-3 sentences: a longer answer is a runaway generation
+
+
 def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tuple[str, str]],
                n_history: int) -> tuple[str, dict]:
-    """Generate with the CRS model. An empty answer is kept as the system's turn (it is what the
-    system said) and flagged as a generation failure with the raw answer. An answer that repeats
-    its prompt (an instruction line, a candidate line or a candidate's fact list, >= 20 chars,
-    ``convsim.providers.models.echoed_prompt``) is a failed answer too: flagged with the raw answer and
-    ``reason`` naming the echoed line; the caller says the template answer instead (``fallback``),
-    so the echo, which restates the candidates' concepts, is never scored as a recommendation."""
+    """Generate with the CRS model. Every answer passes ``convsim.providers.answer_check``: not
+    empty, decodable text without control characters, within length bounds, no repeat of its prompt
+    (an instruction line, a candidate line or a candidate's fact list, >= 20 chars). A failing
+    answer is asked again (``retry.answer_attempts``), then flagged as a generation failure with
+    the raw answer(s) and ``reason``; the caller says the template answer instead (``fallback``),
+    so garbage or an echo (which restates the candidates' concepts) is never scored as a turn."""
     recent = "\n".join(f"{s.upper()}: {t}" for s, t in history[-n_history:])
     block = candidates_block(films)
     prompt = prompt_template.format(history=recent, candidates=block)
-    raw = model.invoke([("user", prompt)], purpose="respond")
-    text = (raw or "").strip()
-    if not text:
-        return text, {"ok": False, "raw": raw, "reason": "empty answer"}
-    echoed = echoed_prompt(text, prompt_lines(prompt_template, films, block))  # the block built once
-    if echoed is not None:
-        return text, {"ok": False, "raw": raw, "reason": f"the answer repeats its prompt: {echoed[:80]!r}",
-                      "fallback": "template"}
-    return text, {"ok": True, "raw": raw, "reason": None}
+    # one check for every model answer (convsim.providers.answer_check): bytes, controls, nothing,
+    # an echo of the prompt or a runaway length are no reply; re-asked as configured, then failed
+    answer = checked_invoke(model, [("user", prompt)], purpose="respond", max_chars=MAX_REPLY_CHARS,
+                            prompt_texts=prompt_lines(prompt_template, films, block))  # the block built once
+    if answer.ok:
+        return answer.text, {"ok": True, "raw": answer.raw, "reason": None,
+                             **({"failed_raws": answer.raws} if answer.raws else {})}
+    # the failed answer is never the system's turn: the template says it (what model none would
+    # say), and the session is an agent failure with every raw answer kept (agent_checks)
+    return answer.text, {**answer.as_record(), "fallback": "template"}
 
 
 # --- one turn ------------------------------------------------------------------------------

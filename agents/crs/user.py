@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from convsim.agents.crs.profile import draw_liked, draw_targets
 from convsim.catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
+from convsim.providers.answer_check import checked_invoke
 
 # The original's sequential order (crs.md §1.5) without "name" and "plot", which are not TAS fields.
 SEQUENTIAL_ORDER = ("actor", "director", "genre", "writer", "language", "year")
@@ -401,10 +402,14 @@ def paraphrase(model, prompt_template: str, template: str, history: list[tuple[s
     with the raw answer. Returns (utterance, record)."""
     recent = "\n".join(f"{speaker.upper()}: {text}" for speaker, text in history[-4:]) or "(none)"
     prompt = prompt_template.format(template=template, history=recent)
-    raw = model.invoke([("user", prompt)], purpose="paraphrase")
-    text = (raw or "").strip().strip('"').strip()
-    reason = _paraphrase_defect(text, template, must_mention)
-    record = {"ok": reason is None, "raw": raw, "reason": reason}
+    # the one answer check (convsim.providers.answer_check: bytes, controls, nothing, the prompt
+    # repeated), re-asked as configured; then the paraphrase's own defects
+    answer = checked_invoke(model, [("user", prompt)], purpose="paraphrase", strip='"',
+                            prompt_texts=[line for line in prompt_template.splitlines() if "{" not in line])
+    raw, text = answer.raw, answer.text
+    reason = answer.reason if not answer.ok else _paraphrase_defect(text, template, must_mention)
+    record = {"ok": reason is None, "raw": raw, "reason": reason,
+              **({"failed_raws": answer.raws} if answer.raws else {})}
     return (template if reason else text), record
 
 

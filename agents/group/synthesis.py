@@ -34,6 +34,7 @@ from convsim.agents.group.members import OPTIONS
 from convsim.agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
 from convsim.agents.group.vote import option_label
 from convsim.errors import ConvsimError
+from convsim.providers.answer_check import checked_invoke
 from convsim.providers.models import ModelUnavailable, echoed_prompt, refused_request
 from convsim.evaluation.group.text import STOPWORDS, cue_score, is_strong_rejection, polarity_score, tokenize
 
@@ -270,8 +271,10 @@ def llm_guided_text(model, slot: str, stated: dict[str, list[dict]], template_te
     preferences = "\n".join(f"- {r['member']}: {r['text']}" for rows in stated.values() for r in rows)
     prompt = template.format(slot=_SLOT_WORDS.get(slot, slot), preferences=preferences, decision=template_text)
     try:
-        text = model.invoke([("system", "You mediate a group travel planning chat."), ("user", prompt)],
-                            purpose=f"synthesize_{slot}").strip()
+        # the one answer check (convsim.providers.answer_check), re-asked as configured
+        answer = checked_invoke(model, [("system", "You mediate a group travel planning chat."), ("user", prompt)],
+                                purpose=f"synthesize_{slot}")
+        text = answer.text.strip()
     except Exception as exc:   # noqa: BLE001 - a failed answer: record it and go on
         if isinstance(exc, (ModelUnavailable, ConvsimError)) or refused_request(exc):
             # the server's fault (an infra_error), bad input, or a request the server refused (an
@@ -279,6 +282,8 @@ def llm_guided_text(model, slot: str, stated: dict[str, list[dict]], template_te
             # of the model, so never the agent's failure (docs/ENGINE_API.md)
             raise
         return None, {"slot": slot, "error": repr(exc), "raw": None}
+    if not answer.ok and text:  # bytes, control characters, a runaway length (empty: below)
+        return None, {"slot": slot, "error": answer.reason, "raw": answer.raw}
     if len(text.split()) < 6:
         return None, {"slot": slot, "error": "answer shorter than 6 words", "raw": text}
     inputs = set(preferences.splitlines()) | set(template_text.splitlines())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from convsim.providers.answer_check import checked_invoke
 from convsim.providers.models import ModelUnavailable, echoed_prompt, refused_request
 
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_response.txt"
@@ -90,7 +91,9 @@ def llm_response(model, action: dict, history: list[str]) -> dict:
     messages = [("system", system_prompt()),
                 ("user", "{}\n{}\n\n{} {}".format(HISTORY_HEAD, "\n".join(history[-6:]), ACTION_HEAD, action))]
     try:
-        text = model.invoke(messages, purpose="respond").strip()
+        # the one answer check (convsim.providers.answer_check), re-asked as configured
+        answer = checked_invoke(model, messages, purpose="respond")
+        text = answer.text.strip()
     except ModelUnavailable:  # the server's fault, not the model's answer: the session is an infra_error
         raise
     except Exception as err:  # noqa: BLE001 - a failed call is recorded, the template answers
@@ -98,9 +101,10 @@ def llm_response(model, action: dict, history: list[str]) -> dict:
             raise
         return {"text": template_response(action), "source": "template",
                 "failure": {"error": repr(err), "raw": None}}
-    if not text:
+    if not answer.ok:  # nothing, bytes, control characters, a runaway length: never a reply
         return {"text": template_response(action), "source": "template",
-                "failure": {"error": "empty answer", "raw": text}}
+                "failure": {"error": answer.reason, "raw": answer.raw,
+                            **({"failed_raws": answer.raws} if len(answer.raws) > 1 else {})}}
     echoed = echoed_prompt(text, prompt_texts(action))
     if echoed:  # the model answered with its prompt: a failed answer, never a reply to the customer
         return {"text": template_response(action), "source": "template",

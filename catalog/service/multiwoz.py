@@ -140,20 +140,27 @@ def load_unified(path: str | Path) -> list[dict]:
                                        field=f"turns[{i}].state")
                 for d in user.get("state", {}):
                     _check_domain(d, file, did, f"turns[{i}].state")
-                state = {f"{d}-{normalize_slot_name(s)}": [normalize_value(s, v)]
-                         for d, slots in user.get("state", {}).items() for s, v in slots.items()
-                         if normalize_value(s, v) is not None}
-                domain, intent = _derive_domain_intent(user_acts, prev_state, state)
-                system_acts = _acts_unified(system, file, did, i + 1) if system else []
+                # an annotation the turn does not carry is unknown (None: not scored, counted),
+                # never an empty gold set scored as a miss (WOZ 2.0 system turns carry no acts)
+                state = ({f"{d}-{normalize_slot_name(s)}": [normalize_value(s, v)]
+                          for d, slots in user["state"].items() for s, v in slots.items()
+                          if normalize_value(s, v) is not None} if "state" in user else None)
+                if state is None and "dialogue_acts" not in user:
+                    domain, intent = None, None
+                else:
+                    domain, intent = _derive_domain_intent(user_acts, prev_state, state or {})
+                system_acts = (_acts_unified(system, file, did, i + 1)
+                               if system is not None and "dialogue_acts" in system else None)
                 turns.append({
                     "user": user["utterance"], "system": system["utterance"] if system else "",
                     "user_acts": user_acts, "gold_domain": domain, "gold_intent": intent,
                     "gold_intent_source": "rule", "gold_state": state,
                     "gold_requested": [f"{a['domain']}-{a['slot']}" for a in user_acts
                                        if a["intent"] == "request"],
-                    "gold_act_types": sorted({act_type(a["domain"], a["intent"]) for a in system_acts}),
+                    "gold_act_types": (None if system_acts is None else
+                                       sorted({act_type(a["domain"], a["intent"]) for a in system_acts})),
                 })
-                prev_state = state
+                prev_state = state if state is not None else prev_state
             out.append({"dialogue_id": did, "format": "unified", "file": str(file),
                         "domains": domains, "goal": dialogue.get("goal", {}), "turns": turns})
     return out
@@ -201,6 +208,7 @@ def load_multiwoz22(path: str | Path, dialog_acts: str | Path | None = None) -> 
             turns, prev_state = [], {}
             for i, user, system in _pairs(dialogue["turns"], file, did, lambda t: t.get("speaker"), "user"):
                 state, active, requested = {}, [], []
+                framed = "frames" in user  # no frames: the turn's state and intent are unknown (None)
                 for f in user.get("frames", []):
                     if not isinstance(f, dict) or "service" not in f or "state" not in f:
                         raise ConvsimError("frame without service/state", file=file, record=did,
@@ -218,17 +226,22 @@ def load_multiwoz22(path: str | Path, dialog_acts: str | Path | None = None) -> 
                     if st.get("active_intent", "NONE") != "NONE":
                         active.append((service, _intent_name(st["active_intent"])))
                 user_acts = _acts_22(acts_of.get(str(user.get("turn_id", i)), {}), file, did, i)
-                domain, intent = _active_domain(active, user_acts, prev_state, state)
-                sys_acts = (_acts_22(acts_of.get(str(system.get("turn_id", i + 1)), {}), file, did, i + 1)
-                            if system else [])
+                domain, intent = _active_domain(active, user_acts, prev_state, state) if framed else (None, None)
+                sys_key = str(system.get("turn_id", i + 1)) if system else None
+                # acts of a system turn that the acts file does not list (or no acts file, no system
+                # turn) are unknown: None, not scored, counted; never an empty gold set
+                sys_acts = (_acts_22(acts_of[sys_key], file, did, i + 1)
+                            if system and isinstance(acts_of, dict) and sys_key in acts_of else None)
                 turns.append({
                     "user": user["utterance"], "system": system["utterance"] if system else "",
                     "user_acts": user_acts, "gold_domain": domain, "gold_intent": intent,
-                    "gold_intent_source": "annotation", "gold_state": state, "gold_requested": requested,
-                    "gold_act_types": sorted({act_type(domain if a["domain"] == "booking" else a["domain"],
-                                                       a["intent"]) for a in sys_acts}),
+                    "gold_intent_source": "annotation", "gold_state": state if framed else None,
+                    "gold_requested": requested,
+                    "gold_act_types": None if sys_acts is None else sorted({
+                        act_type(domain if a["domain"] == "booking" else a["domain"], a["intent"])
+                        for a in sys_acts}),
                 })
-                prev_state = state
+                prev_state = state if framed else prev_state
             out.append({"dialogue_id": did, "format": "multiwoz22", "file": str(file),
                         "domains": domains, "goal": {}, "turns": turns})
     return out

@@ -24,7 +24,7 @@ import dataclasses
 import uuid
 from typing import Any, Callable, Iterable
 
-from convsim.errors import ConvsimError
+from convsim.errors import AgentError, ConvsimError, SimulatorError
 from convsim.contract.graphfile import load_graph_module
 from convsim.contract.seeding import stable_seed
 
@@ -43,6 +43,15 @@ def message_text(message: Any) -> str:
         raise ConvsimError(f"an openevals callable returned no message content: {message!r:.200}",
                            field="content")
     return str(content)
+
+
+def _check_answer(text: str, who: str, error: type) -> None:
+    """An external agent's or user's answer passes the same check as a model's
+    (convsim.providers.answer_text): garbage is that side's failure, with its raw text."""
+    from convsim.providers.answer_text import text_defect
+    why = text_defect(text)
+    if why is not None:
+        raise error(f"{who} answered no text ({why}); raw: {text!r}"[:2000])
 
 
 def transcript_to_messages(transcript: Iterable[dict], *, user_speaker: str = "user") -> list[dict]:
@@ -67,6 +76,7 @@ def openevals_app_node(app: Callable, *, speaker: str = "agent", user_speaker: s
             raise ConvsimError("the openevals app node runs before any user utterance", field="transcript")
         inputs = {"role": "user", "content": str(last_user.get("text", "")), "id": str(uuid.uuid4())}
         answer = message_text(app(inputs, thread_id=str(state.get("session_id", ""))))
+        _check_answer(answer, "the openevals app (the agent)", AgentError)  # garbage: the agent's failure
         return {"transcript": [{"turn": _turn(state, user_speaker), "speaker": speaker, "text": answer,
                                 "meta": {"source": "openevals_app"}}]}
     node.__name__ = f"openevals_app_{getattr(app, '__name__', 'app')}"
@@ -89,7 +99,9 @@ def openevals_user_node(user: Callable | list, *, speaker: str = "user", turn_ke
         else:
             message = user(transcript_to_messages(state.get("transcript") or [], user_speaker=speaker),
                            thread_id=str(state.get("session_id", "")), turn_counter=taken)
-        update: dict = {"transcript": [{"turn": taken + 1, "speaker": speaker, "text": message_text(message),
+        text = message_text(message)
+        _check_answer(text, "the openevals user (the simulator)", SimulatorError)
+        update: dict = {"transcript": [{"turn": taken + 1, "speaker": speaker, "text": text,
                                         "meta": {"source": "openevals_user"}}]}
         if turn_key:
             update[turn_key] = taken + 1

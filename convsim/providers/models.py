@@ -176,11 +176,12 @@ class StructuredResult:
     raw: str = ""
     error: str | None = None
     attempts: int = 0
+    raws: list = field(default_factory=list)  # every answer that failed, in order (the last is ``raw``)
 
     def as_record(self) -> dict:
         value = self.value.model_dump() if isinstance(self.value, BaseModel) else self.value
         return {"ok": self.ok, "value": value, "raw": self.raw, "error": self.error,
-                "attempts": self.attempts}
+                "attempts": self.attempts, **({"failed_raws": list(self.raws)} if self.raws else {})}
 
 
 _MESSAGE_CLASSES: dict[str, Any] = {}
@@ -312,6 +313,7 @@ _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
 _DECODER = json.JSONDecoder()
+STRUCTURED_MAX_CHARS = 200_000  # a structured (JSON) answer longer than this is no answer
 MAX_JSON_STARTS = 64  # opening brackets tried per candidate text: a bound on the work garbage can cost
 MAX_ANSWER_DEPTH = 64  # containers nested deeper than this in a model's answer make it garbage
 
@@ -508,7 +510,7 @@ class ChatModel:
         msgs = msgs + [HumanMessage(
             "Answer with a single JSON object and nothing else. It must match this JSON schema:\n"
             + schema_text)]
-        raw, error = "", None
+        raw, error, raws = "", None, []
         for attempt in range(1, retries + 2):
             try:
                 raw = self.invoke(msgs, purpose=purpose, **self._json_kwargs(schema_text))
@@ -519,17 +521,28 @@ class ChatModel:
                 if cut is None:
                     raise
                 raw, error = cut, f"{type(exc).__name__}: the answer reached max_tokens"
+                raws.append(raw)
                 msgs = msgs + [AIMessage(raw), HumanMessage(
                     "That answer was cut off. Reply again with only a short JSON object.")]
                 continue
             try:
+                from convsim.providers.answer_text import text_defect, value_defect
+                # bytes, controls, nothing: no answer (answer_text); a JSON answer may be long (a
+                # plan, a judgement of many items): its length is bounded per string below
+                defect = text_defect(raw, max_chars=STRUCTURED_MAX_CHARS)
+                if defect is not None:
+                    raise ValueError(f"not an answer: {defect}")
                 value = schema.model_validate(extract_json(raw))
-                return StructuredResult(ok=True, value=value, raw=raw, attempts=attempt)
+                defect = value_defect(value.model_dump())  # a "\u0000" escaped inside the JSON
+                if defect is not None:
+                    raise ValueError(f"not an answer: {defect}")
+                return StructuredResult(ok=True, value=value, raw=raw, attempts=attempt, raws=raws)
             except (ValueError, ValidationError) as exc:
                 error = f"{type(exc).__name__}: {str(exc)[:500]}"
+                raws.append(raw)
                 msgs = msgs + [AIMessage(raw), HumanMessage(
                     f"That answer was invalid ({error}). Reply again with only the JSON object.")]
-        return StructuredResult(ok=False, value=None, raw=raw, error=error, attempts=retries + 1)
+        return StructuredResult(ok=False, value=None, raw=raw, error=error, attempts=retries + 1, raws=raws)
 
     async def ainvoke(self, messages, *, purpose: str = "generate", **kwargs) -> str:
         import asyncio

@@ -55,6 +55,8 @@ class RetryPolicy(BaseModel):
     max_wait: float = Field(30.0, ge=0, description="cap of the exponential wait, seconds")
     max_retry_after: float = Field(60.0, ge=0, description="cap of a server's Retry-After, seconds")
     timeout: float = Field(120.0, gt=0, description="seconds one HTTP request may take")
+    answer_attempts: int = Field(2, ge=1, le=10, description="tries per model answer that fails the "
+                                 "answer check (convsim.providers.answer_check), the first included")
 
 
 def _chain(exc: BaseException | None):

@@ -53,6 +53,7 @@ class Plan:
     cache: Any = None
     units: list[Unit] | None = None  # an explicit list (convsim fork); None: from sessions()
     warnings: list[str] = field(default_factory=list)  # e.g. a graph that yields fewer than --sessions
+    source: str = "config"  # the config file (or "command line", "fork"): what bad-input lines name
 
     def base_context(self, vp: VariantPlan):
         """The variant's context with the base seed, as ``sessions()`` and ``preflight()`` see it."""
@@ -295,7 +296,7 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
         except sqlite3.Error as exc:
             raise ConvsimError(f"not a usable SQLite response cache ({exc})", file=cfg.cache,
                                field="cache") from None
-    return Plan(cfg, module, variants, run_dir, cache)
+    return Plan(cfg, module, variants, run_dir, cache, source=source)
 
 
 def prepare_checkpoint_db(path: Path) -> None:

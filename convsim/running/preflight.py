@@ -47,12 +47,41 @@ PREFLIGHT_SESSIONS = 10_000
 
 def _as_input_error(exc: Exception, plan: Any, variant: str, step: str) -> ConvsimError:
     if isinstance(exc, ConvsimError):  # say which variant cannot run; keep file, record and field
+        named = _param_naming(exc.file, plan, variant)
+        if named is not None:  # a file a param names: the line names the config and the param first
+            inner = ", ".join(x for x in (f"record {exc.record}" if exc.record is not None else "",
+                                          f"field {exc.field}" if exc.field is not None else "") if x)
+            return ConvsimError(f"variant {variant} cannot run: {exc.file}{f' ({inner})' if inner else ''}: "
+                                f"{exc.message}", file=getattr(plan, "source", None), field=f"params.{named}")
         return ConvsimError(f"variant {variant} cannot run: {exc.message}", file=exc.file, record=exc.record,
                             field=exc.field)
     if isinstance(exc, ImportError):
         return ConvsimError(f"variant {variant} cannot run: {exc}", file=plan.config.graph, field=step)
     return ConvsimError(f"variant {variant}: {step} failed: {type(exc).__name__}: {exc}",
                         file=plan.config.graph, field=step)
+
+
+def _param_naming(file: str | None, plan: Any, variant: str) -> str | None:
+    """The param of ``variant`` whose value is ``file`` or a folder holding it (a catalog, a
+    database folder, a dialogue file), else None: the error then names the config that named it."""
+    if not file:
+        return None
+    try:
+        params = plan.variants[variant].params
+        values = params.model_dump() if hasattr(params, "model_dump") else dict(params)
+        target = Path(file).expanduser().resolve()
+    except (AttributeError, KeyError, TypeError, OSError, ValueError):
+        return None
+    for key, value in values.items():
+        if not isinstance(value, str) or not value.strip():
+            continue
+        try:
+            path = Path(value).expanduser().resolve()
+        except (OSError, ValueError):
+            continue
+        if path == target or path in target.parents:
+            return key
+    return None
 
 
 def defines(spec: Any, name: str) -> bool | None:

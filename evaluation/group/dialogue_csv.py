@@ -13,10 +13,14 @@ The spec's own format is read as written: any other column is a metadata column 
 ``has_conflict``, ``resolution_explanation``, ``resolution_strategy`` and, on the first row, the
 condition flags and ``member_count`` can be plain columns; plans may use the spec's literal keys
 (``meals``, ``accommodations``, ``attractions``, ``events``, ``poi_list``;
-``convsim.evaluation.group.plan_parse.normalize_plan``). Flags missing from the first row's metadata are
-taken from a ``C1``–``C5`` in the file name, else inferred from the dialogue; whatever was taken
-from the file name, inferred or missing is reported in one warning line per file (stderr and
-``warnings`` in the result). A malformed file raises ``ConvsimError`` with the line.
+``convsim.evaluation.group.plan_parse.normalize_plan``). The condition flags and ``member_count`` are
+read where the group metric reference puts them: the first row's metadata, else its ``constraint_state``; flags missing
+there are taken from a ``C1``–``C5`` in the file name, else inferred from the dialogue; whatever was
+taken from the file name, inferred or missing, and first-row flags that disagree with the file name
+(the first row's win), are reported in one warning line per file (stderr and ``warnings`` in the
+result). ``ref_info_*`` records need a ``name`` alone (``convsim.evaluation.group.ref_info``: unknown
+fields kept, missing optional ones defaulted and counted). A malformed file raises ``ConvsimError``
+with the line.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import json
 import re
 from pathlib import Path
 
-from convsim.catalog.travel import KINDS, TravelDB, load_travel_db, travel_db_from_ref_info
+from convsim.catalog.travel import KINDS, TravelDB, load_travel_db
 from convsim import ConvsimError
 from convsim.textio import parse_json, read_text
 from convsim.evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
@@ -103,7 +107,7 @@ def read_group_csv(path: str | Path) -> dict:
             raise ConvsimError(f"malformed CSV: {exc}", file=file, record="line 1") from None
         if missing:
             raise ConvsimError(f"missing column(s) {missing}", file=file, record="line 1", field=missing[0])
-        turns, plan, ref, first_meta = [], None, {k: [] for k in KINDS}, None
+        turns, plan, ref, first_meta, first_state = [], None, {k: [] for k in KINDS}, None, None
         try:
             for row in reader:
                 line = reader.line_num
@@ -124,10 +128,16 @@ def read_group_csv(path: str | Path) -> dict:
                 if state is not None and not isinstance(state, dict):
                     raise ConvsimError("constraint_state is not a JSON object", file=file,
                                        record=f"line {line}", field="constraint_state")
+                if first_state is None:
+                    first_state = state or {}
                 p = _json_cell(row.get("plan") or "", file=file, line=line, column="plan")
                 if p is not None:
                     if not isinstance(p, dict):
                         raise ConvsimError("plan is not a JSON object", file=file, record=f"line {line}", field="plan")
+                    for key in ("days", "itinerary"):  # {"days": 5} ended in a TypeError traceback
+                        if key in p and not isinstance(p[key], list):
+                            raise ConvsimError(f"plan {key} must be a list of days, got {p[key]!r}"[:200], file=file,
+                                               record=f"line {line}", field=f"plan.{key}")
                     plan = p
                 for kind in KINDS:
                     col = f"ref_info_{kind}"
@@ -142,7 +152,9 @@ def read_group_csv(path: str | Path) -> dict:
             raise ConvsimError(f"malformed CSV: {exc}", file=file, record=f"line {reader.line_num}") from None
     if not turns:
         raise ConvsimError("dialogue CSV has no rows", file=file)
-    flags, notes = _flags(file, first_meta or {}, turns)
+    # the condition flags where the group metric reference puts them: the first turn's metadata, or its constraint_state
+    stated = {k: v for k, v in (first_state or {}).items() if k in (*_FLAGS, "member_count")}
+    flags, notes = _flags(file, {**stated, **(first_meta or {})}, turns)
     plan, plan_notes = normalize_plan(plan)
     if not any(t["intent"].startswith("sys_synthesize_") and "resolution_explanation" in t["meta"] for t in turns) \
             and any(t["intent"].startswith("sys_synthesize_") for t in turns):
@@ -193,6 +205,12 @@ def _flags(file: str, meta: dict, turns: list[dict]) -> tuple[dict, list[str]]:
     given = _member_count(meta.get("member_count"), file=file, line=turns[0]["line"])
     flags["member_count"] = given or max(len(speakers), 1)
     notes = []
+    if m and any(k in meta for k in _FLAGS):  # stated in the first turn and named by the file: one line
+        named = dict(zip(_FLAGS, _CONDITIONS[m.group(1)]))
+        differ = [k for k in _FLAGS if k in meta and flags[k] != named[k]]
+        if differ:
+            notes.append(f"the first turn's flags {', '.join(f'{k}={flags[k]}' for k in differ)} disagree "
+                         f"with {m.group(1)} in the file name: the first turn's are used")
     assumed = [k for k in _FLAGS if k not in meta]
     if assumed:
         how = f"taken from {m.group(1)} in the file name" if m else "inferred from the dialogue"
@@ -209,8 +227,13 @@ def evaluate_group_csv(path: str | Path, *, embedder_spec: str = "tfidf") -> dic
     ``ref_info_*`` rows, or the project database when the CSV has none (noted in settings).
     """
     data = read_group_csv(path)
-    if any(data["ref_info"].values()):
-        db, source = travel_db_from_ref_info(data["ref_info"], source=f"{path} (ref_info_* columns)"), "csv"
+    if any(data["ref_info"].values()):  # records as the group metric reference describes them (evaluation/group/ref_info.py)
+        from convsim.evaluation.group.ref_info import db_from_csv_ref_info
+        db, ref_notes = db_from_csv_ref_info(data["ref_info"], source=f"{path} (ref_info_* columns)")
+        source = "csv"
+        if ref_notes:
+            data["warnings"] = [w + "; " + "; ".join(ref_notes) for w in data["warnings"]] or \
+                [f"{path}: " + "; ".join(ref_notes)]
     else:
         db, source = load_travel_db(), "project database (the CSV has no ref_info_* rows)"
     embedder = dialogue_embedder(embedder_spec, db, data["turns"])

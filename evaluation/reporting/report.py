@@ -207,7 +207,12 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
                                                 int(r.get("trial", 0))), "")
         sessions.append(view)
     headline_figures = _headline_figures(headline, run.run_dir / "figures")
+    from convsim.evaluation.reporting.ranking_stability import run_ranking_stability
+    ranking = run_ranking_stability(clean, [v for v in run.variants if v not in references],
+                                    [r["metric"] for r in headline["rows"]],
+                                    lower_is_better=tuple(getattr(module, "LOWER_IS_BETTER", ()) or ()))
     html = env.get_template("report.html.j2").render(
+        ranking=ranking,
         run_id=run.run_dir.name, graph=run.config.get("graph"), trials=trials,
         experiment=run.config.get("name") if run.config.get("name") not in (None, "", "experiment") else None,
         config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
@@ -325,6 +330,9 @@ def shown_sessions(records: Sequence[Mapping], variants: Sequence[str], *,
 def _dataset_rows(run: RunData) -> list[dict]:
     """The graph's dataset-level figures per variant (summary.json ``dataset``), formatted."""
     variants = (run.summary or {}).get("variants", {})
-    return [{"variant": v, "values": {k: _fmt(x) for k, x in (d.get("dataset") or {}).items()
-                                      if not isinstance(x, (dict, list))}}
+    def shown(x):  # a list of sentences (e.g. annotation_notes: "act labels absent on ...") as text
+        return "; ".join(x) if isinstance(x, list) and x and all(isinstance(i, str) for i in x) else _fmt(x)
+    return [{"variant": v, "values": {k: shown(x) for k, x in (d.get("dataset") or {}).items()
+                                      if not isinstance(x, dict) and (not isinstance(x, list) or (
+                                          x and all(isinstance(i, str) for i in x)))}}
             for v, d in variants.items() if d.get("dataset")]

@@ -76,17 +76,30 @@ def _check_user_meta(meta: dict, path: Path, line: int, where: str) -> dict:
     """The simulator's keys of a user turn's meta, typed as docs/analysis.md defines them (other keys
     are kept as they are): a mistyped one would silently change the shift and coverage metrics."""
     from convsim.catalog.movies.catalog import FIELDS
+    from convsim.evaluation.crs.excluded_fields import EXCLUDED_FIELDS, split_constraints
     meta = dict(meta)
     if "shift_event" in meta and not isinstance(meta["shift_event"], bool):
         _fail(f"shift_event must be true or false, got {meta['shift_event']!r}", path, line, f"{where}.shift_event")
-    if "focus_field" in meta and meta["focus_field"] not in FIELDS:
-        _fail(f"focus_field must be one of {', '.join(FIELDS)}, got {meta['focus_field']!r}", path, line,
-              f"{where}.focus_field")
-    if "focus_value" in meta and not isinstance(meta["focus_value"], str):
+    if "focus_field" in meta and meta["focus_field"] not in FIELDS + EXCLUDED_FIELDS:
+        _fail(f"focus_field must be one of {', '.join(FIELDS + EXCLUDED_FIELDS)}, got {meta['focus_field']!r}",
+              path, line, f"{where}.focus_field")
+    excluded_focus = meta.get("focus_field") in EXCLUDED_FIELDS  # the CRS living spec: name and plot are no TAS fields
+    if "focus_value" in meta and not (isinstance(meta["focus_value"], str) or excluded_focus and _strings(
+            meta["focus_value"])):
         _fail(f"focus_value must be a string, got {meta['focus_value']!r}", path, line, f"{where}.focus_value")
+    if excluded_focus:
+        meta["focus_excluded"] = True
     constraints = meta.setdefault("constraints", {})
     if not isinstance(constraints, dict):
         _fail("constraints must be an object", path, line, f"{where}.constraints")
+    constraints, excluded = split_constraints(constraints)
+    for key, value in excluded.items():  # kept, out of TAS and the DST gold (evaluation/crs/excluded_fields.py)
+        if not (isinstance(value, str) or _strings(value)):
+            _fail(f"a {key} constraint must be a string or a list of strings, got {value!r}", path, line,
+                  f"{where}.constraints.{key}")
+    meta["constraints"] = constraints
+    if excluded:
+        meta["excluded_constraints"] = excluded
     for key, value in constraints.items():
         if key not in FIELDS:
             _fail(f"a constraint's field must be one of {', '.join(FIELDS)}, got {key!r}", path, line,
@@ -99,6 +112,10 @@ def _check_user_meta(meta: dict, path: Path, line: int, where: str) -> dict:
     if "hidden_targets" in meta:
         meta["hidden_targets"] = _item_ids(meta["hidden_targets"], path, line, f"{where}.hidden_targets")
     return meta
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _run_record(obj: dict, path: Path, line: int) -> dict:
@@ -403,6 +420,11 @@ def evaluate_transcripts(path: str | Path, *, graph: str | None = None, out: str
                 partial.unlink()
                 raise ModelUnavailable(f"{path} record {i} (session {rec['session_id']}): {unavailable[0]}; "
                                        "nothing of this evaluation was kept: run the same command again")
+            if isinstance(evaluated.get("dialogue_metrics"), dict) and any(
+                    "excluded_constraints" in (e.get("meta") or {}) or (e.get("meta") or {}).get("focus_excluded")
+                    for e in rec["transcript"]):  # name/plot constraints and focus: kept, counted
+                from convsim.evaluation.crs.excluded_fields import excluded_counts
+                evaluated["dialogue_metrics"] = {**evaluated["dialogue_metrics"], **excluded_counts(rec["transcript"])}
             status = rec.get("source_status") if rec.get("source_status") in FINAL_STATUSES else "ok"
             row = {"run_id": run_dir.name,
                    **{k: v for k, v in rec.items() if k not in ("source_status", "source_line")},

@@ -32,7 +32,10 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
                                          missing_required=missing_required)
     correct = m.system_correct_turn(expected=expected, actual=actual,
                                     grounded=grounding in (None, 1.0), compliant=bool(compliant))
-    scored_gold = gold_domain is not None
+    # a turn without a state annotation (None, not {}) has no gold to score slots against
+    scored_gold = gold_domain is not None and user.get("gold_state") is not None
+    if user.get("gold_state") is None:
+        precision = None
     said = text_mentions or []
     # Gold intents of the unified format are derived by rule from the acts: named so.
     intent_key = "intent_accuracy_rule_gold" if user.get("gold_intent_source") == "rule" else "intent_accuracy"
@@ -56,7 +59,42 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
         "system_correct": correct, "system_correct_unscored": int(correct is None),
         quality_key: judge["score"] if judge else None,
         "judge_failed": None if judge is None else int(not judge["ok"]),
+        **annotation_absent(user),
     }
+
+
+# Which annotation each gold-based metric needs: a turn without it is not scored (None) and is
+# counted (``<annotation>_absent``), so a dialogue figure is over the annotated turns only and a
+# reader sees "act labels absent on 40 of 40 system turns" instead of an accuracy of 0.
+ANNOTATIONS = {"act_labels": ("gold_act_types", ("act_type_accuracy", "act_type_precision", "act_type_recall")),
+               "state_labels": ("gold_state", ("slot_accuracy", "joint_goal_accuracy", "slot_precision")),
+               "intent_labels": ("gold_intent", ("intent_accuracy", "intent_accuracy_rule_gold", "domain_routing"))}
+
+
+def annotation_absent(user: dict) -> dict:
+    """``{"<annotation>_absent": 0/1}`` for the turn's gold annotations (a simulated user's turn has
+    no act labels: counted absent as well)."""
+    return {f"{name}_absent": int(user.get(key) is None) for name, (key, _) in ANNOTATIONS.items()}
+
+
+def annotation_notes(records: list[dict]) -> dict:
+    """Per annotation: the turns that lacked it, of all scored turns, and one line naming the
+    metrics it leaves unscored (``act labels absent on 40 of 40 system turns: act_type_accuracy ...
+    not scored there``); empty when every turn carried every annotation."""
+    turns = [t for r in records for t in r.get("turn_metrics") or [] if isinstance(t, dict)]
+    out: dict = {}
+    lines = []
+    for name, (_, metrics) in ANNOTATIONS.items():
+        absent = sum(t.get(f"{name}_absent") or 0 for t in turns)
+        out[f"{name}_absent"] = absent
+        if absent:
+            what = "system turns" if name == "act_labels" else "user turns"
+            lines.append(f"{name.replace('_', ' ')} absent on {absent} of {len(turns)} {what}: "
+                         f"{', '.join(metrics)} not scored there (None, not 0)")
+    out["annotations_turns"] = len(turns)
+    if lines:
+        out["annotation_notes"] = lines
+    return out
 
 
 TURN_MEANS = ("domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "act_type_accuracy", "slot_accuracy",
@@ -101,6 +139,8 @@ def score_dialogue(turns: list[dict], *, transfer_events: list[dict], completion
     out["llm_failures"] = sum(t.get("llm_failures", 0) for t in turns)
     # not named judge_*: a count, not a judge's score (the statistics correlate every judge_* metric)
     out["refusals_unscored_by_judge"] = sum(t.get("judge_label") == "refusal_unscored" for t in turns)
+    for name in ANNOTATIONS:  # turns whose gold lacked the annotation (their metric is None there)
+        out[f"{name}_absent"] = sum(t.get(f"{name}_absent") or 0 for t in turns)
     out.update(extra)
     return out
 
@@ -185,5 +225,6 @@ def score_dataset(records: list[dict]) -> dict:
     out["judge"] = [{"kind": k, "model": mo, "prompt_version": v, "turns": n}
                     for (k, mo, v), n in judges.items()]
     out["terminations"] = dict(Counter(d.get("termination") for d in dms))
+    out.update(annotation_notes(records))
     out["aggregation"] = m.AGGREGATION
     return out

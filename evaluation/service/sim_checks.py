@@ -18,7 +18,8 @@ EARLY_BYE = re.compile(r"\b(good ?bye|bye|see you|take care|that'?s all)\b", re.
 def simulator_checks(state: dict) -> list[dict]:
     """Flags that the *simulated user* (or the replayed recording) failed, not the agent:
 
-    * ``replay_ran_out``: a replay that ended before its recorded user turns were all played;
+    * (a replay is never flagged but for ``user_error``: a recording cannot fail as a simulator;
+      ``replay_played`` / ``replay_recorded`` / ``replay_unclosed`` are dialogue figures instead);
     * ``user_speaks_as_agent``: a user utterance phrased as the service ("I recommend ...",
       "Your booking is confirmed", a "System:" label) — an LLM user that swapped roles;
     * ``goal_leak``: a user utterance that shows its goal as JSON or names goal fields;
@@ -37,11 +38,9 @@ def simulator_checks(state: dict) -> list[dict]:
         if err.get("node") == "user":  # the simulator raised (an LLM user's unusable answer...)
             flags.append({"check": "user_error", "detail": str(err.get("error"))[:300]})
     if mode == "replay":
-        recorded = len((state.get("replay") or {}).get("turns", []))
-        played = len(state.get("turn_metrics", []))
-        if termination != "replay_end" or played < recorded:
-            flags.append({"check": "replay_ran_out",
-                          "detail": f"played {played} of {recorded} recorded user turns (termination {termination})"})
+        # a recording cannot fail as a simulator: a replay that stopped early stopped for the agent's
+        # failure (agent_checks flags it) and one that ends without a goodbye is replayed as recorded;
+        # both are kept as figures (evaluation/service/replay_notes.py), never a simulator flag
         return flags
     for entry in state.get("transcript", []):
         if entry.get("speaker") != "user":
