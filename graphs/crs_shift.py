@@ -306,7 +306,7 @@ def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
     return {**merge_dialogue_metrics(state, metrics), "judge_verdict": verdict}
 
 
-# the recommender's slot: the researcher's own with --agent crs=SPEC (agents/crs/slot.py, docs/agent_specs.md)
+# the recommender's slot: the researcher's own with --agent crs=SPEC (agents/crs/slot.py, docs/agents.md)
 SLOTS = {"crs": CRS_SLOT}
 
 

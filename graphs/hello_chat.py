@@ -44,7 +44,7 @@ class Params(BaseModel):
     agents: dict[str, str] = Field(default_factory=dict, description="role -> agent spec (--agent agent=SPEC)")
 
 
-# the system under test: the researcher's own agent fills it with --agent agent=SPEC (docs/agent_specs.md)
+# the system under test: the researcher's own agent fills it with --agent agent=SPEC (docs/agents.md)
 SLOTS = {"agent": Slot(role="agent", handed="the conversation so far: the user's fact questions, its own answers",
                        returns="reply", builtins=("facts",))}
 

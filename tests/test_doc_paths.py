@@ -1,4 +1,4 @@
-"""Every project path that README.md and docs/*.md mention exists.
+"""Every project path that README.md and docs/**/*.md mention exists.
 
 A path is a token that starts with a top-level folder of the project (``agents/crs/user.py``,
 ``configs/crs_shift.yaml``, ``catalog/data/service/``) or names a top-level file
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP = ("agents", "bench", "catalog", "configs", "convsim", "docs", "evaluation", "graphs", "prompts",
-       "tests", "runs")
+TOP = ("agents", "bench", "catalog", "configs", "convsim", "docs", "evaluation", "examples", "graphs",
+       "prompts", "tests", "runs")
 ROOT_FILES = ("README.md", "pyproject.toml", "langgraph.json")
 PATH = re.compile(r"(?<![\w./<>-])((?:%s)/[\w./-]*|(?:%s))(?![\w./<*{-])" % (
     "|".join(TOP), "|".join(re.escape(f) for f in ROOT_FILES)))
@@ -23,7 +23,7 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
 def documents(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
 
 
 # a last component with a dot names a file only with one of these suffixes
@@ -65,7 +65,7 @@ def missing_paths(doc: Path, root: Path = ROOT) -> list[str]:
             if not path.exists()]
 
 
-@pytest.mark.parametrize("doc", documents(), ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", documents(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_mentioned_path_exists(doc):
     missing = missing_paths(doc)
     assert not missing, "paths that do not exist:\n" + "\n".join(missing)

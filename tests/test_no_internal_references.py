@@ -1,5 +1,6 @@
 """User-facing text names the systems, never internal references: no issue numbers, no spec
-file names ("spec 003", "003_0123456789abcdef.txt"), no path into the specs folder.
+file names ("spec 003", "003_0123456789abcdef.txt"), no path into the specs folder, no
+development timeline ("this round", "the development workspace").
 
 Scanned: the code and docs a user reads (graphs, configs, the packages, prompts, docs, README,
 bench, pyproject, langgraph.json). Shipped data (catalog/data) and the tests are not scanned.
@@ -18,6 +19,9 @@ PATTERNS = [
     re.compile(r"\b\d{3}_[0-9a-f]{16}(?:\.txt)?\b"),         # a spec file name
     re.compile(r"\bissues?\s+#?\d+\b", re.IGNORECASE),       # "issue 12", "issue #3"
     re.compile(r"shared/spec\b"),                            # the specs folder
+    # the development's own timeline ("this round", "the round's first commit"): say what changed
+    re.compile(r"\b(?:this|earlier|previous|later|last|next) round\b|\bthe round's\b", re.IGNORECASE),
+    re.compile(r"\bdevelopment workspace\b", re.IGNORECASE),
 ]
 
 
@@ -52,10 +56,12 @@ def test_the_scan_finds_planted_mentions(tmp_path):
     (tmp_path / "docs").mkdir()
     planted = tmp_path / "docs" / "x.md"
     planted.write_text("Fine text.\nAs in spec 004 and 002_0123456789abcdef.txt.\nSee issue 12.\n"
-                       "Reference: ../shared/spec/\nUpstream langgraph#8136 is fine.\n")
+                       "Reference: ../shared/spec/\nUpstream langgraph#8136 is fine.\n"
+                       "Measured this round.\nA vote round's tally is fine.\n")
     (tmp_path / "catalog" / "data").mkdir(parents=True)
     (tmp_path / "catalog" / "data" / "d.json").write_text('{"text": "issue 3"}')
     files = scanned_files(tmp_path)
     assert files == [planted]
     hits = internal_references(planted)
-    assert [h.split(": ", 1)[1] for h in hits] == ["spec 004", "002_0123456789abcdef.txt", "issue 12", "shared/spec"]
+    assert [h.split(": ", 1)[1] for h in hits] == ["spec 004", "002_0123456789abcdef.txt", "issue 12", "shared/spec",
+                                                        "this round"]

@@ -17,7 +17,7 @@ for the built-in pipeline, from the bookings its executed actions made; both are
   booking system reports unavailable for those details).
 * ``task_success_state`` = 1 when the final bookings equal the expected ones (no missing, extra,
   wrong or violating booking), else 0. A goal with no booking is a success only when nothing was
-  booked (τ²: an unchanged database). Spec: ../shared/spec (customer service, task success);
+  booked (τ²: an unchanged database). As the MAS4CS evaluation design defines task success;
   reference: τ²-bench's DB-state reward.
 * ``policy_compliance_state`` = the share of bookings made that break no rule (required slots
   present, entity exists, venue available); ``None`` when nothing was booked (no booking to
