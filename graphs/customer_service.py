@@ -277,22 +277,8 @@ def supervisor(state: State, runtime: Runtime[Context]) -> Command[Literal["resp
         else:  # ablation: whatever the action agent proposed is executed
             verdict = {"action": state["proposed"], "violations": [], "approved": True, "disabled": True}
         act = verdict["action"]
-        offered, asked = dict(state.get("offered", {})), {k: list(v) for k, v in state.get("asked", {}).items()}
-        outcomes = {k: {**v, "informed": dict(v["informed"]), "bookings": list(v["bookings"])}
-                    for k, v in state.get("outcomes", {}).items()}
-        d = act.get("domain")
-        if act.get("entity") and d:
-            offered[d] = act["entity"]
-            o = outcomes.setdefault(d, {"entity": None, "informed": {}, "bookings": []})
-            if o["entity"] != act["entity"]:
-                o["informed"] = {}
-            o["entity"] = act["entity"]
-            o["informed"].update(act.get("informed", {}))
-            if act["kind"] == "book":
-                o["bookings"].append({"entity": act["entity"], "booking": act["booking"],
-                                      "reference": act["reference"]})
-        if act.get("requested") and d:
-            asked.setdefault(d, []).extend(s for s in act["requested"] if s not in asked.get(d, []))
+        applied = service_slot.apply_action(state, act)  # what was offered, asked and booked after it
+        offered, asked, outcomes = applied["offered"], applied["asked"], applied["outcomes"]
     except Exception as err:  # noqa: BLE001
         return _fail("supervisor", err, TerminationReason.AGENT_ERROR)
     return Command(goto="response", update={"supervision": verdict, "action": act, "offered": offered,

@@ -12,7 +12,6 @@ says whether a non-builtin spec fills the slot (``Params.agents["retriever"]`` o
 """
 from __future__ import annotations
 
-import functools
 import re
 
 from langchain_core.messages import HumanMessage
@@ -20,8 +19,8 @@ from langchain_core.messages import HumanMessage
 from convsim.agents.courses.retrievers import get_retriever
 from convsim.agents.courses.tools import CourseTools
 from convsim.catalog.courses import load_courses
-from convsim.slots import Slot, parse_agent_spec
-from convsim.slots.nodes import cached_agent
+from convsim.slots import Slot
+from convsim.slots.nodes import user_spec, cached_agent
 
 ROLE = "retriever"
 NODE = "retrieve_agent"
@@ -32,15 +31,9 @@ SLOT = Slot(role=ROLE, handed="the learner's question and skill (one HumanMessag
 
 
 def spec_text(ctx) -> str | None:
-    specs = dict(getattr(ctx, "agents", None) or {})
-    specs.update(getattr(getattr(ctx, "params", None), "agents", None) or {})
-    text = specs.get(ROLE)
-    return text if text and not _builtin(text) else None
+    """The spec filling the slot when it is not a built-in (None: the built-in runs)."""
+    return user_spec(ctx, SLOT)
 
-
-@functools.lru_cache(maxsize=64)
-def _builtin(text: str) -> bool:
-    return parse_agent_spec(text, field=f"agents.{ROLE}").is_builtin
 
 
 def agent_for(text: str):

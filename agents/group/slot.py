@@ -15,15 +15,14 @@ handed to the agent.
 """
 from __future__ import annotations
 
-import functools
 
 from langchain_core.messages import AIMessage, HumanMessage
 
 from convsim.agents.group.tools import TravelTools
 from convsim.catalog.travel import TravelDB, normalize_place_name
 from convsim.evaluation.group.plan_parse import normalize_plan, plan_places_by_field
-from convsim.slots import Slot, parse_agent_spec
-from convsim.slots.nodes import cached_agent
+from convsim.slots import Slot
+from convsim.slots.nodes import user_spec, cached_agent
 
 ROLE = "planner"
 SLOT = Slot(role=ROLE, handed="the conversation so far (members as HumanMessage '<name>: ...', the system as "
@@ -38,15 +37,9 @@ NEEDS_DAYS = "the agent reports no structured plan (days)"
 
 
 def spec_text(ctx) -> str | None:
-    specs = dict(getattr(ctx, "agents", None) or {})
-    specs.update(getattr(getattr(ctx, "params", None), "agents", None) or {})
-    text = specs.get(ROLE)
-    return text if text and not _builtin(text) else None
+    """The spec filling the slot when it is not a built-in (None: the built-in runs)."""
+    return user_spec(ctx, SLOT)
 
-
-@functools.lru_cache(maxsize=64)
-def _builtin(text: str) -> bool:
-    return parse_agent_spec(text, field=f"agents.{ROLE}").is_builtin
 
 
 def agent_for(text: str):

@@ -14,7 +14,6 @@ spec fills the slot (``Params.agents["service"]`` or the context's ``agents``).
 """
 from __future__ import annotations
 
-import functools
 import re
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -22,8 +21,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from convsim.agents.service.tools import ServiceWorld, bound_world
 from convsim.catalog.service.db import DOMAINS, REQUESTABLE_SLOTS, ServiceDB
 from convsim.catalog.service.normalize import normalize_value
-from convsim.slots import Slot, parse_agent_spec
-from convsim.slots.nodes import cached_agent
+from convsim.slots import Slot
+from convsim.slots.nodes import user_spec, cached_agent
 
 ROLE = "service"
 NODE = "service_agent"
@@ -44,17 +43,9 @@ ASKS = (("area", r"\barea\b|part of town|where in"), ("pricerange", r"\bprice|bu
 
 
 def spec_text(ctx) -> str | None:
-    """The spec filling the slot when it is not a built-in (None: the built-in pipeline runs)."""
-    params = getattr(ctx, "params", None)
-    specs = dict(getattr(ctx, "agents", None) or {})
-    specs.update(getattr(params, "agents", None) or {})
-    text = specs.get(ROLE)
-    return text if text and not _builtin(text) else None
+    """The spec filling the slot when it is not a built-in (None: the built-in runs)."""
+    return user_spec(ctx, SLOT)
 
-
-@functools.lru_cache(maxsize=64)
-def _builtin(text: str) -> bool:
-    return parse_agent_spec(text, field=f"agents.{ROLE}").is_builtin
 
 
 def route(ctx, default: str) -> str:

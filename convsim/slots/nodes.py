@@ -10,6 +10,8 @@ A graph file's node does, when the spec is not one of the slot's built-ins::
 """
 from __future__ import annotations
 
+import functools
+
 import threading
 from typing import Iterable, Sequence
 
@@ -31,6 +33,21 @@ def is_builtin(spec: str | AgentSpec | None, slot: Slot) -> bool:
         return spec.kind == "builtin"
     text = spec.strip()
     return ":" not in text or text.startswith("builtin:")
+
+
+def user_spec(ctx: object, slot: Slot) -> str | None:
+    """The spec filling ``slot`` in this session when it is the researcher's agent, None when one of
+    the slot's built-ins runs: the context's ``agents`` (the run's), overridden by its params'
+    ``agents`` (a variant's or ``--agent``'s)."""
+    specs = dict(getattr(ctx, "agents", None) or {})
+    specs.update(getattr(getattr(ctx, "params", None), "agents", None) or {})
+    text = specs.get(slot.role)
+    return text if text and not _parsed_builtin(text, slot.role) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_builtin(text: str, role: str) -> bool:
+    return parse_agent_spec(text, field=f"agents.{role}").is_builtin
 
 
 def builtin_name(spec: str | AgentSpec | None, slot: Slot) -> str | None:
