@@ -29,10 +29,11 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field, model_validator
 
 from convsim.agents.group.feedback import feedback_round, feedback_targets
-from convsim.agents.group.member_voice import rule_verdict, speak_with_model, verdict_with_model
-from convsim.agents.group.members import ACTIONABLE_SLOTS, GROUP_TYPES, SLOTS, make_group, speak_preference
+from convsim.agents.group.member_voice import speak_with_model, verdict_with_model
+from convsim.agents.group.members import GROUP_TYPES, SLOTS, make_group, speak_preference
 from convsim.agents.group.planner import build_plan
-from convsim.agents.group.reference import degraded_decision, gaming_plan, oracle_decision, reference_text
+from convsim.agents.group.reference import (degraded_decision, gaming_plan, oracle_decision, place_everything_plan,
+                                           reference_text)
 from convsim.agents.group.plan_writer import write_plan_with_model
 from convsim.agents.group.synthesis import (decide, llm_guided_text, llm_raw_synthesis, reason_of,
                                     stated_preferences as stated_rows, synthesis_text)
@@ -94,7 +95,7 @@ class Params(BaseModel):
                                          "0 = the groups as always. For M2_false_alarm "
                                          "(configs/group_false_alarm.yaml), not for the condition runs")
     db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
-    reference: Literal["oracle", "degraded", "gaming", "alarmist"] | None = Field(
+    reference: Literal["oracle", "degraded", "gaming", "alarmist", "place_everything"] | None = Field(
         None, description="a reference planner in place of the condition's mediator/planner "
                           "(convsim.agents.group.reference; oracle reads the true preferences)")
 
@@ -327,6 +328,8 @@ def planner(state: State, runtime: Runtime[Context]) -> dict:
     if ctx.params.reference == "gaming":   # every meal in one place, every wish pasted into the text
         wishes = [t["text"] for t in state["transcript"] if t["meta"].get("intent", "").startswith("user_provide_")]
         plan = gaming_plan(plan, _city_db(ctx.params, state["city"]), state["city"], wishes)
+    elif ctx.params.reference == "place_everything":   # every place of the city on day 1, untimed
+        plan = place_everything_plan(plan, _city_db(ctx.params, state["city"]), state["city"])
     t = _turn(state, 1)
     present = f"Here is your plan. {plan['raw_output']}"
     turn = {"turn": t, "speaker": "system", "text": present, "meta": {"intent": "sys_present_plan", "plan": plan}}
@@ -343,12 +346,14 @@ def members_respond(state: State, runtime: Runtime[Context]) -> dict:
     embedder = dialogue_embedder(ctx.embedder_spec, db, transcript_to_turns(state["transcript"]))
     table = satisfaction_table(prefs, plan=state["plan"], db=db, embedder=embedder)
     rates = member_rates(table)
+    from convsim.agents.group.member_view import view_verdict
+    from convsim.evaluation.group.plan_feasibility import lived_plan
+    lived, counts = lived_plan(state["plan"], db, group_size=len(state["members"]))
     model = ctx.model("member")
     t, turns, failures = _turn(state), [], []
     for m in speakers:
-        missing = [m["preferences"][s].get("option") or s for (who, s), ch in table.items()
-                   if who == m["name"] and not ch["satisfied"] and s in ACTIONABLE_SLOTS]
-        ok, text = rule_verdict(m, rates.get(m["name"]), ctx.params.acceptance_threshold, missing)
+        # the member's own view of the plan it would live through (agents/group/member_view.py)
+        ok, text, _ = view_verdict(m, lived, counts, db, seed=ctx.seed, threshold=ctx.params.acceptance_threshold)
         source = "rule"
         if not model.is_none:
             llm_ok, llm_text, failure = verdict_with_model(model, m, state["plan"]["raw_output"])
