@@ -88,7 +88,9 @@ class Params(BaseModel):
     max_feedback_rounds: int = Field(2, ge=1, le=5)
     option_budget: int = Field(2, ge=1, le=4, description="options per (sub)slot every synthesising condition may choose")
     acceptance_threshold: float = Field(0.5, ge=0.0, le=1.0,
-                                        description="model none: a member accepts the plan iff s_i >= this")
+                                        description="model none: the members' mean tolerance; each accepts a plan it can live "
+                                                    "through whose share of its own wishes (less dislikes) reaches "
+                                                    "its tolerance, this x U(0.6, 1.4) (agents/group/member_view.py)")
     agreement: float = Field(0.0, ge=0.0, le=1.0,
                              description="probability that a slot outside the group type's designed conflicts "
                                          "is shared by every member (convsim.agents.group.members.shared_by_design); "
