@@ -213,3 +213,15 @@ def test_the_never_booking_agent_beats_clean_on_no_headline_metric():
     assert by["system_correctness"]["gaming_value"] < by["system_correctness"]["baseline_value"]
     assert by["task_completion"]["gaming_value"] < by["task_completion"]["baseline_value"]
     assert by["heuristic_response_quality"]["gaming_value"] < by["heuristic_response_quality"]["baseline_value"]
+
+
+def test_fault_check_reads_never_book_against_the_clean_bookings():
+    from convsim.evaluation.service.fault_check import fault_rows
+    summary = {"variants": {
+        "clean": {"metrics": {"system_correctness": {"mean": 0.96}}, "dataset": {"bookings_made": 22}, "n": 40},
+        "never_book": {"metrics": {"system_correctness": {"mean": 0.67}}, "dataset": {"bookings_made": 0}, "n": 40}}}
+    params = {"clean": {}, "never_book": {"fault": "never_book"}}
+    (row,) = fault_rows(summary, params)
+    assert (row["verdict"], row["opportunities"], row["clean"], row["faulty"]) == ("caught", 22, 0.96, 0.67)
+    summary["variants"]["never_book"]["metrics"]["system_correctness"]["mean"] = 1.0
+    assert fault_rows(summary, params)[0]["verdict"] == "missed"
