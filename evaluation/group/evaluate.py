@@ -12,7 +12,7 @@ from convsim.evaluation.group.metrics import dialogue_only_metrics
 from convsim.evaluation.group.plan_metrics import (M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD, concession_rate,
                                            fairness_gini, placed_addressing_rate, plan_coherence,
                                            plan_grounding_rate, plan_repairs, preference_addressing_rate,
-                                           satisfaction_metrics, satisfaction_table, semantic_satisfaction,
+                                           semantic_satisfaction,
                                            serendipity)
 from convsim.evaluation.group.plan_feasibility import plan_satisfaction
 from convsim.evaluation.group.plan_parse import intent_slot, stated_preferences
