@@ -41,7 +41,7 @@ def test_an_ungrounded_action_makes_the_turn_incorrect_at_the_call_site():
 
 
 def test_an_invented_venue_in_the_reply_makes_the_turn_incorrect(db):
-    # spec 004, system correctness example 3: "I recommend The Golden Dragon, phone: 123-456-7890"
+    # the metric definitions' system correctness example 3: "I recommend The Golden Dragon, phone: 123-456-7890"
     said = text_mentions("I recommend The Golden Dragon, phone: 123-456-7890", db)
     assert any(x["kind"] == "entity" and not x["grounded"] for x in said)
     bad = _turn(text_mentions=said)

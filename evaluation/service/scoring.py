@@ -31,7 +31,7 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
     compliant = m.policy_compliance_turn(booked=action.get("kind") == "book",
                                          missing_required=missing_required)
     said = text_mentions or []
-    # grounded: the action's entity is in the db AND the reply names no invented entity (spec 004,
+    # grounded: the action's entity is in the db AND the reply names no invented entity (the customer-service metric definitions,
     # system correctness example 3: "I recommend The Golden Dragon, phone: ..." is incorrect)
     invented = any(x.get("kind", "entity") == "entity" and not x["grounded"] for x in said)
     correct = m.system_correct_turn(expected=expected, actual=actual,
