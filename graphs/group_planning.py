@@ -32,8 +32,8 @@ from convsim.agents.group.feedback import feedback_round, feedback_targets
 from convsim.agents.group.member_voice import speak_with_model, verdict_with_model
 from convsim.agents.group.members import GROUP_TYPES, SLOTS, make_group, speak_preference
 from convsim.agents.group.planner import build_plan
-from convsim.agents.group.reference import (degraded_decision, gaming_plan, oracle_decision, place_everything_plan,
-                                           reference_text)
+from convsim.agents.group.reference import (degraded_decision, fake_feedback, gaming_plan, oracle_decision,
+                                           place_everything_plan, reference_text, self_report)
 from convsim.agents.group.plan_writer import write_plan_with_model
 from convsim.agents.group.synthesis import (decide, llm_guided_text, llm_raw_synthesis, reason_of,
                                     stated_preferences as stated_rows, synthesis_text)
@@ -97,7 +97,7 @@ class Params(BaseModel):
                                          "0 = the groups as always. For M2_false_alarm "
                                          "(configs/group_false_alarm.yaml), not for the condition runs")
     db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
-    reference: Literal["oracle", "degraded", "gaming", "alarmist", "place_everything"] | None = Field(
+    reference: Literal["oracle", "degraded", "gaming", "alarmist", "place_everything", "self_reporter"] | None = Field(
         None, description="a reference planner in place of the condition's mediator/planner "
                           "(convsim.agents.group.reference; oracle reads the true preferences)")
 
@@ -220,15 +220,19 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
     stated = stated_rows(spoken, state["members"], slot)
     budget = ctx.params.option_budget
     decision = decide(slot, state["group_type"], stated, mode, budget)
-    ref = ctx.params.reference if ctx.params.reference in ("oracle", "degraded") else None
-    if ref == "oracle":      # labelled oracle: the members' true preferences (convsim.agents.group.reference)
+    ref = ctx.params.reference if ctx.params.reference in ("oracle", "degraded", "self_reporter") else None
+    if ref == "self_reporter":   # hears the first member, claims every process step (agents/group/reference.py)
+        decision = {sub: {**d, "has_conflict": True, "resolution_strategy": "include_both", "strategy_id": "include_both"}
+                    for sub, d in degraded_decision(stated).items()}
+    elif ref == "oracle":      # labelled oracle: the members' true preferences (convsim.agents.group.reference)
         decision = oracle_decision(state["members"], slot)
     elif ref == "degraded":  # hears the first member only
         decision = degraded_decision(stated)
     failures = []
     if mode != "passive":
         t = _vote_turns(decision, stated, slot, turns, t)
-        text, explanation = (reference_text(ref, slot, decision) if ref
+        text, explanation = (self_report(slot, decision, stated) if ref == "self_reporter"
+                             else reference_text(ref, slot, decision) if ref
                              else synthesis_text(slot, decision, stated, mode))
         reported_conflict = any(d["has_conflict"] for d in decision.values())
         model = ctx.model("synthesis")
@@ -259,6 +263,10 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
             "selected_options": {s: d["selected"] for s, d in decision.items()},
             "subgrouping_required": any(d["subgrouping_required"] for d in decision.values()),
             "subgrouping_optional": any(d["subgrouping_optional"] for d in decision.values())}})
+    if ref == "self_reporter" and mode != "passive":   # one fake feedback exchange per slot
+        for fake in fake_feedback(slot, spoken[0]["speaker"]):
+            t += 1
+            turns.append({"turn": t, **fake})
     out = {"turn": t, "transcript": turns, "decisions": {slot: decision}, "llm_failures": failures}
     if flags["enable_feedback"] and mode != "passive" and not ref:
         rows = stated[next(iter(stated))]

@@ -114,3 +114,31 @@ def test_the_plan_that_places_everything_loses_to_the_honest_plan():
     for k in ("W1", "W2", "M10", "M6", "M16"):
         assert gaming[k] < honest[k], (k, gaming, honest)
     assert gaming["W3"] <= honest["W3"] and gaming["M11"] <= honest["M11"]
+
+
+def test_the_self_reporting_talker_ties_at_best_on_process_and_loses_on_outcomes():
+    from convsim.evaluation.gaming import gaming_rows
+    from convsim.evaluation.group.gaming_refs import HEADLINE
+    from convsim.graphs.group_planning import Context, Params, graph, sessions
+    variants = {}
+    for name, ref in (("C4", None), ("self_reporter", "self_reporter")):
+        p = Params(condition="C4", n_sessions=10, reference=ref)   # M11 needs 10: at 4 one-member plans tie or win by chance
+        ms = []
+        for s in sessions(p, Context(params=p, seed=7)):
+            st = graph.invoke(s, context=Context(params=p, seed=stable_seed(7, s["session_id"]),
+                                                 session_id=s["session_id"]))
+            ms.append(st["dialogue_metrics"])
+            if ref:   # what it claims: a conflict and a strategy on every slot, a feedback exchange per slot
+                synth = [t for t in st["transcript"] if t["meta"].get("intent", "").startswith("sys_synthesize_")]
+                assert all(t["meta"]["has_conflict"] and t["meta"]["resolution_strategy"] == "include_both"
+                           for t in synth)
+                assert sum(t["meta"].get("intent", "").startswith("user_feedback_") for t in st["transcript"]) == len(synth)
+        variants[name] = {"metrics": {k: {"mean": sum(m[k] for m in ms if m.get(k) is not None) /
+                                          max(1, sum(m.get(k) is not None for m in ms))}
+                                      for k in HEADLINE if any(m.get(k) is not None for m in ms)}}
+    rows = gaming_rows({"variants": variants}, {"self_reporter": "C4"}, HEADLINE)
+    assert not [r for r in rows if r["beats"]], [r for r in rows if r["beats"]]
+    by = {r["metric"]: r for r in rows}
+    for k in ("W1", "W2", "M6"):
+        assert by[k]["gaming_value"] < by[k]["baseline_value"], k
+    assert by["M2_false_alarm"]["gaming_value"] > by["M2_false_alarm"]["baseline_value"]

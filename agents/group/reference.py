@@ -18,6 +18,10 @@ condition's dialogue; everything else (members, turns, metrics) is the condition
   event and stay of the city appended to day 1 (untimed, past every budget). A plan scored as a
   plan (evaluation/group/plan_feasibility.py) loses: its precision falls and the over-full day
   caps its satisfaction at 0.
+- ``self_reporter``: the self-reporting talker: it hears only the first member (``degraded``'s
+  decisions), reports a conflict on every slot, pastes every member's wish into its explanation,
+  labels every slot ``include_both`` and adds one fake feedback exchange per slot. Its process
+  reports are all "yes"; what it decides serves one member.
 - ``alarmist``: the condition's own decisions, texts and plan, but its synthesis turns report a
   conflict on every slot (``has_conflict`` true where the members agree too). M2 is recall only,
   so it stays at the condition's value; ``M2_false_alarm`` must rise to 1 wherever it is defined.
@@ -33,7 +37,7 @@ from convsim.agents.group.members import member_option
 from convsim.agents.group.synthesis import _base
 from convsim.agents.group.vote import option_label
 
-REFERENCES = ("oracle", "degraded", "gaming", "alarmist", "place_everything")
+REFERENCES = ("oracle", "degraded", "gaming", "alarmist", "place_everything", "self_reporter")
 _MEALS = ("breakfast", "lunch", "dinner")
 
 
@@ -114,5 +118,22 @@ def place_everything_plan(plan: dict, db, city: str) -> dict:
             "raw_output": f"{plan.get('raw_output', '')}\nAlso on day 1, everything the city has: {names}."}
 
 
+def self_report(slot: str, decision: dict, stated: dict[str, list[dict]]) -> tuple[str, str]:
+    """``(utterance, resolution_explanation)`` of the self-reporting talker: every wish pasted in,
+    a conflict and a strategy claimed, one member's option chosen."""
+    wishes = " ".join(r["text"] for rows in stated.values() for r in rows)
+    chosen = "; ".join(", ".join(option_label(o) for o in d["selected"]) for d in decision.values())
+    topic = slot.replace("_", " ")
+    explanation = f"There is a conflict, so we include both: {wishes} We go with {chosen}."
+    return f"For {topic}: {explanation}", explanation
+
+
+def fake_feedback(slot: str, member: str) -> list[dict]:
+    """One feedback exchange per slot that changes nothing (the self-reporting talker's)."""
+    return [{"speaker": member, "text": "Okay.", "meta": {"intent": f"user_feedback_{slot}", "slot": slot}},
+            {"speaker": "system", "text": "Thanks for the feedback, noted.",
+             "meta": {"intent": f"sys_feedback_{slot}", "slot": slot}}]
+
+
 __all__ = ["REFERENCES", "oracle_decision", "degraded_decision", "reference_text", "gaming_plan",
-           "place_everything_plan"]
+           "place_everything_plan", "self_report", "fake_feedback"]

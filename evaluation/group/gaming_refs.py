@@ -7,14 +7,16 @@
   the city on day 1, untimed (scored as a plan: precision and the over-full cap,
   ``evaluation/group/plan_feasibility.py``; members judge it by their own view,
   ``agents/group/member_view.py``);
-* ``alarmist``: a conflict reported on every slot.
+* ``alarmist``: a conflict reported on every slot;
+* ``self_reporter``: the self-reporting talker (first member heard; conflict, ``include_both``,
+  pasted wishes and one fake feedback exchange on every slot).
 
 ``write_group_gaming_check(run_dir)`` is the run's analysis hook (``evaluation/gaming.py``): it
 writes ``gaming_check.md`` / ``.json`` and prints whether any of them beats C4 on a headline metric
 (the graph's SUMMARY_METRICS that a planner can move, each in its good direction).
-Not shipped: the self-reporting talker of the review (one member heard, a conflict claimed and an
-``include_both`` strategy labelled on every slot, fake feedback): M2-M5 still read the system's
-own reports, so it would beat C4 on them (docs/group_planning.md, "Gaming references").
+M2-M5 still read the system's own reports: on C4 the self-reporting talker ties C4 on M2, M3, M4
+(both at 1.0) and M5 (0: feedback off); under C5 its fake feedback would beat C5 on M5
+(docs/group_planning.md).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from convsim.evaluation.gaming import write_gaming_check
 
-GAMING = {"gaming": "C4", "place_everything": "C4", "alarmist": "C4"}
+GAMING = {"gaming": "C4", "place_everything": "C4", "alarmist": "C4", "self_reporter": "C4"}
 HEADLINE = {**{m: ("metrics", True) for m in ("W1", "W2", "W3", "M2", "M3", "M4", "M5", "M6", "M9",
                                                "M10", "M11", "M16", "W1_all_members", "W2_all_members",
                                                "W3_all_members")},
