@@ -38,6 +38,7 @@ from convsim.agents.courses.relevance_judge import DEFAULT_HEURISTIC, JudgeCache
 from convsim.catalog.courses import check_gold_codes, load_courses, load_test_set
 from convsim import compile_with_default_context
 from convsim import ConvsimError, SessionContext, emit_metrics
+from convsim.evaluation.retrieval.catalog_check import checked_against_catalog, relabelled_list
 from convsim.evaluation.retrieval.compare import cohen_kappa
 from convsim.evaluation.retrieval.metrics import PRECISION_BANDS, case_metrics, interpretation_band
 
@@ -63,6 +64,7 @@ class State(TypedDict, total=False):
     judge_failures: list[dict]
     judge_kind: str  # "heuristic" (model none) or "llm", also when nothing was retrieved
     judge_cached: bool  # the scores came from the judge cache (not a metric: it depends on earlier runs)
+    catalog_check: dict | None  # a fixed list checked against the catalog (evaluation/retrieval/catalog_check.py)
     transcript: Annotated[list[dict], operator.add]
     turn_metrics: Annotated[list[dict], operator.add]
     dialogue_metrics: dict
@@ -103,6 +105,9 @@ class Params(BaseModel):
         "cases' fixed retrievedCourses lists, judged as they are; a variant of their own)")
     agents: dict[str, str] = Field(default_factory=dict, description="agent slots: {'retriever': SPEC} ranks with "
                                    "your agent instead of a built-in retriever (docs/agents.md)")
+    given_list: Literal["case", "relabelled"] = Field(
+        "case", description="cases: given submits the case's own retrievedCourses ('case') or, the gaming reference, "
+        "its gold-0 courses relabelled with the skill name ('relabelled'; evaluation/retrieval/catalog_check.py)")
     expected_tolerance: float = Field(
         0.05, ge=0, description="tolerance of a case's expectedMetrics given as a plain number")
 
@@ -142,8 +147,12 @@ def retrieve_agent(state: State, runtime: Runtime[Context]) -> dict:
     return {**out, "retrieved": _with_course_fields(out["retrieved"], params.catalog)}
 
 
-def given_courses(state: State) -> dict:
-    retrieved = [{**c, "rank": i, "score": None} for i, c in enumerate(state["given_courses"], start=1)]
+def given_courses(state: State, runtime: Runtime[Context]) -> dict:
+    given = state["given_courses"]
+    if _params(runtime).given_list == "relabelled":   # the gaming reference (evaluation/retrieval/catalog_check.py)
+        given = relabelled_list(state.get("gold_relevance"), load_courses(_params(runtime).catalog),
+                                skill=state["skill"], question=state["question"], k=len(given))
+    retrieved = [{**c, "rank": i, "score": None} for i, c in enumerate(given, start=1)]
     return {"retriever": "given", "retrieved": retrieved}
 
 
@@ -237,15 +246,24 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
                                                     **(state.get("agent_meta") or {})}}]}
     # The judge also reads a catalog course's description (records keep only name and outcomes, to
     # stay small); a case's own fixed list is judged as it is.
-    shown = retrieved if params.cases == "given" else _with_course_fields(retrieved, params.catalog, ("description",))
+    # a fixed list is judged on the catalog's text of each code (the mismatches are counted and shown)
+    check = None
+    if params.cases == "given":
+        shown, check = checked_against_catalog(retrieved, load_courses(params.catalog))
+    else:
+        shown = _with_course_fields(retrieved, params.catalog, ("description",))
     result = judge_courses(question=state["question"], skill=state["skill"], courses=shown, model=model,
                            cache=None if model.is_none else _cache(params, ctx.run_dir),
                            iteration=ctx.trial, seed=ctx.seed, retries=params.judge_retries,
                            heuristic=params.heuristic_judge, catalog=params.catalog)
     lines = [f"{c['rank']}. {c['subjectCode']} {c['subjectName']} -> "
              f"{'failed' if s['score'] is None else s['score']}" for c, s in zip(retrieved, result.scores)]
+    if check and (check["mismatches"] or check["not_in_catalog"]):
+        lines += [f"catalog mismatch: {m['code']} (rank {m['rank']}) {', '.join(m['fields'])} differ from the "
+                  f"catalog; judged on the catalog's text" for m in check["mismatches"]]
+        lines += [f"not in the catalog: {c} (judged as submitted)" for c in check["not_in_catalog"]]
     return {"judgements": result.scores, "judge_failures": result.failures, "judge_kind": judge_kind,
-            "judge_cached": any(s.get("cached") for s in result.scores),
+            "judge_cached": any(s.get("cached") for s in result.scores), "catalog_check": check,
             "transcript": [user_turn, {"turn": 1, "speaker": "retriever", "text": "\n".join(lines),
                                        "meta": {"retriever": state.get("retriever"),
                                                     **(state.get("agent_meta") or {})}}]}
@@ -302,6 +320,10 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict:
     retrieved = state.get("retrieved") or []
     heuristic = state.get("judge_kind") == "heuristic" or any(j.get("judge") == "heuristic" for j in judgements)
     metrics: dict = {"judgeFailed": bool(state.get("judge_failures"))}
+    check = state.get("catalog_check")
+    if check:   # a fixed list: how many submitted courses did not match their catalog entry
+        metrics.update(catalogMismatches=len(check["mismatches"]), catalogUnknownCodes=len(check["not_in_catalog"]),
+                       catalogMismatchRate=len(check["mismatches"]) / check["checked"] if check["checked"] else None)
     # Every retrieved course judged (an empty list is fully judged: it is scored, 0 at every
     # cut-off, not dropped; a case whose judge failed is left out, see simulator_checks).
     if len(judgements) == len(retrieved) and all(j.get("score") is not None for j in judgements):

@@ -48,6 +48,7 @@ from convsim.errors import SimulatorError
 from convsim.providers.models import ModelUnavailable, refused_request
 from convsim.running.prefix import scripted_pair
 from convsim.evaluation.service import metrics as metrics
+from convsim.evaluation.service.judge_flags import judge_invalid_flags
 from convsim.evaluation.service.scoring import score_dataset, score_dialogue
 from convsim.evaluation.service.success import said_from_log, task_success
 from convsim.evaluation.service.sim_checks import simulator_checks as evaluator_simulator_checks
@@ -263,6 +264,9 @@ def action(state: State, runtime: Runtime[Context]) -> Command[Literal["supervis
                                                  turn=state["turn"], rate=p.fault_rate)
         elif p.fault == "ungrounded_action":
             proposed = faults.ungrounded_action(proposed, seed=ctx.seed, turn=state["turn"], rate=p.fault_rate)
+        elif p.fault == "never_book":
+            proposed = faults.never_book(proposed, domain_schema=_schema(ctx), seed=ctx.seed, turn=state["turn"],
+                                         rate=p.fault_rate)
     except Exception as err:  # noqa: BLE001
         return _fail("action", err, TerminationReason.AGENT_ERROR)
     return Command(goto="supervisor", update={"proposed": proposed})
@@ -363,10 +367,12 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
              # user turns that stated a value other than the simulator's own (a simulator failure)
              "simulator_misstatements": sum(bool((e.get("meta") or {}).get("misstated"))
                                             for e in state.get("transcript", []) if e.get("speaker") == "user"),
-             "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns)}
+             "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns),
+             "memory_transfer_restated": metrics.memory_transfer_restated(log)}
     if state.get("mode") == "replay":  # what the recording was: kept as notes, never a simulator's failure
         from convsim.evaluation.service.replay_notes import replay_notes
         extra.update(replay_notes(state))
+
     unsupported = sorted({e["gold_domain"] for e in log if e.get("gold_domain") in UNSUPPORTED})
     extra["unsupported_domains"] = unsupported
     if completion is None:
@@ -478,8 +484,8 @@ def simulator_checks(state: State) -> list[dict]:
     """Flags of a simulated (or replayed) customer that failed as a simulator: the evaluator's
     checks (evaluation/service/sim_checks.py: replay ran out, spoke as the agent, leaked its goal,
     said goodbye early, never stated its goal), the fidelity checks of agents/service/fidelity.py, and
-    a response judge whose answer was invalid after its retries (its raw answer is in the turn's
-    metrics, ``judge_raw``). A flagged session is a simulator failure, not a customer-service score."""
+    a response judge whose answer was invalid after its retries on every judged turn (one failed turn
+    drops that turn's judge score only: evaluation/service/judge_flags.py). A flagged session is a simulator failure, not a customer-service score."""
     from convsim.agents.service.fidelity import service_simulator_checks
     if state.get("mode") == "replay":  # a recording is no simulator: it cannot fail as one (replay_notes);
         # a judge can, and so can the node reading the recording (user_error: never a silent ok)
@@ -494,11 +500,9 @@ def simulator_checks(state: State) -> list[dict]:
 
 
 def _judge_flags(state: State) -> list[dict]:
-    # one flag per turn whose judge failed, each with its raw answer (not de-duplicated by name: the
-    # second failed turn's answer was otherwise only in turn_metrics), as agent_model_failed is per turn
-    return [{"check": "judge_invalid", "detail": f"turn {m.get('turn', i)}: the response judge's answer was "
-                                                 f"invalid; raw: {str(m.get('judge_raw'))[:200]}"}
-            for i, m in enumerate(state.get("turn_metrics") or [], 1) if m.get("judge_failed") == 1]
+    # a failed judge answer drops that turn's response_quality only; the session is flagged (one flag
+    # per failed turn, with its raw answer) when the judge failed on every judged turn
+    return judge_invalid_flags(state.get("turn_metrics") or [])
 
 
 def dataset_metrics(records: list[dict]) -> dict:
@@ -566,7 +570,8 @@ METRIC_RANGES = {
     **{m: (1.0, 5.0) for m in ("response_quality", "heuristic_response_quality")},
     **{m: (0.0, None) for m in ("db_mentions", "text_mentions", "response_acts_checked", "response_ungrounded_turns",
                                 "supervisor_corrections", "booking_unconfirmed", "unsupported_turns",
-                                "system_correct_unscored", "memory_transfer_opportunities", "policy_violations",
+                                "system_correct_unscored", "memory_transfer_opportunities", "memory_transfer_restated",
+                                "policy_violations",
                                 "n_turns", "judge_failures", "judge_calls", "llm_failures",
                                 "refusals_unscored_by_judge", "agent_errors", "simulator_errors",
                                 "simulator_misstatements", "supervisor_blocks", "bookings_made", "bookings_expected")},

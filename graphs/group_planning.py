@@ -29,12 +29,13 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field, model_validator
 
 from convsim.agents.group.feedback import feedback_round, feedback_targets
-from convsim.agents.group.member_voice import rule_verdict, speak_with_model, verdict_with_model
+from convsim.agents.group.member_voice import speak_with_model, verdict_with_model
 from convsim.agents.group import slot as planner_slot
-from convsim.agents.group.members import ACTIONABLE_SLOTS, GROUP_TYPES, make_group, speak_preference
+from convsim.agents.group.members import GROUP_TYPES, make_group, speak_preference
 from convsim.agents.group.members import SLOTS as PLAN_SLOTS  # the itinerary's slots (SLOTS: the agent slots)
 from convsim.agents.group.planner import build_plan
-from convsim.agents.group.reference import degraded_decision, gaming_plan, oracle_decision, reference_text
+from convsim.agents.group.reference import (degraded_decision, fake_feedback, gaming_plan, oracle_decision,
+                                           place_everything_plan, reference_text, self_report)
 from convsim.agents.group.plan_writer import write_plan_with_model
 from convsim.agents.group.synthesis import (decide, llm_guided_text, llm_raw_synthesis, reason_of,
                                     stated_preferences as stated_rows, synthesis_text)
@@ -89,7 +90,9 @@ class Params(BaseModel):
     max_feedback_rounds: int = Field(2, ge=1, le=5)
     option_budget: int = Field(2, ge=1, le=4, description="options per (sub)slot every synthesising condition may choose")
     acceptance_threshold: float = Field(0.5, ge=0.0, le=1.0,
-                                        description="model none: a member accepts the plan iff s_i >= this")
+                                        description="model none: the members' mean tolerance; each accepts a plan it can live "
+                                                    "through whose share of its own wishes (less dislikes) reaches "
+                                                    "its tolerance, this x U(0.6, 1.4) (agents/group/member_view.py)")
     agents: dict[str, str] = Field(default_factory=dict, description="agent slots: {'planner': SPEC} writes the "
                                    "plan with your agent (docs/agents.md)")
     agreement: float = Field(0.0, ge=0.0, le=1.0,
@@ -98,7 +101,7 @@ class Params(BaseModel):
                                          "0 = the groups as always. For M2_false_alarm "
                                          "(configs/group_false_alarm.yaml), not for the condition runs")
     db_path: str | None = Field(None, description="folder of a TripCraft-schema db; None = shipped db")
-    reference: Literal["oracle", "degraded", "gaming", "alarmist"] | None = Field(
+    reference: Literal["oracle", "degraded", "gaming", "alarmist", "place_everything", "self_reporter"] | None = Field(
         None, description="a reference planner in place of the condition's mediator/planner "
                           "(convsim.agents.group.reference; oracle reads the true preferences)")
 
@@ -221,15 +224,19 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
     stated = stated_rows(spoken, state["members"], slot)
     budget = ctx.params.option_budget
     decision = decide(slot, state["group_type"], stated, mode, budget)
-    ref = ctx.params.reference if ctx.params.reference in ("oracle", "degraded") else None
-    if ref == "oracle":      # labelled oracle: the members' true preferences (convsim.agents.group.reference)
+    ref = ctx.params.reference if ctx.params.reference in ("oracle", "degraded", "self_reporter") else None
+    if ref == "self_reporter":   # hears the first member, claims every process step (agents/group/reference.py)
+        decision = {sub: {**d, "has_conflict": True, "resolution_strategy": "include_both", "strategy_id": "include_both"}
+                    for sub, d in degraded_decision(stated).items()}
+    elif ref == "oracle":      # labelled oracle: the members' true preferences (convsim.agents.group.reference)
         decision = oracle_decision(state["members"], slot)
     elif ref == "degraded":  # hears the first member only
         decision = degraded_decision(stated)
     failures = []
     if mode != "passive":
         t = _vote_turns(decision, stated, slot, turns, t)
-        text, explanation = (reference_text(ref, slot, decision) if ref
+        text, explanation = (self_report(slot, decision, stated) if ref == "self_reporter"
+                             else reference_text(ref, slot, decision) if ref
                              else synthesis_text(slot, decision, stated, mode))
         reported_conflict = any(d["has_conflict"] for d in decision.values())
         model = ctx.model("synthesis")
@@ -260,6 +267,10 @@ def synthesize(state: State, runtime: Runtime[Context]) -> dict:
             "selected_options": {s: d["selected"] for s, d in decision.items()},
             "subgrouping_required": any(d["subgrouping_required"] for d in decision.values()),
             "subgrouping_optional": any(d["subgrouping_optional"] for d in decision.values())}})
+    if ref == "self_reporter" and mode != "passive":   # one fake feedback exchange per slot
+        for fake in fake_feedback(slot, spoken[0]["speaker"]):
+            t += 1
+            turns.append({"turn": t, **fake})
     out = {"turn": t, "transcript": turns, "decisions": {slot: decision}, "llm_failures": failures}
     if flags["enable_feedback"] and mode != "passive" and not ref:
         rows = stated[next(iter(stated))]
@@ -333,6 +344,8 @@ def planner(state: State, runtime: Runtime[Context]) -> dict:
     if ctx.params.reference == "gaming":   # every meal in one place, every wish pasted into the text
         wishes = [t["text"] for t in state["transcript"] if t["meta"].get("intent", "").startswith("user_provide_")]
         plan = gaming_plan(plan, _city_db(ctx.params, state["city"]), state["city"], wishes)
+    elif ctx.params.reference == "place_everything":   # every place of the city on day 1, untimed
+        plan = place_everything_plan(plan, _city_db(ctx.params, state["city"]), state["city"])
     t = _turn(state, 1)
     present = f"Here is your plan. {plan['raw_output']}"
     turn = {"turn": t, "speaker": "system", "text": present, "meta": {"intent": "sys_present_plan", "plan": plan}}
@@ -358,12 +371,14 @@ def members_respond(state: State, runtime: Runtime[Context]) -> dict:
     embedder = dialogue_embedder(ctx.embedder_spec, db, transcript_to_turns(state["transcript"]))
     table = satisfaction_table(prefs, plan=state["plan"], db=db, embedder=embedder)
     rates = member_rates(table)
+    from convsim.agents.group.member_view import view_verdict
+    from convsim.evaluation.group.plan_feasibility import lived_plan
+    lived, counts = lived_plan(state["plan"], db, group_size=len(state["members"]))
     model = ctx.model("member")
     t, turns, failures = _turn(state), [], []
     for m in speakers:
-        missing = [m["preferences"][s].get("option") or s for (who, s), ch in table.items()
-                   if who == m["name"] and not ch["satisfied"] and s in ACTIONABLE_SLOTS]
-        ok, text = rule_verdict(m, rates.get(m["name"]), ctx.params.acceptance_threshold, missing)
+        # the member's own view of the plan it would live through (agents/group/member_view.py)
+        ok, text, _ = view_verdict(m, lived, counts, db, seed=ctx.seed, threshold=ctx.params.acceptance_threshold)
         source = "rule"
         if not model.is_none:
             llm_ok, llm_text, failure = verdict_with_model(model, m, state["plan"]["raw_output"])

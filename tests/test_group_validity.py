@@ -171,7 +171,10 @@ def mean(runs, key):
 
 def test_the_reference_config_runs_these_variants():
     cfg = yaml.safe_load((ROOT / "configs" / "group_reference.yaml").read_text())
-    assert {v["name"]: v["params"] for v in cfg["variants"]} == VARIANTS
+    # place_everything: tested in tests/test_group_plans_as_plans.py (the fixture here stays at 9 variants)
+    assert {v["name"]: v["params"] for v in cfg["variants"]} == {
+        **VARIANTS, "place_everything": {"condition": "C4", "reference": "place_everything"},
+        "self_reporter": {"condition": "C4", "reference": "self_reporter"}}
     assert cfg["graph"] == "group_planning" and set(cfg["models"].values()) == {"none"}
 
 

@@ -1,9 +1,9 @@
 """Members with a will: how a member says a wish and whether they accept the plan.
 
-Model ``none`` (rule-based): the wish is the profile's template utterance and a member accepts
-the plan iff their satisfaction rate s_i (satisfied / stated actionable wishes, the metric's own
-``member_rates``) is at least ``acceptance_threshold``; below it they reject and say which wishes
-are missing. With a ``member`` model each member speaks in persona from their profile
+Model ``none`` (rule-based): the wish is the profile's template utterance; the graph decides a
+member's verdict by the member's own view of the plan (``convsim.agents.group.member_view``: its own
+options among the lived places, less its dislikes, against a tolerance drawn per member), no longer
+by the metric's s_i (``rule_verdict`` below, kept for callers of the old rule). With a ``member`` model each member speaks in persona from their profile
 (``prompts/group_member_speak.txt``) and decides on the plan (``prompts/group_member_verdict.txt``)
 through the project's ChatModel; answers are validated (``MemberUtterance`` must name the member's
 first option; ``MemberVerdict``), and a failed answer falls back to the rule, with the raw answer

@@ -14,6 +14,14 @@ condition's dialogue; everything else (members, turns, metrics) is the condition
   restaurant at every meal and pastes every member's wishes (the ``user_provide_*`` texts) into
   ``raw_output``. Satisfaction reads only what a plan places, so the pasted text must not raise
   W1–W3 / M10 / M11 above the honest plan's; M16 falls (repeated restaurant).
+- ``place_everything``: the condition's own decisions and plan, then every restaurant, attraction,
+  event and stay of the city appended to day 1 (untimed, past every budget). A plan scored as a
+  plan (evaluation/group/plan_feasibility.py) loses: its precision falls and the over-full day
+  caps its satisfaction at 0.
+- ``self_reporter``: the self-reporting talker: it hears only the first member (``degraded``'s
+  decisions), reports a conflict on every slot, pastes every member's wish into its explanation,
+  labels every slot ``include_both`` and adds one fake feedback exchange per slot. Its process
+  reports are all "yes"; what it decides serves one member.
 - ``alarmist``: the condition's own decisions, texts and plan, but its synthesis turns report a
   conflict on every slot (``has_conflict`` true where the members agree too). M2 is recall only,
   so it stays at the condition's value; ``M2_false_alarm`` must rise to 1 wherever it is defined.
@@ -29,7 +37,7 @@ from convsim.agents.group.members import member_option
 from convsim.agents.group.synthesis import _base
 from convsim.agents.group.vote import option_label
 
-REFERENCES = ("oracle", "degraded", "gaming", "alarmist")
+REFERENCES = ("oracle", "degraded", "gaming", "alarmist", "place_everything", "self_reporter")
 _MEALS = ("breakfast", "lunch", "dinner")
 
 
@@ -92,4 +100,40 @@ def gaming_plan(plan: dict, db, city: str, wishes: list[str]) -> dict:
             "raw_output": "We heard every wish and planned for all of them: " + " ".join(wishes)}
 
 
-__all__ = ["REFERENCES", "oracle_decision", "degraded_decision", "reference_text", "gaming_plan"]
+def place_everything_plan(plan: dict, db, city: str) -> dict:
+    """The plan that places everything: the condition's plan, then every restaurant of the city
+    appended to each meal of day 1, every attraction, event and stay of the city appended to day 1
+    (untimed), and every place named in the text. Before the plans were scored as plans it scored
+    W1 = W2 = W3 = M10 = M11 = 1.0, above the oracle (evaluation/group/plan_feasibility.py)."""
+    every = {k: [f"{r['name']}, {city}" for r in db.in_city(k, city)]
+             for k in ("restaurants", "attractions", "events", "accommodations")}
+    day1 = dict(plan["days"][0])
+    for meal in _MEALS:
+        day1[meal] = ";".join([day1[meal]] + every["restaurants"])
+    day1["attraction"] = str(day1.get("attraction") or "").rstrip(";") + ";" + ";".join(every["attractions"]) + ";"
+    day1["event"] = ";".join([str(day1.get("event") or "-")] + every["events"])
+    day1["accommodation"] = ";".join([str(day1.get("accommodation") or "-")] + every["accommodations"])
+    names = ", ".join(x.rsplit(",", 1)[0] for v in every.values() for x in v)
+    return {**plan, "days": [day1] + plan["days"][1:], "reference": "place_everything",
+            "raw_output": f"{plan.get('raw_output', '')}\nAlso on day 1, everything the city has: {names}."}
+
+
+def self_report(slot: str, decision: dict, stated: dict[str, list[dict]]) -> tuple[str, str]:
+    """``(utterance, resolution_explanation)`` of the self-reporting talker: every wish pasted in,
+    a conflict and a strategy claimed, one member's option chosen."""
+    wishes = " ".join(r["text"] for rows in stated.values() for r in rows)
+    chosen = "; ".join(", ".join(option_label(o) for o in d["selected"]) for d in decision.values())
+    topic = slot.replace("_", " ")
+    explanation = f"There is a conflict, so we include both: {wishes} We go with {chosen}."
+    return f"For {topic}: {explanation}", explanation
+
+
+def fake_feedback(slot: str, member: str) -> list[dict]:
+    """One feedback exchange per slot that changes nothing (the self-reporting talker's)."""
+    return [{"speaker": member, "text": "Okay.", "meta": {"intent": f"user_feedback_{slot}", "slot": slot}},
+            {"speaker": "system", "text": "Thanks for the feedback, noted.",
+             "meta": {"intent": f"sys_feedback_{slot}", "slot": slot}}]
+
+
+__all__ = ["REFERENCES", "oracle_decision", "degraded_decision", "reference_text", "gaming_plan",
+           "place_everything_plan", "self_report", "fake_feedback"]

@@ -23,6 +23,10 @@ silent_actions      the response writer says nothing useful ("Sorry, I     respo
                     cannot help with that. Goodbye.") while the action     (task_success falls:
                     is right: the gaming reference (the simulated          no reference number
                     customer reads the action, not the text)               reached the customer)
+never_book          the action agent answers every booking it could make   system_correctness and
+                    "no availability" (``nobook`` for an available venue) task_completion fall (the
+                    and never books: the gaming reference of the action    refusal is not grounded
+                    map (``nobook`` is MAS4CS's "book" class)              in the db: a wrong action)
 ==================  =====================================================  =======================
 """
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 from convsim import rng_for
 
 FAULTS = ("none", "book_missing_slots", "ungrounded_action", "invent_entity", "forget_area", "misroute",
-          "silent_actions")
+          "silent_actions", "never_book")
 SILENT_REPLY = "Sorry, I cannot help with that. Goodbye."
 INVENTED = [("The Golden Dragon", "01223 456789"), ("Riverside Palace", "01223 111222"),
             ("The Blue Lantern Inn", "01223 987654")]
@@ -115,3 +119,14 @@ def silent_actions(text: str, action: dict, *, seed: int, turn: int, rate: float
     if action.get("kind") in ("bye", "welcome", "unsupported") or not fires(seed, turn, "silent_actions", rate):
         return text
     return SILENT_REPLY
+
+
+def never_book(action: dict, *, domain_schema, seed: int, turn: int, rate: float) -> dict:
+    """An action agent that refuses every booking it could make ("no availability"), never booking."""
+    if action.get("kind") != "book" or not fires(seed, turn, "never_book", rate):
+        return action
+    d = action.get("domain") or ""
+    cap = d.capitalize()
+    return dict(action, kind="nobook", reference=None, informed={},
+                requested=[s for s in domain_schema.book_slots(d) if s != "bookpeople"][:1],
+                acts=[f"{cap}-Nobook", f"{cap}-Request"], fault="never_book")

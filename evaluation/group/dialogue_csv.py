@@ -44,10 +44,24 @@ STRUCTURAL = frozenset(COLUMNS)
 
 
 def _metadata_cell(value: str):
+    """A metadata cell: JSON, or the words True/False as pandas and Python write booleans
+    (``"False"`` is not JSON, and as a string it was truthy: M2 read every "False" conflict
+    flag as a reported conflict)."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
     try:
-        return json.loads(value)
+        return _booleans(json.loads(value))
     except json.JSONDecodeError:
         return value
+
+
+def _booleans(value):
+    """``"True"`` / ``"False"`` strings inside a JSON meta object read as booleans too."""
+    if isinstance(value, dict):
+        return {k: _booleans(v) for k, v in value.items()}
+    if isinstance(value, str) and value.strip() in ("True", "False", "true", "false"):
+        return value.strip().lower() == "true"
+    return value
 _CONDITIONS = {"C1": (False, False, False, False), "C2": (True, False, False, False),
                "C3": (True, True, False, False), "C4": (True, True, True, False),
                "C5": (True, True, True, True)}
@@ -118,6 +132,7 @@ def read_group_csv(path: str | Path) -> dict:
                 meta = _json_cell(row.get("meta") or "", file=file, line=line, column="meta") or {}
                 if not isinstance(meta, dict):
                     raise ConvsimError("meta is not a JSON object", file=file, record=f"line {line}", field="meta")
+                meta = _booleans(meta)
                 extra = {k: _metadata_cell(v) for k, v in row.items()
                          if k and k not in STRUCTURAL and v is not None and str(v).strip() != ""}
                 meta = {**extra, **meta}

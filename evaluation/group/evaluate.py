@@ -12,8 +12,9 @@ from convsim.evaluation.group.metrics import dialogue_only_metrics
 from convsim.evaluation.group.plan_metrics import (M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD, concession_rate,
                                            fairness_gini, placed_addressing_rate, plan_coherence,
                                            plan_grounding_rate, plan_repairs, preference_addressing_rate,
-                                           satisfaction_metrics, satisfaction_table, semantic_satisfaction,
+                                           semantic_satisfaction,
                                            serendipity)
+from convsim.evaluation.group.plan_feasibility import plan_satisfaction
 from convsim.evaluation.group.plan_parse import intent_slot, stated_preferences
 
 
@@ -82,8 +83,12 @@ def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, 
     out["M8_placed"] = placed_addressing_rate(prefs, plan=plan, db=db, embedder=embedder)
     out["M9"] = plan_grounding_rate(plan, db)
     out["M9_repairs"] = plan_repairs(plan)
-    table = satisfaction_table(prefs, plan=plan, db=db, embedder=embedder)
-    out.update(satisfaction_metrics(table))
+    # satisfaction of the plan a member would live through, scaled by the plan's precision, capped
+    # at 0 for an over-full plan (evaluation/group/plan_feasibility.py)
+    group_size = int(flags.get("member_count") or max(len({m for m, _ in prefs}), 1))
+    scored = plan_satisfaction(prefs, plan=plan, db=db, embedder=embedder, group_size=group_size)
+    table = scored["table"]
+    out.update(scored["metrics"])
     out["M10_pairs"] = len(table)
     out["M10_satisfied_pairs"] = sum(ch["satisfied"] for ch in table.values())
     out["M12"], member_means = semantic_satisfaction(prefs, plan=plan, embedder=embedder, db=db)
@@ -105,7 +110,7 @@ def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, 
     out["M16"] = plan_coherence(plan)
     if members:
         private = {(m["name"], s): p["text"] for m in members for s, p in m["preferences"].items()}
-        all_w = satisfaction_metrics(satisfaction_table(private, plan=plan, db=db, embedder=embedder))
+        all_w = plan_satisfaction(private, plan=plan, db=db, embedder=embedder, group_size=group_size)["metrics"]
         out.update({f"{k}_all_members": all_w[k] for k in ("W1", "W2", "W3", "W3_zero_members", "M11")})
     name = getattr(embedder, "name", str(embedder))
     settings = {"embedder": name,

@@ -211,6 +211,9 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     ranking = run_ranking_stability(clean, [v for v in run.variants if v not in references],
                                     [r["metric"] for r in headline["rows"]],
                                     lower_is_better=tuple(getattr(module, "LOWER_IS_BETTER", ()) or ()))
+    # the validity check of a run with gaming references (convsim.evaluation.gaming), when its hook ran first
+    gaming_path = run.run_dir / "gaming_check.json"
+    gaming = load_json(gaming_path, what="gaming_check.json") if gaming_path.exists() else None
     html = env.get_template("report.html.j2").render(
         ranking=ranking,
         run_id=run.run_dir.name, graph=run.config.get("graph"), trials=trials,
@@ -227,7 +230,8 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         dataset_rows=_dataset_rows(run), usage=_usage(run), usage_columns=REPORT_COLUMNS, figures=_figures(run.run_dir, statistics.get("figures", [])),
         sessions=sessions, sessions_total=len(run.records), sessions_per_variant=SESSIONS_PER_VARIANT,
         viewer_head=viewer["head"], topology=viewer["topology"], fork=viewer["fork"],
-        progress=run_progress(run, module), choice=choice, no_finite=NO_FINITE, fallback_n=FALLBACK_HEADLINES)
+        progress=run_progress(run, module), choice=choice, no_finite=NO_FINITE, fallback_n=FALLBACK_HEADLINES,
+        gaming=gaming)
     out = run.run_dir / "report.html"
     out.write_text(html, encoding="utf-8")
     return out

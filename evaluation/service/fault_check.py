@@ -14,6 +14,8 @@ prints the table. A fault counts as *caught* when its metric moves the stated wa
   writer and claims nothing here);
 * ``forget_area``: ``memory_transfer_macro`` < 1;
 * ``misroute``: ``domain_routing`` (macro mean) < 1;
+* ``never_book`` (gaming reference: "no availability" for every booking it could make):
+  ``system_correctness`` (macro mean) < 1; its opportunities are the clean variant's bookings;
 * ``silent_actions`` (the gaming reference: right actions, a reply that states none of them):
   ``response_grounding_micro`` < 1 (and ``task_success_rate`` falls with it: a booking whose
   reference number never reached the customer is no success).
@@ -40,6 +42,8 @@ RULES = {  # fault -> (metric, source, test on faulty, test on clean)
     "forget_area": ("memory_transfer_macro", "dataset", lambda v: v is not None and v < 1),
     "misroute": ("domain_routing", "metrics", lambda v: v is not None and v < 1),
     "silent_actions": ("response_grounding_micro", "dataset", lambda v: v is not None and v < 1),
+    # the never-booking gaming reference: each refusal of an available venue is a wrong action
+    "never_book": ("system_correctness", "metrics", lambda v: v is not None and v < 1),
 }
 # fault -> the dataset count of its opportunities (unsupervised / supervised); None: no minimum
 OPPORTUNITIES = {
@@ -49,6 +53,7 @@ OPPORTUNITIES = {
     "forget_area": ("memory_transfer_opportunities", "memory_transfer_opportunities"),
     "misroute": ("domain_routing_micro_n_turns", "domain_routing_micro_n_turns"),
     "silent_actions": ("response_acts_checked", "response_acts_checked"),
+    "never_book": ("bookings_made", "bookings_made"),  # the clean variant's bookings (see fault_rows)
 }
 MIN_OPPORTUNITIES = 5
 SUPERVISED = {  # what an enabled supervisor claims to catch: metric after it, and its corrections
@@ -94,7 +99,8 @@ def fault_rows(summary: dict, variant_params: dict[str, dict],
             caught = bool(test(value))
             expect = {"policy_violation_rate": "> 0", "text_hallucination_micro": "> 0"}.get(metric, "< 1")
         key = OPPORTUNITIES.get(fault, (None, None))[1 if supervised else 0]
-        opportunities = v.get("dataset", {}).get(key) if key else None
+        # never_book makes no booking by design: its opportunities are the bookings the clean agent made
+        opportunities = (base if fault == "never_book" else v).get("dataset", {}).get(key) if key else None
         if key and opportunities is None:  # a summary without the count cannot tell
             caught, verdict = None, f"not enough opportunities ({key} not counted)"
         elif key and opportunities < min_opportunities:

@@ -11,6 +11,7 @@ macro = mean over dialogues of the dialogue mean; micro = pooled over all evalua
 """
 from __future__ import annotations
 
+import re
 from math import comb
 
 AGGREGATION = {
@@ -23,8 +24,9 @@ AGGREGATION = {
     "slot_precision": "turn = correct predicted pairs / predicted pairs in the active domain; dataset = micro; "
                       "MAS4CS calls 1 - this the 'hallucination rate' (slot_false_discovery)",
     "db_grounding": "turn = grounded mentions / mentions; dialogue = pooled mentions; dataset = micro over mentions",
-    "memory_transfer": "event 0/1; dialogue = correct / opportunities; dataset = macro over dialogues with >= 1 "
-                       "opportunity, denominator (dialogues, opportunities) reported",
+    "memory_transfer": "event 0/1; dialogue = correct / opportunities (values the user restated and dontcare "
+                       "are no opportunity; memory_transfer_restated counts the former); dataset = macro over "
+                       "dialogues with >= 1 opportunity, denominator (dialogues, opportunities, restated) reported",
     "policy_compliance": "turn 0/1; dialogue = violation count; dataset = violations / all turns (micro)",
     "system_correctness": "turn 0/1 (an unsupported-domain turn expects the refusal), None only when the gold "
                           "domain is unknown or general small talk (counted: system_correct_unscored); "
@@ -121,14 +123,36 @@ def db_grounding_turn(mentions: list[dict]) -> float | None:
     return sum(bool(m["grounded"]) for m in mentions) / len(mentions)
 
 
+def _restated(text: str | None, values: list[str]) -> bool:
+    """The user's own words of this turn carry the value ("a hotel in the north"): no transfer."""
+    if not text:
+        return False
+    low = " " + re.sub(r"[^a-z0-9]+", " ", str(text).lower()) + " "
+    return any(f" {re.sub(r'[^a-z0-9]+', ' ', str(v).lower()).strip()} " in low for v in values if str(v).strip())
+
+
 def memory_transfer_events(turns: list[dict], slots: tuple[str, ...] = ("area", "pricerange")) -> list[dict]:
     """Transfer opportunities and their outcome (MAS4CS §7).
 
-    ``turns``: ``{gold_domain, gold_state, pred_state}`` in order. An opportunity is the first
-    turn at which the gold state of a newly active domain B gains a transferable slot whose
-    value equals the value the same slot has for an earlier domain A; it is correct when the
-    predicted state then holds ``B-slot`` with that value.
+    ``turns``: ``{gold_domain, gold_state, pred_state[, user_text]}`` in order. An opportunity is
+    the first turn at which the gold state of a newly active domain B gains a transferable slot
+    whose value equals the value the same slot has for an earlier domain A; it is correct when the
+    predicted state then holds ``B-slot`` with that value. Each ``B-slot`` is one opportunity at
+    most (the turn it first appears; never re-counted on later turns). Not an opportunity:
+    ``dontcare`` (nothing to carry over), and a value the user restated in that turn's own words
+    (``user_text`` contains it: "a hotel in the north" needs no memory); those are counted by
+    ``memory_transfer_restated`` and reported beside the opportunities.
     """
+    return [e for e in _transfer_events(turns, slots) if not e.get("restated")]
+
+
+def memory_transfer_restated(turns: list[dict], slots: tuple[str, ...] = ("area", "pricerange")) -> int:
+    """Carry-over candidates left out because the user restated the value (reported beside the
+    opportunities, so the denominator is explained)."""
+    return sum(1 for e in _transfer_events(turns, slots) if e.get("restated"))
+
+
+def _transfer_events(turns: list[dict], slots: tuple[str, ...]) -> list[dict]:
     events, seen = [], set()
     for i, t in enumerate(turns):
         b, gold, pred = t.get("gold_domain"), t.get("gold_state") or {}, t.get("pred_state") or {}
@@ -139,13 +163,19 @@ def memory_transfer_events(turns: list[dict], slots: tuple[str, ...] = ("area", 
             if key not in gold or key in seen:
                 continue
             seen.add(key)
-            values = gold[key] if isinstance(gold[key], list) else [gold[key]]
+            values = [v for v in (gold[key] if isinstance(gold[key], list) else [gold[key]]) if v != "dontcare"]
+            if not values:
+                continue
             sources = [k.split("-", 1)[0] for k, v in gold.items()
                        if k.endswith(f"-{slot}") and k != key and
-                       set(v if isinstance(v, list) else [v]) & set(values) and values != ["dontcare"]]
-            if sources:
-                events.append({"turn": i, "from": sources[0], "to": b, "slot": slot,
-                               "correct": int(_matches(pred.get(key), values))})
+                       set(v if isinstance(v, list) else [v]) & set(values)]
+            if not sources:
+                continue
+            if _restated(t.get("user_text"), values):
+                events.append({"turn": i, "from": sources[0], "to": b, "slot": slot, "restated": 1})
+                continue
+            events.append({"turn": i, "from": sources[0], "to": b, "slot": slot,
+                           "correct": int(_matches(pred.get(key), values))})
     return events
 
 

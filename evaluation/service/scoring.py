@@ -30,13 +30,16 @@ def score_turn(*, user: dict, triage: dict, pred_state: dict[str, str], action: 
     grounding = m.db_grounding_turn(mentions)
     compliant = m.policy_compliance_turn(booked=action.get("kind") == "book",
                                          missing_required=missing_required)
+    said = text_mentions or []
+    # grounded: the action's entity is in the db AND the reply names no invented entity (the customer-service metric definitions,
+    # system correctness example 3: "I recommend The Golden Dragon, phone: ..." is incorrect)
+    invented = any(x.get("kind", "entity") == "entity" and not x["grounded"] for x in said)
     correct = m.system_correct_turn(expected=expected, actual=actual,
-                                    grounded=grounding in (None, 1.0), compliant=bool(compliant))
+                                    grounded=grounding in (None, 1.0) and not invented, compliant=bool(compliant))
     # a turn without a state annotation (None, not {}) has no gold to score slots against
     scored_gold = gold_domain is not None and user.get("gold_state") is not None
     if user.get("gold_state") is None:
         precision = None
-    said = text_mentions or []
     # Gold intents of the unified format are derived by rule from the acts: named so.
     intent_key = "intent_accuracy_rule_gold" if user.get("gold_intent_source") == "rule" else "intent_accuracy"
     # The heuristic judge's score is named as such (README: heuristic_<metric>), never as an LLM judge's.
@@ -173,6 +176,7 @@ def score_dataset(records: list[dict]) -> dict:
     out["memory_transfer_macro"] = m.mean_or_none(d["memory_transfer"] for d in with_opp)
     out["memory_transfer_dialogues"] = len(with_opp)
     out["memory_transfer_opportunities"] = sum(d["memory_transfer_opportunities"] for d in with_opp)
+    out["memory_transfer_restated"] = sum(d.get("memory_transfer_restated", 0) or 0 for d in dms)
     turns = sum(d.get("n_turns", 0) for d in dms)
     out["policy_violation_rate"] = sum(d.get("policy_violations", 0) for d in dms) / turns if turns else None
     for name in ("task_completion", "task_completion_gated", "task_success", "task_success_structured",

@@ -12,6 +12,7 @@ from typing import Callable
 from convsim.catalog.service.db import ServiceDB, ServiceSchema
 from convsim.evaluation.service import metrics
 from convsim.evaluation.service.audit import action_grounding, booking_audit, supervisor_correction
+from convsim.evaluation.service.refusal import action_class_of
 from convsim.evaluation.service.response_grounding import response_grounding
 from convsim.evaluation.service.scoring import score_turn
 from convsim.evaluation.service.text_check import text_mentions
@@ -50,7 +51,8 @@ def evaluate_turn_state(state: dict, *, schema: ServiceSchema, db: ServiceDB, ac
                     and not (s in ("name", "departure", "destination", "day") and offered_before)]
     expected = metrics.expected_action(user_act=user_act, intent=u.get("gold_intent"), domain=gd,
                                        missing_required=gold_missing, unsupported=gd in UNSUPPORTED)
-    actual = action_class.get(act["kind"], act["kind"])
+    # a refusal the database does not back ("no availability" for an available venue) is a wrong action
+    actual = action_class_of(act, state["belief"], db, action_class)
     mentions = [{"grounded": bool(after["grounded"])}] if after["mentions"] else []
     text_ok = not any(not m["grounded"] for m in said)
     judge = None
@@ -98,6 +100,7 @@ def evaluate_turn_state(state: dict, *, schema: ServiceSchema, db: ServiceDB, ac
                   response_acts_stated=spoken["stated"], response_ungrounded=spoken["ungrounded"],
                   response_unstated=sorted(unstated) or None)
     log = {"turn": state["turn"], "gold_domain": gd, "gold_state": gold_state, "pred_state": pred,
+           "user_text": u.get("text"),  # memory transfer: a value the user restated is no transfer
            "offered_domain": d if act.get("entity") else None, "gold_intent": u.get("gold_intent"),
            # what reached the customer in text: the named entity, the reference, the stated facts
            "said": {"domain": d, "entity": act.get("entity") if act.get("entity") and "entity" not in unstated
