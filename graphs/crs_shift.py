@@ -52,6 +52,8 @@ class State(TypedDict, total=False):
     session_id: str
     turn: int
     user_state: dict | None         # the simulator's latent state (focus, constraints, anchor)
+    user_hidden: dict | None        # its hidden targets (they follow its shifts): evaluators only, never
+    #                                 handed to the recommender or an agent slot (DESIGN.md "Agent slots")
     crs_state: dict                 # the recommender's tracked constraints and shown films
     user_concepts: list             # [turn, E(U_turn)] extracted by the crs node, reused by evaluate_turn
     transcript: Annotated[list[dict], operator.add]
@@ -83,6 +85,10 @@ class Params(BaseModel):
     accept_title_prob: float = Field(0.3, ge=0, le=1,
                                      description="adopt a fitting recommended film as anchor; "
                                                  "0 = strict pairing (the user never reacts)")
+    user_mode: Literal["reactive", "strict"] = Field(
+        "reactive", description="reactive: the user reacts to the films named (accepts, rejects with a "
+                                "reason, asks again); strict: strict pairing, the same user turns for every "
+                                "agent (its would-be reaction logged, not said); accept_title_prob 0 = strict")
     min_candidates: int = Field(5, ge=1, description="films that must satisfy the user's "
                                                      "constraints after a shift")
     n_targets: int = Field(5, ge=1, description="hidden target films drawn per user")
@@ -90,7 +96,7 @@ class Params(BaseModel):
     paraphrase_user: bool = Field(True, description="paraphrase templates when a user model is set")
     # recommender (agents/crs/recommender.py; references in agents/crs/references.py)
     crs_agent: Literal["template", "echo", "random", "titles_only", "oracle", "restating", "parrot",
-                       "echo_plus_fixed_film"] = Field(
+                       "echo_plus_fixed_film", "restate_titles", "paraphrase"] = Field(
         "template", description="template (the LLM when models.crs is set), a reference system or a "
                                 "gaming reference (echo, parrot, echo_plus_fixed_film)")
     top_k: int = Field(10, ge=1, description="recommended ids logged per turn")
@@ -128,7 +134,7 @@ class Params(BaseModel):
             drop_constraint_prob=self.drop_constraint_prob, sequential_bias=self.sequential_bias,
             details_per_anchor=self.details_per_anchor, accept_title_prob=self.accept_title_prob,
             min_candidates=self.min_candidates, n_targets=self.n_targets,
-            reveal_prob=self.reveal_prob)
+            reveal_prob=self.reveal_prob, reactive=self.user_mode == "reactive")
 
     def crs_params(self) -> CRSParams:
         return CRSParams(top_k=self.top_k, n_mention=self.n_mention,
@@ -194,7 +200,7 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
     last = state["transcript"][-1] if state.get("transcript") else None
     titles = last["meta"].get("mentioned_ids", []) if last and last["speaker"] == "system" else []
     out = user_turn(state.get("user_state"), turn=turn, seed=ctx.seed, catalog=catalog,
-                    params=params.user_params(), system_titles=titles)
+                    params=params.user_params(), system_titles=titles, hidden=state.get("user_hidden"))
     text, meta = out.template, dict(out.meta)
     model = ctx.model("user")
     pair = scripted_pair(state, turn)
@@ -205,7 +211,7 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
         values = sorted({v for _, v in _extractor(ctx).extract(out.template)})
         text, meta["paraphrase"] = paraphrase(model, _prompt("user_paraphrase.txt"), out.template,
                                               _history(state), values)
-    update = {"turn": turn, "user_state": out.state,
+    update = {"turn": turn, "user_state": out.state, "user_hidden": out.hidden,
               "transcript": [{"turn": turn, "speaker": "user", "text": text, "meta": meta}]}
     if meta["shift"]:
         update["shift_events"] = [meta["shift"]]

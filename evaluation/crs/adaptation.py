@@ -13,7 +13,8 @@ Notation, per session of T turns (system turn t answers user turn t):
   simulator's current preference, the one a shift changed;
 * named_t: the films system turn t named (with repeats and films the user named);
 * N_t ⊆ named_t: the *new* films: not named by the user in turns ≤ t, not named by the system
-  before turn t;
+  earlier in the same segment (since the last shift: a film that satisfies the new preference
+  counts again after a shift, a film repeated inside a segment does not);
 * F_t = {m ∈ N_t : m satisfies C_t}, "m satisfies C" iff for every (f, v) ∈ C, v ∈ m.f (catalog
   attributes, case-folded; every constraint, not one of them);
 * A_t (turn t *adapts*) iff |F_t| ≥ 1 and |F_t| / |named_t| ≥ 1/2: a dump of 25 titles of which
@@ -114,7 +115,10 @@ def session_rows(transcript: Sequence[Mapping], by_id: Mapping) -> list[dict]:
         if entry.get("speaker") == "user":
             last_user = entry
             user_named.update(meta.get("mentioned_ids") or ())
-            reaction = meta.get("reaction") or {}
+            if meta.get("shift_event"):
+                system_before = set()  # a new segment
+            # the reaction the user had (reactive) or would have had (strict pairing: logged, not said)
+            reaction = meta.get("would_react") or meta.get("reaction") or {}
             if rows and reaction.get("accepted") and reaction["accepted"] in rows[-1]["named"]:
                 rows[-1]["accepted"] = True
             continue
