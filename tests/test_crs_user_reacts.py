@@ -62,8 +62,9 @@ def test_a_film_that_does_not_fit_is_rejected_with_a_reason_from_its_attributes(
     out = next_turn(catalog, 5, p, state, hidden, 2, [misfit.id])
     assert out.meta["reaction"]["kind"] == "reject"
     own = misfit.values("genre")[0].lower()
-    assert f"{own} film, not {genre.lower()}" in out.template
-    assert rejection_reason(misfit, {"year": "1800"}) == f"that one is from {misfit.values('year')[0]}, not 1800"
+    assert f"{own} film and I asked for {genre.lower()}" in out.template
+    assert rejection_reason(misfit, {"year": "1800"}) == f"that one is from {misfit.values('year')[0]} and I asked for 1800"
+    assert rejection_reason(misfit, {"genre": misfit.values("genre")[0]}) is None
     asked = next_turn(catalog, 5, p, state, hidden, 2, [])
     assert asked.meta["reaction"]["kind"] == "ask" and asked.template != out.template
 

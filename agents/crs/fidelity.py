@@ -60,10 +60,19 @@ def _check_persona(state: Mapping) -> list[dict]:
     return []
 
 
+def _without_titles(turn: Mapping) -> str:
+    """The user's text without the film titles it names ("Good Bye Lenin!" is no farewell)."""
+    meta, text = _meta(turn), turn.get("text") or ""
+    for title in [meta.get("anchor_title"), *(meta.get("mentioned_ids") or [])]:
+        if title:
+            text = text.replace(str(title), " ")
+    return text
+
+
 def _check_ending(state: Mapping) -> list[dict]:
     turns = _user_turns(state)
     for t in turns[:-1]:
-        m = FAREWELL.search(t.get("text") or "")
+        m = FAREWELL.search(_without_titles(t))
         if m:
             return [{"check": "_check_ending", "detail": f"turn {t.get('turn')} of {turns[-1].get('turn')}: "
                                                           f"the user ends early ({m.group(0)!r})"}]

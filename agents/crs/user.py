@@ -364,7 +364,8 @@ def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
 
 def rejection_reason(movie: Movie, constraints: dict, focus_field: str | None = None) -> str | None:
     """Why a film does not fit the user's constraints, from the film's own catalog attributes
-    (the focus field first): "that one is a comedy film, not a drama one"; None when it fits."""
+    (the focus field first): "that one is a comedy film and I asked for drama"; None when it fits.
+    (Never "not drama": that would read as the user retracting its own value.)"""
     for field in [focus_field] + [f for f in FIELDS if f != focus_field]:
         if field not in constraints:
             continue
@@ -373,16 +374,16 @@ def rejection_reason(movie: Movie, constraints: dict, focus_field: str | None = 
             continue
         if field == "genre":
             own = have[0].lower() if have else "different"
-            return f"that one is {'an' if own[:1] in 'aeiou' else 'a'} {own} film, not {value.lower()}"
+            return f"that one is {'an' if own[:1] in 'aeiou' else 'a'} {own} film and I asked for {value.lower()}"
         if field == "year":
-            return f"that one is from {have[0]}, not {value}" if have else f"that one is not from {value}"
+            return f"that one is from {have[0]} and I asked for {value}" if have else f"I asked for {value}"
         if field == "actor":
             return f"{value} isn't in it"
         if field == "director":
-            return f"it's directed by {have[0]}, not {value}" if have else f"{value} didn't direct it"
+            return f"it's directed by {have[0]} and I asked for {value}" if have else f"{value} didn't direct it"
         if field == "writer":
             return f"{value} didn't write it"
-        return f"it's in {have[0]}, not {value}" if have else f"it's not in {value}"
+        return f"it's in {have[0]} and I asked for {value}" if have else f"I asked for {value}"
     return None
 
 
