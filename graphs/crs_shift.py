@@ -42,6 +42,7 @@ from convsim.evaluation.crs.nodes import (
 )
 from convsim.evaluation.crs.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
 from convsim.evaluation.crs.adaptation import adaptation_metrics
+from convsim.evaluation.crs.realism import realism_metrics
 from convsim.evaluation.crs.coverage import hidden_targets
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -271,7 +272,8 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
     adapt, adapt_details = adaptation_metrics(state.get("transcript") or [], _catalog(ctx).by_id,
                                               hidden_targets(state), window=_params(ctx).recovery_window,
                                               k=_params(ctx).top_k)  # the headline metrics (issue 34)
-    metrics, details = {**metrics, **adapt}, {**details, **adapt_details}
+    metrics, details = {**metrics, **adapt, **realism_metrics(state.get("transcript") or [])}, \
+        {**details, **adapt_details}
     emit_metrics(runtime, turn=None, metrics=metrics, kind="dialogue")
     return {"dialogue_metrics": {**(state.get("dialogue_metrics") or {}), **metrics},
             "dialogue_details": {**(state.get("dialogue_details") or {}), **details}}
@@ -428,7 +430,8 @@ METRIC_RANGES = {
                            "tas_cas_ti_norm", "shift_detect_precision", "shift_detect_recall",
                            "shift_detect_legacy_precision", "shift_detect_legacy_recall",
                            "adapt_shift_rate", "named_precision", "hit_rate", "accepted_any",
-                           "target_recall_at_10", "restate_turn_share",
+                           "target_recall_at_10", "restate_turn_share", "realism_reaction_rate",
+                           "realism_unseen_mention_share", "realism_bridge_share", "realism_forms",
                            "pc_final", "pc_mean", "recall_at_1", "recall_at_5", "recall_at_10",
                            "judge_failed", "judge_heuristic", "health_candidates_ge3_share", "health_repeat_rate")},
     # judges answer integers 1-5; the heuristic judge is 1 + 4 x a share
