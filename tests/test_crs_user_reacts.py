@@ -88,3 +88,20 @@ def test_the_user_never_names_a_film_it_was_not_shown(agent):
             said = set(extractor.extract_titles(e["text"])) | set(e["meta"]["mentioned_ids"])
             assert said <= shown | own, (agent, e["turn"], e["text"])
         assert "targets" not in out["user_state"]
+
+
+def test_simulator_checks_read_titles_as_films_not_words():
+    """A rejection naming "2001: A Space Odyssey" is no retraction of the year 2001, and "Good Bye
+    Lenin!" no farewell; the same words without the title still trip the checks."""
+    from convsim.agents.crs.fidelity import _check_ending, _check_profile
+
+    def state(text, mentioned):
+        return {"transcript": [
+            {"speaker": "user", "turn": 8, "text": text, "meta": {"stage": "details", "constraints": {"year": "2001"},
+                                                                  "mentioned_ids": mentioned}},
+            {"speaker": "user", "turn": 9, "text": "More?", "meta": {"stage": "details", "constraints": {}}}]}
+    said = "Not 2001: A Space Odyssey: that one is from 1968 and I asked for 2001."
+    assert _check_profile(state(said, ["2001: A Space Odyssey"])) == []
+    assert _check_profile(state("Not 2001, please.", []))
+    assert _check_ending(state("Good Bye Lenin! sounds good.", ["Good Bye Lenin!"])) == []
+    assert _check_ending(state("Good bye, that's all.", []))

@@ -91,7 +91,7 @@ def _check_profile(state: Mapping) -> list[dict]:
         if meta.get("stage") in SCRIPTED_REVERSALS:
             continue
         for field, value in (meta.get("constraints") or {}).items():
-            if value and _negates(t.get("text") or "", str(value)):
+            if value and _negates(_without_titles(t), str(value)):  # "Not 2001: A Space Odyssey" is a film
                 return [{"check": "_check_profile", "detail": f"turn {t.get('turn')}: the user rejects "
                                                                 f"{field}={value}, which its profile wants"}]
     return []
