@@ -7,13 +7,18 @@ grounded metrics and the segmenter use.
 
 Pairing (DESIGN.md "Running"): every random draw comes from ``rng_for(seed, turn, purpose)``, so
 no draw depends on what the CRS said, and the stage schedule (opening, details, shift, follow-up,
-contradiction) and therefore the shift turns depend only on the seed. The one explicit reaction to
-the CRS is *accepting a recommended title*: when the previous system turn named catalog films that
-satisfy the user's constraints, the user takes one as its new anchor with probability
-``accept_title_prob`` (streams "accept_title" / "accept_pick"). From the first reaction on, the
-wording and shift targets (bridges come from the anchor) may differ between paired sessions; the
-shift turns never do. Fixed relative to the original (crs.md §1.5): the original adopted a random
-system-mentioned title on every turn from the shared RNG, so pairing held only at turn 1.
+contradiction) and therefore the shift turns depend only on the seed.
+
+The user has a goal and reacts (``reactive``, the default; :func:`react`): its hidden targets follow
+its shifts (:func:`_retarget`; kept in ``UserTurn.hidden``, the graph's ``user_hidden`` key, never in
+``state``); it accepts a film named to it that fits its constraints (a target: it found what it
+wanted, ``satisfied``; else a liked one with ``accept_title_prob``), rejects one that does not with
+a reason from the film's attributes (:func:`rejection_reason`), says so when a film is repeated, and
+asks again when nothing was named. It names only films it was shown or states as its own example.
+From the first reaction on, the wording and anchors (hence bridges and targets) differ between
+agents; the shift turns never do. Strict pairing (``reactive=False`` or ``accept_title_prob`` 0): a
+non-reactive user, the same turns for every agent; the reaction it would have had is logged in
+``meta.would_react`` (the adaptation metrics read it) and never said.
 """
 
 from __future__ import annotations

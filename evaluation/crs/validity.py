@@ -6,8 +6,8 @@ construction orders them. ``reference_checks`` states each claim and whether a r
 
 * recall_at_10 and pc_final: oracle > random and oracle > template (the oracle ranks by the
   user's true taste); recall_at_1: oracle > random;
-* recall_at_10 of the oracle below 1.0 unless it names every session's target (it does not
-  know the targets, only the taste they were drawn from);
+* target_recall_at_10 of the oracle below 1.0 (it does not know the targets, only the taste they
+  were drawn from);
 * the adaptation metrics (the headline, evaluation/crs/adaptation.py): oracle > template > random;
 * echo_turn_share: echo, parrot, echo_plus_fixed_film flagged (>= 0.5 of their turns), no
   film-naming reference flagged (< 0.1); restate_turn_share: no honest reference flagged (< 0.1);
