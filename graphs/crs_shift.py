@@ -43,6 +43,9 @@ from convsim.evaluation.crs.nodes import (
     turn_evaluation,
 )
 from convsim.evaluation.crs.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
+from convsim.evaluation.crs.adaptation import adaptation_metrics
+from convsim.evaluation.crs.realism import realism_metrics
+from convsim.evaluation.crs.coverage import hidden_targets
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = PROJECT_ROOT / "prompts"
@@ -52,6 +55,8 @@ class State(TypedDict, total=False):
     session_id: str
     turn: int
     user_state: dict | None         # the simulator's latent state (focus, constraints, anchor)
+    user_hidden: dict | None        # its hidden targets (they follow its shifts): evaluators only, never
+    #                                 handed to the recommender or an agent slot (DESIGN.md "Agent slots")
     crs_state: dict                 # the recommender's tracked constraints and shown films
     user_concepts: list             # [turn, E(U_turn)] extracted by the crs node, reused by evaluate_turn
     transcript: Annotated[list[dict], operator.add]
@@ -83,6 +88,10 @@ class Params(BaseModel):
     accept_title_prob: float = Field(0.3, ge=0, le=1,
                                      description="adopt a fitting recommended film as anchor; "
                                                  "0 = strict pairing (the user never reacts)")
+    user_mode: Literal["reactive", "strict"] = Field(
+        "reactive", description="reactive: the user reacts to the films named (accepts, rejects with a "
+                                "reason, asks again); strict: strict pairing, the same user turns for every "
+                                "agent (its would-be reaction logged, not said); accept_title_prob 0 = strict")
     min_candidates: int = Field(5, ge=1, description="films that must satisfy the user's "
                                                      "constraints after a shift")
     n_targets: int = Field(5, ge=1, description="hidden target films drawn per user")
@@ -90,7 +99,7 @@ class Params(BaseModel):
     paraphrase_user: bool = Field(True, description="paraphrase templates when a user model is set")
     # recommender (agents/crs/recommender.py; references in agents/crs/references.py)
     crs_agent: Literal["template", "echo", "random", "titles_only", "oracle", "restating", "parrot",
-                       "echo_plus_fixed_film"] = Field(
+                       "echo_plus_fixed_film", "restate_titles", "paraphrase"] = Field(
         "template", description="template (the LLM when models.crs is set), a reference system or a "
                                 "gaming reference (echo, parrot, echo_plus_fixed_film)")
     top_k: int = Field(10, ge=1, description="recommended ids logged per turn")
@@ -137,7 +146,7 @@ class Params(BaseModel):
             drop_constraint_prob=self.drop_constraint_prob, sequential_bias=self.sequential_bias,
             details_per_anchor=self.details_per_anchor, accept_title_prob=self.accept_title_prob,
             min_candidates=self.min_candidates, n_targets=self.n_targets,
-            reveal_prob=self.reveal_prob)
+            reveal_prob=self.reveal_prob, reactive=self.user_mode == "reactive")
 
     def crs_params(self) -> CRSParams:
         return CRSParams(top_k=self.top_k, n_mention=self.n_mention,
@@ -203,7 +212,7 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
     last = state["transcript"][-1] if state.get("transcript") else None
     titles = last["meta"].get("mentioned_ids", []) if last and last["speaker"] == "system" else []
     out = user_turn(state.get("user_state"), turn=turn, seed=ctx.seed, catalog=catalog,
-                    params=params.user_params(), system_titles=titles)
+                    params=params.user_params(), system_titles=titles, hidden=state.get("user_hidden"))
     text, meta = out.template, dict(out.meta)
     model = ctx.model("user")
     pair = scripted_pair(state, turn)
@@ -214,7 +223,7 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
         values = sorted({v for _, v in _extractor(ctx).extract(out.template)})
         text, meta["paraphrase"] = paraphrase(model, _prompt("user_paraphrase.txt"), out.template,
                                               _history(state), values)
-    update = {"turn": turn, "user_state": out.state,
+    update = {"turn": turn, "user_state": out.state, "user_hidden": out.hidden,
               "transcript": [{"turn": turn, "speaker": "user", "text": text, "meta": meta}]}
     if meta["shift"]:
         update["shift_events"] = [meta["shift"]]
@@ -274,6 +283,11 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     metrics, details = dialogue_evaluation(state, _params(ctx).tas_settings(), _catalog(ctx).idf,
                                            DIALOGUE_CONTRIBUTORS)
+    adapt, adapt_details = adaptation_metrics(state.get("transcript") or [], _catalog(ctx).by_id,
+                                              hidden_targets(state), window=_params(ctx).recovery_window,
+                                              k=_params(ctx).top_k)  # the headline metrics (issue 34)
+    metrics, details = {**metrics, **adapt, **realism_metrics(state.get("transcript") or [])}, \
+        {**details, **adapt_details}
     emit_metrics(runtime, turn=None, metrics=metrics, kind="dialogue")
     return {"dialogue_metrics": {**(state.get("dialogue_metrics") or {}), **metrics},
             "dialogue_details": {**(state.get("dialogue_details") or {}), **details}}
@@ -368,7 +382,8 @@ def sessions(params: Params, ctx: Context):
 # Headline metrics, shown first in the summary table (convsim.cli.print_summary) and tested against the
 # baseline in the report. No simulator figure (UNCOMPARED_METRICS) is among them: those are in the
 # dataset summary (tas_echo_ceiling, health_*) and in metrics.csv.
-SUMMARY_METRICS = ["tas_grounded", "echo_turn_share", "recall_at_10", "pc_final",
+SUMMARY_METRICS = ["adapt_shift_rate", "named_precision", "hit_rate", "turns_to_accept", "target_recall_at_10",
+                   "restate_turn_share", "tas_grounded", "echo_turn_share", "recall_at_10", "pc_final",
                    "cc_mean", "cr_mean", "copy_penalty_mean", "recovery_rate",
                    "avg_recovery_delay", "tas_cas",
                    "judge_proactiveness", "judge_coherence", "judge_personalization",
@@ -432,13 +447,16 @@ METRIC_RANGES = {
                            "tas_cas_topic_recovery_rate", "tas_cas_topic_interference", "tas_cas_rd_norm",
                            "tas_cas_ti_norm", "shift_detect_precision", "shift_detect_recall",
                            "shift_detect_legacy_precision", "shift_detect_legacy_recall",
+                           "adapt_shift_rate", "named_precision", "hit_rate", "accepted_any",
+                           "target_recall_at_10", "restate_turn_share", "realism_reaction_rate",
+                           "realism_unseen_mention_share", "realism_bridge_share", "realism_forms",
                            "pc_final", "pc_mean", "recall_at_1", "recall_at_5", "recall_at_10",
                            "judge_failed", "judge_heuristic", "health_candidates_ge3_share", "health_repeat_rate")},
     # judges answer integers 1-5; the heuristic judge is 1 + 4 x a share
     **{m: (1.0, 5.0) for m in ("judge_proactiveness", "judge_coherence", "judge_personalization",
                                "judge_heuristic_proactiveness", "judge_heuristic_coherence",
                                "judge_heuristic_personalization")},
-    **{m: _COUNT for m in ("avg_recovery_delay", "tas_cas_avg_recovery_delay", "n_turns", "n_turns_not_applicable",
+    **{m: _COUNT for m in ("adapt_delay", "turns_to_accept", "avg_recovery_delay", "tas_cas_avg_recovery_delay", "n_turns", "n_turns_not_applicable",
                            "n_segments", "n_shifts", "n_recovered", "missing_concepts_total",
                            "hallucinated_concepts_total", "recommended_titles_total", "off_catalog_titles_total",
                            "crs_generation_failures", "user_paraphrase_fallbacks", "tas_cas_n_shifts",

@@ -68,21 +68,22 @@ def test_min_candidates_is_honoured_at_every_turn(catalog):
                     assert out.meta["n_satisfying"] >= min_candidates
 
 
-def test_targets_are_hidden_and_fit_the_taste(catalog):
+def test_targets_are_hidden_and_follow_the_shifts(catalog):
     p = UserSimParams(accept_title_prob=1.0)
     for seed in range(6):
-        state, said = None, []
+        state, hidden, said, shifted = None, None, [], False
         for t in range(1, 21):
-            # a system that names the user's targets every turn: the user must not adopt them
-            titles = list(state["targets"]) if state else None
-            out = user_turn(state, turn=t, seed=seed, catalog=catalog, params=p,
-                            system_titles=titles)
-            state = out.state
+            out = user_turn(state, turn=t, seed=seed, catalog=catalog, params=p, hidden=hidden)
+            state, hidden = out.state, out.hidden
             said.append(out.template)
-            assert out.meta["anchor"] not in state["targets"]
-        assert len(state["targets"]) == 5
-        for target in state["targets"]:
-            assert state["true_genre"] in catalog.by_id[target].genres
+            assert "targets" not in state, "the hidden targets are in no state an agent reads"
+            assert out.meta["anchor"] not in hidden["targets"]
+            shifted = shifted or out.meta["shift_event"]
+            if shifted:  # after a shift, the targets are films that satisfy the new preference
+                fitting = {m.id for m in catalog.search(out.meta["constraints"])}
+                assert set(hidden["targets"]) <= fitting
+        assert shifted and 1 <= len(hidden["targets"]) <= 5
+        for target in hidden["targets"]:  # never named by a user the system showed nothing
             assert not any(catalog.by_id[target].title in text for text in said)
 
 

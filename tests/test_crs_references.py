@@ -8,8 +8,9 @@ from convsim import load_graph_module
 from convsim.evaluation.crs.validity import agent_means, reference_checks
 
 AGENTS = ("template", "oracle", "random", "echo", "titles_only", "restating", "parrot",
-          "echo_plus_fixed_film")
-GAMING = ("echo", "parrot", "echo_plus_fixed_film")
+          "echo_plus_fixed_film", "restate_titles", "paraphrase")
+ECHOING = ("echo", "parrot", "echo_plus_fixed_film")
+GAMING = (*ECHOING, "restate_titles", "paraphrase")
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +50,12 @@ def test_tas_is_gameable_and_the_run_says_so(means):
     assert m["echo"]["tas_grounded"] > max(m[a]["tas_grounded"] for a in AGENTS if a not in GAMING)
     assert m["parrot"]["tas_grounded"] == pytest.approx(1.0)
     assert m["parrot"]["recovery_rate"] == pytest.approx(1.0)
-    for agent in GAMING:  # ... and each is flagged
+    for agent in ECHOING:  # ... and each is flagged
         assert m[agent]["echo_turn_share"] >= 0.5, agent
+    for agent in ("restate_titles", "paraphrase"):  # restating with films: TAS high, films no better
+        assert m[agent]["tas_grounded"] > m["template"]["tas_grounded"] + 0.2, agent
+        for metric in ("adapt_shift_rate", "named_precision", "hit_rate", "target_recall_at_10"):
+            assert m[agent][metric] <= m["template"][metric] + 1e-9, (agent, metric)
     module = load_graph_module("crs_shift")
     dataset = module.dataset_metrics([r for r in records if r["params"]["crs_agent"] == "template"])
     assert "restat" in dataset["tas_gameable_note"]
@@ -74,6 +79,10 @@ def test_references_say_what_they_are(means):
         for e in r["transcript"]:
             if e["speaker"] == "system":
                 assert e["text"].endswith('Try "Titanic".') and e["meta"]["mentioned_ids"] == ["Titanic"]
+    for r in by["paraphrase"]:  # its words vary; each reply names one film sharing a stated value
+        texts = {e["text"].split(" Try ")[0].split(":")[0].split(",")[0] for e in r["transcript"]
+                 if e["speaker"] == "system"}
+        assert len(texts) >= 2
     for r in by["titles_only"]:
         assert r["dialogue_metrics"]["cc_mean"] == pytest.approx(0.0, abs=0.05)
     for r in by["restating"]:

@@ -60,10 +60,19 @@ def _check_persona(state: Mapping) -> list[dict]:
     return []
 
 
+def _without_titles(turn: Mapping) -> str:
+    """The user's text without the film titles it names ("Good Bye Lenin!" is no farewell)."""
+    meta, text = _meta(turn), turn.get("text") or ""
+    for title in [meta.get("anchor_title"), *(meta.get("mentioned_ids") or [])]:
+        if title:
+            text = text.replace(str(title), " ")
+    return text
+
+
 def _check_ending(state: Mapping) -> list[dict]:
     turns = _user_turns(state)
     for t in turns[:-1]:
-        m = FAREWELL.search(t.get("text") or "")
+        m = FAREWELL.search(_without_titles(t))
         if m:
             return [{"check": "_check_ending", "detail": f"turn {t.get('turn')} of {turns[-1].get('turn')}: "
                                                           f"the user ends early ({m.group(0)!r})"}]
@@ -82,7 +91,7 @@ def _check_profile(state: Mapping) -> list[dict]:
         if meta.get("stage") in SCRIPTED_REVERSALS:
             continue
         for field, value in (meta.get("constraints") or {}).items():
-            if value and _negates(t.get("text") or "", str(value)):
+            if value and _negates(_without_titles(t), str(value)):  # "Not 2001: A Space Odyssey" is a film
                 return [{"check": "_check_profile", "detail": f"turn {t.get('turn')}: the user rejects "
                                                                 f"{field}={value}, which its profile wants"}]
     return []

@@ -10,9 +10,12 @@ A user's taste is drawn once, from its session seed, before the dialogue starts:
   a deterministic function of it: a recommender that knows the taste exactly (the ``oracle``
   reference) ranks them high, not necessarily first.
 
-The simulator never names a target (anchors and accepted titles exclude them) and reveals the
-taste only through the values it asks for, so Recall@K and preference coverage computed against
-the targets are free of the leak of scoring a system on films the user named itself.
+The simulator never names a target the system has not named (anchors and its own examples exclude
+them) and reveals the taste only through the values it asks for, so Recall@K and preference
+coverage computed against the targets are free of the leak of scoring a system on films the user
+named itself. The targets *follow the user's shifts* (:func:`redraw_targets`, agents/crs/user.py):
+after any change of its constraints the user keeps the targets that still satisfy them and draws
+the rest among the films that do, so at the end the targets satisfy its last preference.
 """
 
 from __future__ import annotations
@@ -66,5 +69,22 @@ def draw_targets(catalog: MovieCatalog, liked: list[list[str]], true_genre: str,
     while pool and len(chosen) < n_targets:
         pick = rng.choices(range(len(pool)), weights=weights)[0]
         chosen.append(pool.pop(pick))
+        weights.pop(pick)
+    return chosen
+
+
+def redraw_targets(catalog: MovieCatalog, liked: list[list[str]], pool: list[str], keep: list[str],
+                   rng, n_targets: int, temperature: float) -> list[str]:
+    """Targets that follow the user's preference: the old targets in ``keep`` (those still
+    satisfying the new constraints) first, then films of ``pool`` (the films satisfying the new
+    constraints, minus the films the user itself named) sampled ∝ exp(u / temperature) without
+    replacement until there are ``n_targets``."""
+    chosen = list(dict.fromkeys(keep))[:n_targets]
+    u = utility(catalog, liked)
+    rest = sorted(set(pool) - set(chosen))
+    weights = [math.exp(u.get(i, 0.0) / temperature) for i in rest]
+    while rest and len(chosen) < n_targets:
+        pick = rng.choices(range(len(rest)), weights=weights)[0]
+        chosen.append(rest.pop(pick))
         weights.pop(pick)
     return chosen

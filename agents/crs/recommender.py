@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from convsim.agents.crs.profile import utility
 from convsim.agents.crs.references import (
-    REFERENCE_AGENTS, echo_plus_fixed_film_reply, echo_reply, oracle_ranking, random_reply,
-    titles_only_reply,
+    REFERENCE_AGENTS, echo_plus_fixed_film_reply, echo_reply, oracle_ranking, paraphrase_reply,
+    random_reply, restate_titles_reply, titles_only_reply,
 )
 from convsim.catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
@@ -367,6 +367,10 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
         text, ranked_ids = user_text, []
     elif agent == "echo_plus_fixed_film":
         text, named, ranked_ids = echo_plus_fixed_film_reply(user_concepts, catalog)
+    elif agent == "restate_titles":
+        text, named, ranked_ids = restate_titles_reply(user_concepts, ranked[:params.n_mention])
+    elif agent == "paraphrase":
+        text, named, ranked_ids = paraphrase_reply(user_concepts, catalog, seed=seed, turn=turn)
     elif agent == "random":
         text, named, ranked_ids = random_reply(catalog, seed=seed, turn=turn,
                                                n_mention=params.n_mention, top_k=params.top_k)
@@ -378,15 +382,22 @@ def crs_turn(state: dict, *, user_text: str, user_concepts, history_concepts, tu
         # names the best films not yet shown; logs its list by taste alone (shown or not)
         fresh = oracle_ranking(catalog, taste, wanted, set(state["shown"]))
         ranked_ids = oracle_ranking(catalog, taste, wanted, set())
-        films = [catalog.by_id[i] for i in fresh[:params.n_mention]]
+        # the best films not yet shown that satisfy the constraints; when none is left, one film only:
+        # the best that satisfies them (shown before), else the best not shown (no padding with repeats)
+        fits, shown = ({m.id for m in catalog.search(wanted)} if wanted else set()), set(state["shown"])
+        picks = [i for i in fresh if i in fits and i not in shown][:params.n_mention] \
+            or [i for i in fresh if i in fits][:1] or fresh[:1]
+        films = [catalog.by_id[i] for i in picks]
         focus = view.get("focus")
         text = focused_answer(films, {focus[0]: [focus[1]]} if focus else {}, rng)
         named = [m.id for m in films]
     elif agent == "restating":
         text = template_answer(ranked[:params.n_mention], active, relaxed, relaxed_values, rng)
+        named = [m.id for m in ranked[:params.n_mention]]  # known exactly (the title scan misses "Up")
     elif model is None or model.is_none:
         text = focused_answer(ranked[:params.n_mention],
                               latest_constraint(active, state["stated_at"]), rng)
+        named = [m.id for m in ranked[:params.n_mention]]
     else:
         films = ranked[:params.n_prompt_candidates]
         text, generation = llm_answer(model, prompt_template, films, history or [],

@@ -18,6 +18,11 @@ metric that ranks them near the top is gameable, and the run says so: evaluation
 * ``parrot``: repeats the user's turn verbatim. Grounded TAS gives it the maximum, 1.0
   (CC = CR = 1 and the copy penalty I = 1: 1 + 1 - 1); it names only the films the user named,
   which the echo flag does not count as recommendations.
+* ``restate_titles``: "Noted: you want {the user's concepts}." then the template recommender's
+  films by title ("Try "A" or "B"."): the restating of the review's gaming agent, with real films.
+* ``paraphrase``: the user's concepts said back in varied words ("So what you're after is ..., got
+  it.") plus one random film that shares *one* value the user stated ("Try '1917'" for films from
+  2019): a restatement dressed as a recommendation, whatever its wording.
 * ``echo_plus_fixed_film``: the echo reply plus one fixed film, the same in every turn and
   session ('Noted: you want ... Try "Titanic".'). Its first naming may count as a
   recommendation; every later turn repeats a film already named, which the echo flag does not
@@ -34,8 +39,13 @@ from convsim.catalog.movies.phrasing import concepts_phrase, echo_reply  # noqa:
 from convsim import rng_for
 
 REFERENCE_AGENTS = ("echo", "random", "titles_only", "oracle", "restating", "parrot",
-                    "echo_plus_fixed_film")
-GAMING_AGENTS = ("echo", "parrot", "echo_plus_fixed_film")  # no recommendation value by construction
+                    "echo_plus_fixed_film", "restate_titles", "paraphrase")
+# built to score on words, not films (restate_titles names the template's films: it may score as the
+# template on the adaptation metrics, never above; the others must be flagged)
+GAMING_AGENTS = ("echo", "parrot", "echo_plus_fixed_film", "restate_titles", "paraphrase")
+
+PARAPHRASES = ("So what you're after is {concepts}, got it.", "Right, {concepts} it is.",
+               "Understood: {concepts}, nothing else.", "If I follow you, {concepts}.")
 FIXED_FILM = "Titanic"  # echo_plus_fixed_film's film (the catalog's first film when it lacks it)
 
 
@@ -85,3 +95,24 @@ def oracle_ranking(catalog: MovieCatalog, utility: dict[str, float], constraints
     taken = set(fitting)
     ranked = fitting + sorted((i for i in order if i not in taken), key=key)
     return [i for i in ranked if i not in shown] + [i for i in ranked if i in shown]
+
+
+def restate_titles_reply(user_concepts, films: list[Movie]) -> tuple[str, list[str], list[str]]:
+    """The echo reply, then the given films (the template's) by title."""
+    head = echo_reply(user_concepts).split(" Anything else?")[0]
+    if not films:
+        return head, [], []
+    return (f"{head} Try " + " or ".join(f'"{m.title}"' for m in films) + ".",
+            [m.id for m in films], [m.id for m in films])
+
+
+def paraphrase_reply(user_concepts, catalog: MovieCatalog, *, seed: int, turn: int
+                     ) -> tuple[str, list[str], list[str]]:
+    """The user's concepts in varied words plus one random film sharing one stated value."""
+    rng = rng_for(seed, turn, "crs_paraphrase")
+    concepts = sorted((f, str(v)) for f, v in user_concepts)
+    text = rng.choice(PARAPHRASES).format(concepts=concepts_phrase(concepts) if concepts else "anything good")
+    pool = sorted({i for f, v in concepts if f in ("genre", "actor", "director", "writer", "language", "year")
+                   for i in catalog.items_with(f, v)}) if concepts else []
+    film = catalog.by_id[rng.choice(pool)] if pool else catalog.movies[rng.randrange(len(catalog.movies))]
+    return f'{text} Try "{film.title}".', [film.id], [film.id]

@@ -7,20 +7,25 @@ grounded metrics and the segmenter use.
 
 Pairing (DESIGN.md "Running"): every random draw comes from ``rng_for(seed, turn, purpose)``, so
 no draw depends on what the CRS said, and the stage schedule (opening, details, shift, follow-up,
-contradiction) and therefore the shift turns depend only on the seed. The one explicit reaction to
-the CRS is *accepting a recommended title*: when the previous system turn named catalog films that
-satisfy the user's constraints, the user takes one as its new anchor with probability
-``accept_title_prob`` (streams "accept_title" / "accept_pick"). From the first reaction on, the
-wording and shift targets (bridges come from the anchor) may differ between paired sessions; the
-shift turns never do. Fixed relative to the original (crs.md §1.5): the original adopted a random
-system-mentioned title on every turn from the shared RNG, so pairing held only at turn 1.
+contradiction) and therefore the shift turns depend only on the seed.
+
+The user has a goal and reacts (``reactive``, the default; :func:`react`): its hidden targets follow
+its shifts (:func:`_retarget`; kept in ``UserTurn.hidden``, the graph's ``user_hidden`` key, never in
+``state``); it accepts a film named to it that fits its constraints (a target: it found what it
+wanted, ``satisfied``; else a liked one with ``accept_title_prob``), rejects one that does not with
+a reason from the film's attributes (:func:`rejection_reason`), says so when a film is repeated, and
+asks again when nothing was named. It names only films it was shown or states as its own example.
+From the first reaction on, the wording and anchors (hence bridges and targets) differ between
+agents; the shift turns never do. Strict pairing (``reactive=False`` or ``accept_title_prob`` 0): a
+non-reactive user, the same turns for every agent; the reaction it would have had is logged in
+``meta.would_react`` (the adaptation metrics read it) and never said.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from convsim.agents.crs.profile import draw_liked, draw_targets
+from convsim.agents.crs.profile import draw_liked, draw_targets, redraw_targets, utility
 from convsim.catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
 from convsim.providers.answer_check import checked_invoke
@@ -46,6 +51,8 @@ class UserSimParams:
     n_targets: int = 5                # new: hidden target films drawn at the start
     reveal_prob: float = 0.5          # new: a shift asks for a liked value of its field when it can
     target_temperature: float = 0.5   # new: softmax temperature of the target draw over utility
+    reactive: bool = True             # new: the user says its reaction to the films named to it;
+    # False (or accept_title_prob 0) = strict pairing: the same user turns whatever the system says
 
     def __post_init__(self):
         for name in ("shift_prob", "contradiction_prob", "wrong_genre_prob",
@@ -66,8 +73,15 @@ class UserSimParams:
 @dataclass
 class UserTurn:
     template: str   # the rule-based utterance (what the LLM paraphrases, if any)
-    state: dict     # the simulator's next state (JSON-serialisable)
+    state: dict     # the simulator's next state (JSON-serialisable); no hidden target in it
     meta: dict      # user_meta of this turn
+    hidden: dict | None = None  # {"targets": [...], "found": [...]}: for the evaluator only
+
+
+def strict(params: UserSimParams) -> bool:
+    """Strict pairing: the user never says a reaction (its turns are the same for every system);
+    the reaction it would have had is still logged (``meta.would_react``)."""
+    return not params.reactive or params.accept_title_prob == 0.0
 
 
 # --- wording -------------------------------------------------------------------------------
@@ -106,18 +120,46 @@ SHIFTS = (
     "Speaking of {bridge}, I'd now rather see {target}.",
     "{bridge_cap} reminds me: what about {target}?",
     "Let's change direction. Since I like {bridge}, show me {target}.",
+    "Keeping {bridge} in mind, I'm now curious about {target}.",
+    "You know what, still with {bridge}, I'd like {target} now.",
+    "{bridge_cap} is great, but now I'm in the mood for {target}.",
 )
-PLAIN_SHIFTS = ("Let's change direction: show me {target}.", "I'd now rather see {target}.")
+PLAIN_SHIFTS = ("Let's change direction: show me {target}.", "I'd now rather see {target}.",
+                "New idea: {target}.", "Actually, I've changed my mind. I want {target}.")
+DROP_TAILS = (" I don't care about {values} anymore.", " Forget about {values}.",
+              " {values_cap} no longer matters to me.")
 FOLLOW_UPS = (
     "Just checking, do you have more {focus} like that?",
     "Any more {focus} you could suggest?",
+    "What else is there among {focus}?",
+    "Give me another one of the {focus}, please.",
 )
 CONTRADICTIONS = {
-    "correct_genre": ("Actually, scratch that: I said {wrong} films but I really meant {right} films.",),
-    "drop": ("Hmm, forget what I said about {value}; that doesn't matter to me anymore.",),
+    "correct_genre": ("Actually, scratch that: I said {wrong} films but I really meant {right} films.",
+                      "Sorry, my mistake: not {wrong} films, I want {right} films.",
+                      "Wait, I misspoke earlier. {right_cap} films, not {wrong} films."),
+    "drop": ("Hmm, forget what I said about {value}; that doesn't matter to me anymore.",
+             "On second thought, {value} isn't important to me.",
+             "Scratch {value}, I'm not attached to it after all."),
     "waver": ("Wait, do I really want {focus}? Yes, I do: {focus} it is.",
-              "Hmm, maybe not {focus}... no, actually {focus} are exactly what I want."),
+              "Hmm, maybe not {focus}... no, actually {focus} are exactly what I want.",
+              "I'm having second thoughts about {focus}. No, I'll stay with {focus}."),
 }
+# the user's reaction to the films the previous system turn named (said only when reactive)
+REACTIONS = {
+    "accept_target": ("{title} is exactly what I was looking for, thank you!",
+                      "Yes! {title} is just what I wanted.",
+                      "{title}: perfect, that's the one I'll watch."),
+    "accept": ("{title} sounds good.", "{title} could work, I'll note it down.",
+               "Oh, {title} looks nice."),
+    "reject": ("Not {title}: {reason}.", "{title} won't do, {reason}.", "Hmm, {title}? No, {reason}."),
+    "ask": ("You haven't named a film yet.", "Could you name an actual film?",
+            "Which film would you suggest, though?"),
+    "repeat": ("I already know {title}.", "{title} again? Something else, please.",
+               "You mentioned {title} before."),
+}
+OWN_EXAMPLES = ("One film I love is {title}.", "A favourite of mine is {title}.",
+                "I really enjoyed {title}.")
 
 
 def _bridge_mention(field: str, value: str) -> str:
@@ -190,19 +232,6 @@ def start_state(catalog: MovieCatalog, seed: int, params: UserSimParams) -> dict
             "focus": ["genre", opening], "constraints": constraints,
             "anchor": _pick_anchor(catalog, constraints, rng_for(seed, 0, "anchor"), set(targets)),
             "details_left": [], "shifted": False, "last_stage": None}
-
-
-def _accept_title(state: dict, turn: int, seed: int, catalog: MovieCatalog, params: UserSimParams,
-                  system_titles: list[str]) -> dict | None:
-    """The explicit reaction: adopt a recommended film that fits the constraints as new anchor."""
-    draw = rng_for(seed, turn, "accept_title").random()
-    hidden = set(state.get("targets", ()))
-    fitting = sorted({i for i in system_titles if i in catalog.by_id and i != state["anchor"]
-                      and i not in hidden and _fits(catalog.by_id[i], state["constraints"])})
-    if not fitting or draw >= params.accept_title_prob:
-        return None
-    return {"accepted": rng_for(seed, turn, "accept_pick").choice(fitting),
-            "from_anchor": state["anchor"]}
 
 
 def _fits(movie: Movie, constraints: dict[str, str]) -> bool:
@@ -278,6 +307,12 @@ def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
     bridge_kept = bridge_field == target_field and bridge_value == target_value
     if bridge_field != target_field and _count(catalog, with_bridge) >= params.min_candidates:
         constraints, bridge_kept = with_bridge, True
+    if not bridge_kept:  # another value of the anchor (or the old focus) that can carry over
+        alts = sorted((f, v) for f, v in bridges if f != target_field and constraints.get(f) in (None, v)
+                      and _count(catalog, dict(constraints, **{f: v})) >= params.min_candidates)
+        if alts:
+            bridge_field, bridge_value = rng_for(seed, turn, "shift_bridge_alt").choice(alts)
+            constraints, bridge_kept = dict(constraints, **{bridge_field: bridge_value}), True
     constraints, relaxed = relax(catalog, constraints, {target_field}, params.min_candidates)
     dropped += relaxed
     avoid = {state["anchor"], *state.get("targets", ())}
@@ -303,7 +338,8 @@ def _shift_text(event: dict, rng) -> str:
         # the bridge would leave too few films: the user does not ask for it
         text = rng.choice(PLAIN_SHIFTS).format(target=target)
     if event["dropped"]:
-        text += " I don't care about " + " or ".join(v for _, v in event["dropped"]) + " anymore."
+        values = " or ".join(str(v) for _, v in event["dropped"])
+        text += rng.choice(DROP_TAILS).format(values=values, values_cap=values[:1].upper() + values[1:])
     return text
 
 
@@ -315,8 +351,8 @@ def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
         focus = ["genre", right] if state["focus"][0] == "genre" else state["focus"]
         constraints, _ = relax(catalog, dict(state["constraints"], genre=right),
                                {"genre", focus[0]}, params.min_candidates)
-        text = rng.choice(CONTRADICTIONS["correct_genre"]).format(wrong=wrong.lower(),
-                                                                  right=right.lower())
+        text = rng.choice(CONTRADICTIONS["correct_genre"]).format(
+            wrong=wrong.lower(), right=right.lower(), right_cap=right[:1].upper() + right[1:].lower())
         return dict(state, constraints=constraints, focus=focus, wrong_start_pending=False,
                     anchor=_pick_anchor(catalog, constraints, rng_for(seed, turn, "anchor"),
                                         {state["anchor"], *state.get("targets", ())})), \
@@ -332,17 +368,125 @@ def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
     return state, "waver", rng.choice(CONTRADICTIONS["waver"]).format(focus=_focus_phrase(state))
 
 
+def rejection_reason(movie: Movie, constraints: dict, focus_field: str | None = None) -> str | None:
+    """Why a film does not fit the user's constraints, from the film's own catalog attributes
+    (the focus field first): "that one is a comedy film and I asked for drama"; None when it fits.
+    (Never "not drama": that would read as the user retracting its own value.)"""
+    for field in [focus_field] + [f for f in FIELDS if f != focus_field]:
+        if field not in constraints:
+            continue
+        value, have = str(constraints[field]), [str(v) for v in movie.values(field)]
+        if value.casefold() in {v.casefold() for v in have}:
+            continue
+        if field == "genre":
+            own = have[0].lower() if have else "different"
+            return f"that one is {'an' if own[:1] in 'aeiou' else 'a'} {own} film and I asked for {value.lower()}"
+        if field == "year":
+            return f"that one is from {have[0]} and I asked for {value}" if have else f"I asked for {value}"
+        if field == "actor":
+            return f"{value} isn't in it"
+        if field == "director":
+            return f"it's directed by {have[0]} and I asked for {value}" if have else f"{value} didn't direct it"
+        if field == "writer":
+            return f"{value} didn't write it"
+        return f"it's in {have[0]} and I asked for {value}" if have else f"I asked for {value}"
+    return None
+
+
+def react(state: dict, hidden: dict, turn: int, seed: int, catalog: MovieCatalog,
+          params: UserSimParams, system_titles: list[str]) -> dict:
+    """The user's reaction to the films the previous system turn named (catalog ids):
+
+    * ``accept_target``: a named film satisfying its constraints is one of its hidden targets
+      (it found what it wanted: ``satisfied``);
+    * ``accept``: else a new film satisfying its constraints with utility >= 1 under its taste
+      (its true genre or a liked person), taken with probability ``accept_title_prob``;
+    * ``reject``: else a new film that does not satisfy them, with the reason from its attributes;
+    * ``repeat``: every film named was named before (by the system or the user itself);
+    * ``ask``: no film was named;
+    * ``pass``: films that fit were named but none taken (nothing said).
+    """
+    shown, own = set(state.get("shown", ())), set(state.get("introduced", ()))
+    named = [i for i in dict.fromkeys(system_titles or ()) if i in catalog.by_id]
+    if not named:
+        return {"kind": "ask"}
+    new = [i for i in named if i not in shown and i not in own and i != state["anchor"]]
+    if not new:
+        return {"kind": "repeat", "film": named[0]}
+    fitting = [i for i in new if _fits(catalog.by_id[i], state["constraints"])]
+    targets = [i for i in fitting if i in set(hidden.get("targets", ()))]
+    if targets:
+        return {"kind": "accept_target", "film": targets[0], "accepted": targets[0], "target": True}
+    u = utility(catalog, state.get("liked", []))
+    liked = sorted((i for i in fitting if u.get(i, 0.0) >= 1.0), key=lambda i: (-u.get(i, 0.0), i))
+    if liked and rng_for(seed, turn, "accept_title").random() < params.accept_title_prob:
+        return {"kind": "accept", "film": liked[0], "accepted": liked[0], "target": False}
+    misfit = [i for i in new if i not in fitting]
+    if misfit:
+        film = misfit[0]
+        return {"kind": "reject", "film": film,
+                "reason": rejection_reason(catalog.by_id[film], state["constraints"], state["focus"][0])}
+    return {"kind": "pass", "film": None}
+
+
+def _reaction_text(reaction: dict, catalog: MovieCatalog, rng) -> str:
+    kind = reaction["kind"]
+    if kind == "pass":
+        return ""
+    title = catalog.by_id[reaction["film"]].title if reaction.get("film") else ""
+    return rng.choice(REACTIONS[kind]).format(title=title, reason=reaction.get("reason", ""))
+
+
+def _retarget(state: dict, hidden: dict, turn: int, seed: int, catalog: MovieCatalog,
+              params: UserSimParams) -> dict:
+    """The hidden targets follow the preference: those still satisfying the constraints are kept,
+    the rest redrawn among the films that do (never the anchor or a film the user named itself), at
+    most ``n_targets`` and at most half of those films."""
+    constraints = state["constraints"]
+    own = {state["anchor"], *state.get("introduced", ())}
+    keep = [t for t in hidden["targets"] if _fits(catalog.by_id[t], constraints)
+            and (t not in own or t in hidden.get("found", ()))]
+    pool = [m.id for m in catalog.search(constraints) if m.id not in own]
+    # at most half the films that fit: the others are films the user would not single out (a
+    # recommender following the constraints without the taste does not find every target)
+    n = min(params.n_targets, max(1, (len(pool) + 1) // 2))
+    keep = sorted(keep, key=lambda t: hidden["targets"].index(t))[:n]
+    targets = redraw_targets(catalog, state.get("liked", []), pool, keep, rng_for(seed, turn, "retarget"),
+                             n, params.target_temperature)
+    return dict(hidden, targets=targets)
+
+
 def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog,
-              params: UserSimParams, system_titles: list[str] | None = None) -> UserTurn:
+              params: UserSimParams, system_titles: list[str] | None = None,
+              hidden: dict | None = None) -> UserTurn:
     """One user turn. ``state`` is None at turn 1; ``system_titles`` are the catalog ids the
-    previous system turn named (only used by the accept-title reaction)."""
+    previous system turn named (what the user reacts to); ``hidden`` the previous turn's
+    ``UserTurn.hidden`` (the hidden targets; None at turn 1, or to recompute them from the seed)."""
     if turn == 1 or state is None:
         state = start_state(catalog, seed, params)
-    reaction = None
-    if turn > 1 and system_titles:
-        reaction = _accept_title(state, turn, seed, catalog, params, system_titles)
-        if reaction:
-            state = dict(state, anchor=reaction["accepted"])
+        hidden = {"targets": state.pop("targets"), "found": []}
+        state = dict(state, shown=[], introduced=[])
+    elif hidden is None:
+        hidden = {"targets": draw_targets(catalog, state["liked"], state["true_genre"], seed,
+                                          params.n_targets, params.target_temperature), "found": []}
+    state = dict(state, targets=hidden["targets"])  # read by the shift's anchor choice; removed below
+    before = dict(state["constraints"])
+    said_by_user: list[str] = []
+    own_example = None
+    reaction, would_react = None, None
+    if turn > 1:
+        would_react = react(state, hidden, turn, seed, catalog, params, system_titles or [])
+        # the films shown so far (what the user may name; in strict mode read by the logged reaction only)
+        shown = list(dict.fromkeys(state["shown"] + [i for i in system_titles or [] if i in catalog.by_id]))
+        state = dict(state, shown=shown)
+        if not strict(params):
+            reaction = would_react
+            if reaction.get("accepted"):
+                state = dict(state, anchor=reaction["accepted"], details_left=state["details_left"])
+                if reaction["kind"] == "accept_target":
+                    hidden = dict(hidden, found=hidden["found"] + [reaction["accepted"]])
+            if reaction.get("film"):
+                said_by_user.append(reaction["film"])
     template_rng = rng_for(seed, turn, "template")
     shift, contradiction = None, None
     if turn == 1:
@@ -369,23 +513,35 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
             anchor=anchor.title, focus=_focus_phrase(state),
             constraints=constraints_phrase(state["constraints"]))
         state = dict(state, details_left=state["details_left"][1:])
+        if kind != "recap":  # the user names its anchor: a film it was shown, or its own example
+            seen = state["shown"] if not strict(params) else []  # strict: the same words for every system
+            if anchor.id not in seen and anchor.id not in state["introduced"]:
+                intro = rng_for(seed, turn, "own_example").choice(OWN_EXAMPLES).format(title=anchor.title)
+                text = f"{intro} {text}"
+                state = dict(state, introduced=state["introduced"] + [anchor.id])
+                own_example = anchor.id
+            said_by_user.append(anchor.id)
     if stage in ("initial", "shift"):
         # a fresh detail agenda per focus; the order is drawn from this turn's own stream
         order = rng_for(seed, turn, "details_order").sample(DETAIL_KINDS, params.details_per_anchor)
         state = dict(state, details_left=order)
     if reaction:
-        text = f"{catalog.by_id[reaction['accepted']].title} sounds good. {text}"
+        said = _reaction_text(reaction, catalog, rng_for(seed, turn, "reaction_form"))
+        text = f"{said} {text}" if said else text
     state = dict(state, last_stage=stage)
+    if turn == 1 or state["constraints"] != before:
+        hidden = _retarget(state, hidden, turn, seed, catalog, params)
+    state.pop("targets", None)  # the hidden targets live in ``hidden`` only
     anchor = catalog.by_id[state["anchor"]]
     meta = {"turn": turn, "stage": stage, "focus_field": state["focus"][0],
             "focus_value": state["focus"][1], "shift_event": shift is not None, "shift": shift,
             "constraints": dict(state["constraints"]), "anchor": anchor.id,
             "anchor_title": anchor.title, "template": text, "contradiction": contradiction,
-            "reaction": reaction, "true_genre": state["true_genre"],
+            "reaction": reaction, "would_react": would_react, "true_genre": state["true_genre"],
+            "mentioned_ids": list(dict.fromkeys(said_by_user)), "own_example": own_example,
+            "satisfied": bool(reaction and reaction["kind"] == "accept_target"),
             "n_satisfying": _count(catalog, state["constraints"])}
-    if turn == 1:  # logged for offline re-evaluation (evaluation/crs/coverage.py); never said
-        meta["hidden_targets"] = list(state["targets"])
-    return UserTurn(template=text, state=state, meta=meta)
+    return UserTurn(template=text, state=state, meta=meta, hidden=hidden)
 
 
 def gold_concepts(meta: dict) -> set[tuple[str, str]]:

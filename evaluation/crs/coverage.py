@@ -57,9 +57,13 @@ def system_top_k(turn: Mapping) -> list[str]:
 
 
 def hidden_targets(state: Mapping) -> set[str]:
-    """The simulated user's hidden target films of a finished session: its final state's, else
+    """The simulated user's hidden target films of a finished session, those valid at the end (they
+    follow the user's shifts): ``state["user_hidden"]["targets"]``, else its final state's, else
     those its first turn logged in ``meta.hidden_targets`` (a transcript evaluated offline);
     empty when unknown."""
+    hidden = state.get("user_hidden") or {}  # where the user keeps them (no agent slot reads it)
+    if hidden.get("targets"):
+        return {str(t) for t in hidden["targets"]}
     user_state = state.get("user_state") or {}
     if user_state.get("targets"):
         return {str(t) for t in user_state["targets"]}

@@ -85,6 +85,11 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     # a reply naming a film of its own is no copy of the user, whatever its wording
     own_film = not all(user_named.values())
     echo = echo_turn(u_set, s_set, named_film=bool(new_films), near_copy=None if own_film else copied)
+    # the films the reply names, but for the user's own (a film the user named that no earlier system
+    # turn had named: the parrot's); a repeat of the system's own film still carries its values
+    earlier_set = set(earlier_named)
+    restated = restated_concepts(u_set, s_set, [by_id.get(i) for i in named
+                                                if not user_named.get(i) or i in earlier_set])
     tas_echo = tas_turn(jaccard(u_set, e_set), cr_echo,
                         copy_share(u_toks, tokens(echo_text), u_grams=u_grams), alpha=settings.alpha,
                         beta=settings.beta, gamma=settings.gamma)
@@ -98,7 +103,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
         "dst_joint": dst["joint"],
         "n_recommended": len(crs_meta.get("mentioned_ids", [])),
         "off_catalog_titles": len(crs_meta.get("off_catalog_titles", [])),
-        "echo": echo, "near_copy": copied, "tas_echo": tas_echo, "n_recommended_new": len(new_films),
+        "echo": echo, "restate": int(bool(restated)), "n_restated": len(restated), "near_copy": copied, "tas_echo": tas_echo, "n_recommended_new": len(new_films),
     }
     details = {"turn": user["turn"], "user_concepts": u, "system_concepts": s, "gold": gold,
                "missing": [list(c) for c in gaps["missing"]],
@@ -107,6 +112,24 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
 
 
 ECHO_SHARE = 0.8
+RESTATE_FLAG = 0.5  # a system restating in at least this share of its turns is flagged (validity.py)
+
+
+def restated_concepts(u_set: set, s_set: set, films) -> set:
+    """The concepts a reply repeats from the user turn that no film it names carries:
+    {(f, v) ∈ E(S) ∩ E(U) : no film m of ``films`` has v among its values (any field, case-folded)}.
+    ``films``: the catalog films the reply names that the user did not name itself (None for an
+    unknown id). Detected on behaviour, whatever the wording ("Noted: you want X", "So you're after
+    X"): a reply that says the user's values back without recommending a film that has them is
+    restating; a recommendation ("Try Y, a drama with Z") says values its film carries. A turn
+    restates when this set is non-empty; ``restate_turn_share`` is the share of such turns."""
+    overlap = {(f, str(v)) for f, v in s_set & u_set}
+    if not overlap:
+        return set()
+    carried = {str(v).casefold() for m in films if m is not None
+               for field in ("genre", "actor", "director", "writer", "language", "year")
+               for v in m.values(field)}
+    return {(f, v) for f, v in overlap if v.casefold() not in carried}
 
 
 def _fits_any(movie, constraints: dict) -> bool:
@@ -245,6 +268,7 @@ def grounded_tas(state: dict, settings: TASSettings, idf) -> tuple[dict, dict]:
              "cr_mean": mean_or_none([r.get("cr") for r in ordered]),
              "copy_penalty_mean": mean_or_none([r.get("copy_penalty") for r in ordered]),
              "echo_turn_share": mean_or_none([r.get("echo") for r in ordered]),
+             "restate_turn_share": mean_or_none([r.get("restate") for r in ordered]),
              "tas_echo_ceiling": dialogue_tas([r.get("tas_echo") for r in ordered]),
              "n_turns": len(rows), "n_turns_not_applicable": sum(t is None for t in tas)}, {})
 

@@ -1,0 +1,71 @@
+"""Simulator realism figures of one CRS session that can fail (issue 34; docs/crs_shift.md
+"Simulator realism"): does the simulated user behave like a user with a goal? Unlike the health
+figures (evaluation/crs/health.py), which the simulator's code guarantees, each of these can move
+when the simulator regresses or a paraphrasing user model misbehaves, since it reads the transcript:
+
+* ``realism_reaction_rate`` = |{t > 1 : system turn t−1 named a film and user turn t said a reaction
+  to it (accept, accept_target, reject, repeat)}| / |{t > 1 : system turn t−1 named a film}|;
+  None when no film was named. 0 for the non-reactive (strict) user by design.
+* ``realism_unseen_mention_share`` = films a user turn names (``user_meta.mentioned_ids``) that no
+  earlier system turn named and that the user did not introduce as its own example
+  (``user_meta.own_example``, this turn or earlier) / films the user names; goal 0; None when the
+  user names none.
+* ``realism_bridge_share`` = shifts that state a bridge concept carried over (``shift.bridge_kept``)
+  / shifts; None without shifts.
+* ``realism_forms`` = distinct wordings of the shift and contradiction turns, with their values
+  masked, / such turns (1 = every one differs); None when there are none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+SAID_REACTIONS = ("accept", "accept_target", "reject", "repeat")
+
+
+def _form(text: str, values: Sequence[str]) -> str:
+    """A turn's wording with the given values and four-digit years masked."""
+    for v in sorted((str(v) for v in values if v), key=len, reverse=True):
+        text = re.sub(re.escape(v), "<v>", text, flags=re.IGNORECASE)
+    return re.sub(r"\d{4}", "<v>", text)
+
+
+def realism_metrics(transcript: Sequence[Mapping]) -> dict:
+    shown: set[str] = set()
+    own: set[str] = set()
+    named_before = False
+    offered = reacted = 0
+    user_films = unseen = 0
+    shifts = bridged = 0
+    forms: list[str] = []
+    for e in transcript:
+        meta = e.get("meta") or {}
+        if e.get("speaker") != "user":
+            films = meta.get("mentioned_ids") or []
+            named_before = bool(films)
+            shown.update(films)
+            continue
+        if e.get("turn", 1) > 1 and named_before:
+            offered += 1
+            reacted += (meta.get("reaction") or {}).get("kind") in SAID_REACTIONS
+        if meta.get("own_example"):
+            own.add(meta["own_example"])
+        for film in meta.get("mentioned_ids") or []:
+            user_films += 1
+            unseen += film not in shown and film not in own
+        shift = meta.get("shift")
+        if shift:
+            shifts += 1
+            bridged += bool(shift.get("bridge_kept"))
+        if meta.get("stage") in ("shift", "contradiction"):
+            values = [v for v in (meta.get("constraints") or {}).values()]
+            if shift:
+                values += [shift.get("bridge_value"), *[v for _, v in shift.get("dropped") or []],
+                           *(shift.get("from_focus") or [])[1:]]
+            values += [meta.get("true_genre")] + [str(x) for x in (meta.get("mentioned_ids") or [])]
+            forms.append(_form(meta.get("template") or e.get("text") or "", values))
+    return {"realism_reaction_rate": reacted / offered if offered else None,
+            "realism_unseen_mention_share": unseen / user_films if user_films else None,
+            "realism_bridge_share": bridged / shifts if shifts else None,
+            "realism_forms": len(set(forms)) / len(forms) if forms else None}
