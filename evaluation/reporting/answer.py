@@ -80,6 +80,10 @@ def mean_ci(cell: Mapping | None, mean_key: str = "mean") -> str:
     return f"{sig3(cell[mean_key])} [{sig3(cell['ci_low'])}, {sig3(cell['ci_high'])}]"
 
 
+def _minus(x: float) -> str:
+    return sig3(x).replace("-", "−")
+
+
 def _signed(x: float) -> str:
     return ("+" if x > 0 else "") + sig3(x).replace("-", "−")
 
@@ -110,9 +114,10 @@ def verdict(diff: Mapping | None, direction: str | None, alpha: float) -> str:
 
 
 def _diff_text(diff: Mapping, alpha: float) -> str:
-    ci = f" [{_signed(diff['ci_low'])}, {_signed(diff['ci_high'])}]" if _finite(diff.get("ci_low")) else ""
+    ci = f" [{_minus(diff['ci_low'])}, {_minus(diff['ci_high'])}]" if _finite(diff.get("ci_low")) else ""
     paired = "paired" if (diff.get("n_paired") or 0) >= 2 or diff.get("basis") == "paired" else "unpaired"
-    return f"{_signed(diff['diff'])}{ci} ({paired}, {p_text(diff.get('p_holm'), alpha)}, Holm)"
+    test = f"{p_text(diff.get('p_holm'), alpha)}, Holm" if _finite(diff.get("p_holm")) else "no test"
+    return f"{_signed(diff['diff'])}{ci} ({paired}, {test})"
 
 
 def pair_sentence(metric: str, base: str, base_cell: Mapping | None, other: str, other_cell: Mapping | None,
@@ -121,6 +126,11 @@ def pair_sentence(metric: str, base: str, base_cell: Mapping | None, other: str,
     """One comparison in words: ``other`` against ``base`` (the difference is other − base)."""
     v = verdict(diff, direction, alpha)
     means = f"{mean_ci(other_cell, mean_key)} vs {mean_ci(base_cell, mean_key)}"
+    if mean_ci(other_cell, mean_key) == mean_ci(base_cell, mean_key) == "—":
+        return f"{metric}: no value for {other} or {base}"
+    if v == "unreliable" and diff.get("diff") == 0 and not _finite(diff.get("p_holm")) \
+            and mean_ci(other_cell, mean_key) == mean_ci(base_cell, mean_key):
+        return f"{metric}: the same for {other} and {base}: {mean_ci(base_cell, mean_key)} each"
     if v == "untested":
         return f"{metric}: {other} {mean_ci(other_cell, mean_key)}, {base} {mean_ci(base_cell, mean_key)} (no test)"
     if v == "unreliable":
@@ -131,16 +141,20 @@ def pair_sentence(metric: str, base: str, base_cell: Mapping | None, other: str,
     return f"{metric}: {other} {word} {base}: {means}, {_diff_text(diff, alpha)}"
 
 
-def _best(row: Mapping, compared: Sequence[str], direction: str | None) -> str:
-    """The compared variant the sentence leads with: the best mean by the declared direction, else
-    the largest difference to the baseline."""
+def _best(row: Mapping, compared: Sequence[str], direction: str | None, alpha: float) -> str:
+    """The compared variant the sentence leads with: among the reliable differences to the baseline,
+    the best by the declared direction (the largest without one); with none reliable, the largest
+    difference (the one a reader would otherwise take for a finding)."""
+    reliable = [v for v in compared if verdict(row["diffs"].get(v), direction, alpha) in RELIABLE]
+
     def key(v):
-        d = row["diffs"].get(v) or {}
-        x = d.get("diff")
+        x = (row["diffs"].get(v) or {}).get("diff")
         if not _finite(x):
             return -math.inf
+        if not reliable:
+            return abs(x)
         return x if direction == "higher" else -x if direction == "lower" else abs(x)
-    return max(compared, key=key)
+    return max(reliable or compared, key=key)
 
 
 def headline_sentences(headline: Mapping, variants: Sequence[str], baseline: str | None,
@@ -153,7 +167,7 @@ def headline_sentences(headline: Mapping, variants: Sequence[str], baseline: str
         m, cells = row["metric"], row["cells"]
         info = metric_info(module, m)
         if compared and baseline:
-            best = _best(row, compared, info["direction"])
+            best = _best(row, compared, info["direction"], alpha)
             text = pair_sentence(m, baseline, cells.get(baseline), best, cells.get(best), row["diffs"].get(best),
                                  info["direction"], alpha=alpha)
             v = verdict(row["diffs"].get(best), info["direction"], alpha)
@@ -170,13 +184,15 @@ def headline_sentences(headline: Mapping, variants: Sequence[str], baseline: str
             shown = [v for v in variants if v not in references] or list(variants)
             text = f"{m}: " + ", ".join(f"{v} {mean_ci(cells.get(v))}" for v in shown)
             v = "untested"
-        refs = [r for r in references if r in cells]
+        refs = [r for r in references if _finite((cells.get(r) or {}).get("mean"))]
         if refs:
-            text += "; " + ", ".join(f"reference {r} {sig3(cells[r].get('mean')) if _finite(cells[r].get('mean')) else '—'}"
-                                     for r in refs) + " (not tested)"
+            text += "; " + ", ".join(f"reference {r} {sig3(cells[r]['mean'])}" for r in refs) + " (not tested)"
         out.append({"metric": m, "text": text + ".", "verdict": v, "meaning": info["meaning"],
                     "legend": info["legend"]})
-    return out
+    return sorted(out, key=lambda a: a["verdict"] not in RELIABLE)  # reliable differences first
+
+
+RELIABLE = ("better", "worse", "higher", "lower")
 
 
 def difference_size(row: Mapping, bounds) -> float:
