@@ -120,9 +120,10 @@ def status_lines(summary: Mapping, *, width: int = 80) -> list[str]:
         c = v.get("status_counts") or {}
         parts = [f"{c[k]} {label}" for k, label in (("agent_failure", "agent failures (scored)"),
                                                    ("simulator_failure", "simulator failures (excluded)"),
-                                                   ("errors", "errors (not scored)")) if c.get(k)]
+                                                   ("errors", "errors (infra, code; not scored)")) if c.get(k)]
         if parts:
-            out.append(textwrap.shorten(f"{name}: {c.get('ok', 0)} ok, " + ", ".join(parts), width, placeholder="…"))
+            out += textwrap.wrap(f"{name}: {c.get('ok', 0)} sessions ok, " + ", ".join(parts), width,
+                                 subsequent_indent="  ", break_on_hyphens=False)
     return out
 
 
