@@ -50,7 +50,7 @@ def range_text(bounds) -> str:
     low, high = bounds
     if low is not None and high is not None:
         return f"range [{sig3(low)}, {sig3(high)}]"
-    return f"≥ {sig3(low)}" if low is not None else f"≤ {sig3(high)}"
+    return f"range ≥ {sig3(low)}" if low is not None else f"range ≤ {sig3(high)}"
 
 
 def metric_info(module, metric: str) -> dict:
