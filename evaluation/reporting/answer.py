@@ -133,10 +133,14 @@ def pair_sentence(metric: str, base: str, base_cell: Mapping | None, other: str,
         return f"{metric}: the same for {other} and {base}: {mean_ci(base_cell, mean_key)} each"
     if v == "untested":
         return f"{metric}: {other} {mean_ci(other_cell, mean_key)}, {base} {mean_ci(base_cell, mean_key)} (no test)"
+    few = ""
+    if "cannot reach" in str(diff.get("warning") or "") and diff.get("n_paired"):
+        few = f"; {diff['n_paired']} pairs cannot reach p < {alpha:g}: run more sessions"
     if v == "unreliable":
-        return f"{metric}: no reliable difference between {other} and {base}: {means}, {_diff_text(diff, alpha)}"
+        return f"{metric}: no reliable difference between {other} and {base}: {means}, {_diff_text(diff, alpha)}{few}"
     if v == "not significant":
-        return f"{metric}: {other} vs {base} not significant after Holm correction: {means}, {_diff_text(diff, alpha)}"
+        return (f"{metric}: {other} vs {base} not significant after Holm correction: {means}, "
+                f"{_diff_text(diff, alpha)}{few}")
     word = {"better": "better than", "worse": "worse than", "higher": "higher than", "lower": "lower than"}[v]
     return f"{metric}: {other} {word} {base}: {means}, {_diff_text(diff, alpha)}"
 
