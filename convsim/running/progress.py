@@ -100,7 +100,7 @@ class analysis_status:
 
             from rich.console import Console
             self._start = time.monotonic()
-            self._status = Console(stderr=True).status(self._text())
+            self._status = Console(stderr=True).status(self)  # rendered each refresh: the time runs on
             self._status.__enter__()
             _STATUS.append(self)
         return self
@@ -110,10 +110,11 @@ class analysis_status:
         elapsed = time.monotonic() - self._start if self._start else 0.0
         return f"analysis: {self._step} ({elapsed:.0f} s)"
 
+    def __rich__(self) -> str:
+        return self._text()
+
     def step(self, text: str) -> None:
         self._step = text
-        if self._status is not None:
-            self._status.update(self._text())
 
     def __exit__(self, *exc) -> None:
         if self._status is not None:

@@ -224,7 +224,7 @@ def run_hooks(run_dir: Path, hooks: list[str], *, warn=print) -> None:
     its file and the exception); what the run and the earlier hooks wrote is kept."""
     from convsim.running.progress import analysis_step
     for hook in hooks:
-        analysis_step(hook.rpartition(".")[2])
+        analysis_step(f"loading {hook.rpartition(':')[2] or hook}")
         mod_name, _, fn_name = hook.partition(":")
         try:
             fn = getattr(importlib.import_module(mod_name), fn_name or "main")
