@@ -49,14 +49,6 @@ def cli_errors(fn):
     return wrapper
 
 
-def _fmt(ci: dict) -> str:
-    if ci.get("mean") is None:
-        return "—"
-    if ci.get("ci_low") is None:
-        return f"{ci['mean']:.3f}"
-    return f"{ci['mean']:.3f} [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]"
-
-
 STATUS_ROWS = (("sessions ok", ("ok",)), ("agent failures", ("agent_failure",)),
                ("simulator failures", ("simulator_failure",)), ("errors (infra, code)", ("infra_error", "code_error")))
 

@@ -6,6 +6,8 @@ from collections import defaultdict
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from convsim.results.summary_text import sig3
+
 MAX_SHOWN = 4
 
 
@@ -72,7 +74,7 @@ class LiveProgress:
         if self._progress is None:
             return
         means = list(self.running_means().items())[:MAX_SHOWN]
-        text = "  ".join(f"{k}={v:.3f}" for k, v in means)
+        text = "  ".join(f"{k}={sig3(v)}" for k, v in means)  # 3 significant digits, as every printed number
         if self.failed:
             text += f"  [red]failed={self.failed}[/red]"
         self._progress.update(self._task, completed=self.done, metrics=text)
