@@ -120,3 +120,18 @@ def test_the_demo_run_prints_within_80_columns(tmp_path):
     printed = [line for line in res.output.splitlines() if str(tmp_path) not in line]  # a path is as long as it is
     _assert_fits("\n".join(printed), "run")
     assert re.search(r"^template +2 ", res.output, re.M) and re.search(r"^oracle +2 ", res.output, re.M)
+
+
+def test_fork_never_prints_turn_none_and_rounds_its_metrics():
+    """`convsim fork` printed "diverges at turn None" (a fork whose transcripts agree, a later step
+    not) and 35 metrics at 17 digits."""
+    from convsim.results.summary_text import fork_lines
+    comp = {"first_divergent_turn": None,
+            "first_divergent_step": {"step": 41, "forked": {"node": "evaluate_dialogue"}, "differing_keys": ["x"]},
+            "dialogue_metrics": {f"m{i:02d}": {"original": 0.48524153585499753, "forked": 0.1 + i / 7} for i in range(35)}}
+    lines = fork_lines(comp, headline=["m30"])
+    assert "None" not in lines[0] and "step 41" in lines[0] and "evaluate_dialogue" in lines[0]
+    assert lines[1] == "  m30: 0.485 -> 4.39"  # the headline metric first, 3 significant digits
+    assert len(lines) == 1 + 8 + 1 and lines[-1] == "  27 more changed metrics in the comparison file"
+    assert all(len(line) <= WIDTH for line in lines)
+    assert fork_lines({"first_divergent_turn": 3, "first_divergent_step": {"step": 9}})[0] == "diverges at turn 3, step 9"
