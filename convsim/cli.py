@@ -49,14 +49,6 @@ def cli_errors(fn):
     return wrapper
 
 
-def _fmt(ci: dict) -> str:
-    if ci.get("mean") is None:
-        return "—"
-    if ci.get("ci_low") is None:
-        return f"{ci['mean']:.3f}"
-    return f"{ci['mean']:.3f} [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]"
-
-
 STATUS_ROWS = (("sessions ok", ("ok",)), ("agent failures", ("agent_failure",)),
                ("simulator failures", ("simulator_failure",)), ("errors (infra, code)", ("infra_error", "code_error")))
 
@@ -80,8 +72,11 @@ def run_outcome(run_dir: Path) -> int:
     return 3
 
 
-def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
-    """The summary table: a row per dialogue metric, a column per variant (mean [95% CI])."""
+def print_summary(run_dir: Path, *, max_metrics: int = 4) -> None:
+    """The summary: a row per variant (its scored sessions), a column per headline metric (the
+    graph's SUMMARY_METRICS, at most ``max_metrics`` and as many as fit the terminal: mean, and its
+    95% CI under it); every metric is in metrics.csv."""
+    from convsim.results import summary_text
     summary = json.loads((run_dir / "summary.json").read_text())
     variants = summary["variants"]
     names: list[str] = []
@@ -90,28 +85,22 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
             if k not in names:
                 names.append(k)
     preferred: list[str] = []
+    module = None
     try:  # a graph may name its headline metrics (SUMMARY_METRICS) to show first
-        cfg_graph = load_config(run_dir / "config.yaml").graph
-        preferred = [m for m in getattr(load_graph_module(cfg_graph), "SUMMARY_METRICS", []) if m in names]
+        module = load_graph_module(load_config(run_dir / "config.yaml").graph)
+        preferred = [m for m in getattr(module, "SUMMARY_METRICS", []) if m in names]
     except ConvsimError:
         pass
     names = preferred + [n for n in names if n not in preferred]
-    table = Table(title=escape(f"{run_dir.name}: dialogue metrics, mean [95% CI]"))
-    table.add_column("metric")
-    for vname, v in variants.items():
-        # the sessions the metrics below average over (ok and agent failures), as each metric's n
-        errors = f", {v['errors']} errors" if v["errors"] else ""
-        table.add_column(escape(f"{vname}\n({v.get('scored', v['n'])} scored{errors})"), justify="right")
-    counts = [v.get("status_counts") for v in variants.values()]
-    if all(counts):  # how every session ended, before any metric
-        for label, keys in STATUS_ROWS:
-            table.add_row(label, *[str(sum(c[k] for k in keys)) for c in counts])
-        table.add_section()
-    for n in names[:max_metrics]:
-        table.add_row(n, *[_fmt(v["metrics"].get(n, {})) for v in variants.values()])
-    console.print(table)
-    if len(names) > max_metrics:
-        console.print(f"{len(names) - max_metrics} more metrics in {run_dir / 'metrics.csv'}")
+    width = console.width
+    lines, shown = summary_text.summary_lines(summary, preferred or names, width=width, module=module,
+                                              max_metrics=max_metrics,
+                                              title=f"{run_dir.name}: mean [95% CI] over scored sessions")
+    lines += summary_text.status_lines(summary, width=width)
+    if len(names) > len(shown):
+        lines.append(f"{len(names) - len(shown)} more metrics in metrics.csv (every metric; report.html)")
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     from convsim.providers.usage import printed_columns, usage_rows
     columns = printed_columns(summary.get("usage") or {})
     rows = usage_rows(summary.get("usage") or {}, columns)
@@ -126,35 +115,47 @@ def print_summary(run_dir: Path, *, max_metrics: int = 12) -> None:
 
 
 def needs_text(needs: list[dict]) -> str:
-    """``convsim list``'s needs cell: "base install", or each need with "missing" where it is unmet."""
+    """``convsim list``'s needs cell: "base", or what the config needs beyond the base install (an
+    extra's name, "data", "server"), each marked "!" where it is not here (an extra not installed, a
+    data path missing)."""
     if not needs:
-        return "base install"
-    words = {"extra": "extra [{}]", "data": "data {}", "server": "server {}"}
-    return "; ".join(words[n["kind"]].format(n["what"]) + (" (missing)" if n["met"] is False else "")
-                     for n in needs)
+        return "base"
+    words = []
+    for n in needs:
+        word = (n["what"] if n["kind"] == "extra" else n["kind"]) + ("!" if n["met"] is False else "")
+        if word not in words:
+            words.append(word)
+    return ",".join(words)
 
 
 @app.command("list")
 @cli_errors
 def list_cmd() -> None:
-    """List the graph files found in graphs/ and the configs in configs/, one sentence each."""
-    table = Table(title="graphs (convsim run <name>)")
-    table.add_column("name")
-    table.add_column("what it is")
-    for name, info in api.list_graphs().items():
-        table.add_row(name, info["description"])
-    console.print(table)
+    """List the graph files found in graphs/ and the configs in configs/, one line each."""
+    from convsim.results.summary_text import one_line
+    width = console.width
+    graphs = api.list_graphs()
+    lines = ["graphs (convsim run <name>)"]
+    name_w = max([len(n) for n in graphs] + [4])
+    lines += [one_line((name, info["description"]), (name_w,), width) for name, info in graphs.items()]
     configs = api.list_configs()
     if configs:
-        table = Table(title="configs (convsim run <path>)")
-        table.add_column("path", no_wrap=True)
-        table.add_column("graph", no_wrap=True)
-        table.add_column("what it runs")
-        table.add_column("needs")
-        for path, info in configs.items():
-            table.add_row(escape(path), escape(str(info["graph"] or "")), escape(info["description"]),
-                          escape(needs_text(info.get("needs") or [])))
-        console.print(table)
+        folders = {str(Path(p).parent) for p in configs}
+        folder = folders.pop() if len(folders) == 1 else None  # one folder: named once, in the heading
+        shown = {(Path(p).name if folder else p): info for p, info in configs.items()}
+        path_w = max(len(p) for p in shown)
+        graph_w = max(len(str(i["graph"] or "")) for i in shown.values())
+        needs = {p: needs_text(info.get("needs") or []) for p, info in shown.items()}
+        needs_w = max(len(n) for n in needs.values())
+        lines += ["", f"configs (convsim run {folder}/<file>)" if folder else "configs (convsim run <path>)"]
+        lines += [one_line((path, str(info["graph"] or ""), needs[path], info["description"]),
+                           (path_w, graph_w, needs_w), width)
+                  for path, info in shown.items()]
+        lines += ["needs: base = the base install; local, embeddings, ray, remote = that extra",
+                  "(pip install -e '.[NAME]'); data = a data file; server = a model server;",
+                  "! = not here"]
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -340,15 +341,21 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
     if comp["identical"]:
         console.print(f"the fork reproduces the original from step {comp['fork']['step']} on")
     else:
-        fd = comp["first_divergent_step"] or {}
-        console.print(f"diverges at turn {comp['first_divergent_turn']}"
-                      + (f", step {fd['step']} (differing keys: {', '.join(fd['differing_keys'])})" if fd else ""))
-        for name, v in sorted(comp["dialogue_metrics"].items()):
-            if v["original"] != v["forked"]:
-                console.print(f"  {name}: {v['original']} -> {v['forked']}")
+        from convsim.results.summary_text import fork_lines
+        for line in fork_lines(comp, headline=_headline_of(run_dir), width=console.width):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"fork in {run_dir} (comparison: {run_dir / COMPARISON})")
     if status.get("forked") in ("infra_error", "code_error"):  # as a run with errors: not exit 0
         raise typer.Exit(3)
+
+
+def _headline_of(run_dir: Path) -> list[str]:
+    """The graph's SUMMARY_METRICS of a run (none when its config or graph does not load)."""
+    try:
+        return list(getattr(load_graph_module(load_config(Path(run_dir) / "config.yaml").graph),
+                            "SUMMARY_METRICS", []) or [])
+    except ConvsimError:
+        return []
 
 
 @app.command()

@@ -314,6 +314,18 @@ def expected_checks(metrics: dict, expected: dict | None, tolerance: float) -> d
     return {"expectedChecks": len(expected), "expectedFailed": len(failed), "expectedFailures": failed}
 
 
+def gold_of_ranked(codes: list[str], gold: dict) -> list:
+    """The gold label of each retrieved course in rank order, 0 for a course listed again: a
+    duplicate gains nothing (before, listing a relevant course twice took ndcgGold@K and recall@K
+    past 1)."""
+    seen: set[str] = set()
+    out = []
+    for code in codes:
+        out.append(0 if code in seen else gold.get(code, 0))
+        seen.add(code)
+    return out
+
+
 def evaluate(state: State, runtime: Runtime[Context]) -> dict:
     params = _params(runtime)
     judgements = state.get("judgements") or []
@@ -331,7 +343,7 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict:
         codes = [c["subjectCode"] for c in retrieved]
         metrics.update(label_judged(case_metrics(
             [j["score"] for j in judgements],
-            gold_ranked=None if gold is None else [gold.get(code, 0) for code in codes],
+            gold_ranked=None if gold is None else gold_of_ranked(codes, gold),
             gold_all=None if gold is None else list(gold.values()),
             cutoffs=params.cutoffs, threshold=params.relevance_threshold, gain=params.gain,
             precision_over_returned=params.precision_over_returned), heuristic))
@@ -516,15 +528,43 @@ graph = compile_with_default_context(build(Params()))
 # The range of each per-case metric whose bounds follow from its definition (docs/metrics.md §5), with
 # or without the heuristic judge's "heuristic_" prefix ("*" matches any characters): the proxy and
 # fixed-ideal NDCG, precision at K and MRR in [0, 1], relevance on the judge's 0-3 scale, the rates in
-# percent. Not ndcgGold@K and recall@K: a retriever that lists a course twice could take them past 1.
+# percent. ndcgGold@K and recall@K too: a course listed twice gains only at its first rank (evaluate),
+# so neither can pass 1; expectedFailed counts failed checks.
 # A mean's 95% CI is clipped to it (ci_clipped) and a value outside it is a warning (docs/ENGINE_API.md).
 METRIC_RANGES = {
     **{m: (0.0, 1.0) for m in ("*ndcgProxy@*", "*ndcgFixedIdeal@*", "*precision@*", "*precisionGold@*",
-                               "*precisionOverReturned@*", "mrr", "retrievalEmpty", "judgeFailed")},
+                               "*precisionOverReturned@*", "mrr", "retrievalEmpty", "judgeFailed",
+                               "ndcgGold@*", "recall@*")},
     "*averageRelevance": (0.0, 3.0),
     "*highlyRelevantRate": (0.0, 100.0),
     "*irrelevantRate": (0.0, 100.0),
     "totalCourses": (0.0, None),
+    "expectedFailed": (0.0, None),
+}
+
+# What each headline metric means, in one line, and which way is better (report.html's answer
+# sentences and headline table, `convsim compare`). "*": any characters, as in METRIC_RANGES.
+METRIC_DESCRIPTIONS = {
+    "ndcgGold@10": "ranking quality of the top 10 against the gold labels (1 = the ideal order of all gold-relevant courses)",
+    "ndcgGold@*": "ranking quality of the top K against the gold labels (1 = the ideal order)",
+    "recall@10": "share of the case's gold-relevant courses found in the top 10",
+    "recall@*": "share of the case's gold-relevant courses found in the top K",
+    "mrr": "1 / the rank of the first gold-relevant course (0 when none is retrieved)",
+    "precisionGold@10": "share of the top 10 slots holding a gold-relevant course",
+    "precisionGold@*": "share of the top K slots holding a gold-relevant course",
+    "*ndcgFixedIdeal@10": "judged ranking quality of the top 10 against an ideal of 10 courses scored 3",
+    "*ndcgFixedIdeal@*": "judged ranking quality of the top K against an ideal of K courses scored 3",
+    "*precision@10": "share of the top 10 slots holding a course the judge scores relevant (>= 2)",
+    "*precision@*": "share of the top K slots holding a course the judge scores relevant (>= 2)",
+    "retrievalEmpty": "share of cases where the retriever returned nothing",
+    "*averageRelevance": "mean judge score (0-3) of the retrieved courses",
+    "judgeFailed": "share of cases the judge could not score (unreadable answers)",
+    "expectedFailed": "regression checks (expectedMetrics of the test set) the case failed",
+}
+METRIC_DIRECTIONS = {
+    **{m: "higher" for m in ("ndcgGold@*", "recall@*", "mrr", "precisionGold@*", "*ndcgFixedIdeal@*",
+                             "*precision@*", "*averageRelevance", "*ndcgProxy@*", "*highlyRelevantRate")},
+    **{m: "lower" for m in ("retrievalEmpty", "judgeFailed", "expectedFailed", "*irrelevantRate")},
 }
 SUMMARY_METRICS = ["ndcgGold@10", "recall@10", "mrr", "precisionGold@10",
                    "ndcgFixedIdeal@10", "heuristic_ndcgFixedIdeal@10", "precision@10", "heuristic_precision@10",

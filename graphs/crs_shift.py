@@ -465,6 +465,43 @@ METRIC_RANGES = {
                            "health_first_reaction_turn")},
 }
 
+# What each headline metric means, in one line, and which way is better (report.html's answer
+# sentences and headline table, `convsim compare`; docs/analysis.md "Reading the answer"). A "*" in
+# a name matches any characters, as in METRIC_RANGES.
+METRIC_DESCRIPTIONS = {
+    "adapt_shift_rate": "share of preference shifts followed, within W turns, by new films that fit the new "
+                        "constraints (by catalog attributes)",
+    "named_precision": "share of the films named that are new and fit the user's current constraints",
+    "hit_rate": "share of system turns after which the simulated user accepted a film named in them",
+    "turns_to_accept": "turns until the simulated user first accepted a film named to it",
+    "target_recall_at_10": "share of the user's hidden targets (valid at the end) in the last top-10 list",
+    "restate_turn_share": "share of replies restating the user's concepts without a named film that carries them",
+    "tas_grounded": "topic adherence: how well replies keep to the user's current constraints "
+                    "(concept overlap and similarity, minus copying)",
+    "echo_turn_share": "share of replies that only restate the user and recommend no film",
+    "recall_at_10": "share of sessions whose last recommendation list has a hidden target film in its top 10",
+    "recall_at_*": "share of sessions whose last recommendation list has a hidden target film in its top K",
+    "pc_final": "share of the user's hidden target films recommended at some point (preference coverage)",
+    "pc_mean": "preference coverage averaged over turns",
+    "cc_mean": "concept coverage: share of the user's current concepts the reply mentions, mean over turns",
+    "cr_mean": "concept relevance: similarity of the reply's concepts to the user's, mean over turns",
+    "copy_penalty_mean": "share of turns whose reply copies the user's words (3-grams)",
+    "recovery_rate": "share of preference shifts the recommender follows within the recovery window (CC >= tau)",
+    "avg_recovery_delay": "turns from a preference shift to the recommender following it, over recovered shifts",
+    "tas_cas": "TAS-CAS composite: recovery, interference and embedding coherence after shifts",
+    "judge_proactiveness": "judge score 1-5: the recommender proposes films or asks useful questions",
+    "judge_coherence": "judge score 1-5: replies follow from what the user said",
+    "judge_personalization": "judge score 1-5: replies use the user's stated preferences",
+    "judge_heuristic_*": "heuristic judge score 1-5 (model none): word overlap with the user, not a quality judgement",
+    "health_repeat_rate": "share of named films the recommender had already named earlier in the session",
+}
+METRIC_DIRECTIONS = {
+    **{m: "higher" for m in ("adapt_shift_rate", "named_precision", "hit_rate", "target_recall_at_10",
+                             "tas_grounded", "recall_at_*", "pc_final", "pc_mean", "cc_mean", "cr_mean",
+                             "recovery_rate", "tas_cas", "judge_*")},
+    **{m: "lower" for m in ("turns_to_accept", "restate_turn_share", "echo_turn_share", "copy_penalty_mean", "avg_recovery_delay", "health_repeat_rate")},
+}
+
 
 # Which state keys feed each turn metric and below which value it counts as low: the trace links a
 # low metric (e.g. CC under tau after a shift) to the steps of its turn that wrote these keys.

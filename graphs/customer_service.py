@@ -577,6 +577,36 @@ METRIC_RANGES = {
                                 "simulator_misstatements", "supervisor_blocks", "bookings_made", "bookings_expected")},
 }
 
+# What each headline metric means, in one line, and which way is better (report.html's answer
+# sentences and headline table, `convsim compare`). "*": any characters, as in METRIC_RANGES.
+METRIC_DESCRIPTIONS = {
+    "task_success": "share of dialogues whose offered or booked entities meet every goal constraint and request",
+    "task_completion": "share of dialogues with required slots filled and a confirmed booking or every request informed",
+    "system_correctness": "share of turns with the expected action, grounded in the database and within policy",
+    "joint_goal_accuracy": "share of turns whose whole predicted dialogue state equals the gold state",
+    "domain_routing": "share of turns routed to the gold domain",
+    "intent_accuracy": "share of turns whose predicted intent equals the gold intent",
+    "intent_accuracy_rule_gold": "intent accuracy against the rule-derived gold intent",
+    "memory_transfer": "share of opportunities where a slot (area, price) is carried over to the next domain",
+    "policy_violations": "policy breaches per dialogue (count)",
+    "text_hallucination": "share of entity and fact mentions in replies not found in the database",
+    "response_grounding": "share of the executed action's acts the reply actually states",
+    "db_grounding_proposed": "share of mentions grounded in the database, before the supervisor's corrections",
+    "db_grounding": "share of mentioned entities and facts that match the database",
+    "supervisor_corrections": "actions the supervisor had to correct per dialogue (count)",
+    "slot_accuracy": "share of gold slot values in the predicted state (recall)",
+    "act_type_accuracy": "share of turns whose dialogue act types equal the gold ones",
+    "response_quality": "judge score 1-5 of the replies",
+    "heuristic_response_quality": "rule-based score 1-5 (model none): 5 minus points for ungrounded, off-policy, wrong or unanswered replies",
+}
+METRIC_DIRECTIONS = {
+    **{m: "higher" for m in ("task_success", "task_completion", "system_correctness", "joint_goal_accuracy",
+                             "domain_routing", "intent_accuracy", "intent_accuracy_rule_gold", "memory_transfer",
+                             "response_grounding", "db_grounding_proposed", "db_grounding", "slot_accuracy",
+                             "act_type_accuracy", "response_quality", "heuristic_response_quality")},
+    **{m: "lower" for m in ("policy_violations", "text_hallucination", "supervisor_corrections")},
+}
+
 METRIC_INPUTS = {
     "domain_routing": ["triage"], "intent_accuracy": ["triage"], "act_type_accuracy": ["action", "response"],
     "slot_accuracy": ["triage", "belief"], "joint_goal_accuracy": ["belief", "transfers"],

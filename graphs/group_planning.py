@@ -516,3 +516,31 @@ METRIC_RANGES = {
                                 "M2_agreeing_slots", "M2_false_alarms", "W3_zero_members",
                                 "W3_zero_members_all_members", "M9_repairs", "llm_failures", "options_in_plan")},
 }
+
+# What each headline metric means, in one line, and which way is better (report.html's answer
+# sentences and headline table, `convsim compare`). "*": any characters, as in METRIC_RANGES.
+METRIC_DESCRIPTIONS = {
+    "W1": "mean member satisfaction: share of each member's stated preferences the plan meets, averaged",
+    "W2": "satisfaction of the worst-off member (minimum share of preferences met)",
+    "W3": "geometric mean of member satisfaction (0 when any member gets nothing)",
+    "W3_zero_members": "members whose preferences the plan meets not at all (count)",
+    "options_in_plan": "options the plan's decisions hold per slot (diagnostic beside W1-W3)",
+    "M1": "share of members who stated a preference (voice coverage)",
+    "M2": "share of conflicting slots the planner reports as conflicts (conflict detection)",
+    "M2_false_alarm": "share of agreeing slots the planner wrongly reports as conflicts",
+    "M3": "share of synthesised slots with an explanation of the resolution",
+    "M4": "share of synthesised slots naming a resolution strategy",
+    "M4b": "share of synthesis and plan turns leaking the theory's vocabulary",
+    "M5": "share of conflict slots followed by a feedback turn",
+    "M6": "share of members who accept the plan",
+    "M9": "share of the plan's places found in the catalog (grounding)",
+    "M9_repairs": "places a validator had to replace after the plan was proposed (count)",
+    "M10": "share of all members' stated preferences the plan meets (pooled satisfaction)",
+    "M11": "share of members with every stated preference met",
+    "M16": "share of plan coherence checks passed (meals filled, no repeats)",
+}
+METRIC_DIRECTIONS = {
+    **{m: "higher" for m in ("W1", "W2", "W3", "M1", "M2", "M3", "M5", "M6", "M9", "M10", "M11", "M16")},
+    **{m: "lower" for m in ("W3_zero_members", "M2_false_alarm", "M4b", "M9_repairs")},
+    **{m: None for m in ("options_in_plan", "M4")},  # a diagnostic; M4 is 0 by design when theory is off
+}

@@ -159,6 +159,9 @@ METRIC_THRESHOLDS = {"correct": 1.0}
 # summary.json), and a value outside it is warned of as a bug (docs/ENGINE_API.md).
 METRIC_RANGES = {"accuracy": (0.0, 1.0), "turns": (0.0, None)}
 
+METRIC_DESCRIPTIONS = {"accuracy": "share of questions the agent answered correctly", "turns": "turns in the dialogue"}
+METRIC_DIRECTIONS = {"accuracy": "higher", "turns": None}
+
 
 def simulator_checks(state: State) -> list[dict]:
     """A judge that answered garbage failed (not the agent): the session is kept, not scored."""

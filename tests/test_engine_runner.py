@@ -1,6 +1,7 @@
 """The runner: run layout, determinism, pairing of seeds, resume after a kill, errors."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -196,7 +197,8 @@ def test_the_summary_counts_the_sessions_its_metrics_average_over(tmp_path):
     assert done.returncode == 0, done.stderr
     variant = json.loads((tmp_path / "s" / "summary.json").read_text())["variants"]["default"]
     assert (variant["n"], variant["scored"]) == (1, 2)
-    assert "(2 scored)" in done.stdout and "n=1" not in done.stdout
+    assert re.search(r"^default +2 ", done.stdout, re.M) and "n=1" not in done.stdout  # the scored column
+    assert "default: 1 sessions ok, 1 agent failures (scored)" in done.stdout
     import csv
     row = next(csv.DictReader((tmp_path / "s" / "metrics.csv").open()))
     assert (row["n"], row["scored"], row["agent_failures"]) == ("1", "2", "1")

@@ -191,7 +191,7 @@ def test_the_cli_renders_what_the_functions_return(monkeypatch):
     res = cli.invoke(app, ["list"])
     assert res.exit_code == 0
     text = " ".join(res.output.split())
-    assert "A minimal topology to copy" in text and "configs/crs_shift.yaml" in text
+    assert "A minimal topology to copy" in text and "configs (convsim run configs/<file>)" in text and "crs_shift.yaml" in text
     assert "spec 0" not in text.lower()
     import langchain_core.runnables.graph_ascii as graph_ascii
     monkeypatch.setattr(graph_ascii, "_HAS_GRANDALF", False)

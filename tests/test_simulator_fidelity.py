@@ -36,8 +36,10 @@ def double_backend(monkeypatch):
 
 
 def test_persona_breaks_are_simulator_failures_excluded_and_counted(tmp_path, double_backend):
-    cfg = load_config(ROOT / "configs" / "crs_shift.yaml").model_copy(update={
+    demo = load_config(ROOT / "configs" / "crs_shift.yaml")
+    cfg = demo.model_copy(update={
         "sessions": 8, "out_dir": str(tmp_path), "run_id": "double", "trace": False, "analysis": [],
+        "variants": demo.variants[:1],  # the template recommender alone
         "params": {"n_turns": 4, "judge": False, "topic_mode": "keyword"},
         "models": {"crs": "none", "user": "ollama:user-double", "judge": "none"}})
     run_dir = run(cfg, analyze=False)
@@ -50,7 +52,7 @@ def test_persona_breaks_are_simulator_failures_excluded_and_counted(tmp_path, do
     flagged = next(r for r in recs if r["session_id"] in broken)
     assert flagged["simulator_flags"][0]["check"] == "_check_persona"
     # agent metrics over clean sessions only
-    summary = json.loads((run_dir / "summary.json").read_text())["variants"]["template_crs"]
+    summary = json.loads((run_dir / "summary.json").read_text())["variants"]["template"]
     clean = [r for r in recs if r["status"] == "ok"]
     assert summary["n"] == len(clean)
     mean = sum(r["dialogue_metrics"]["tas_grounded"] for r in clean) / len(clean)

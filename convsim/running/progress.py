@@ -6,6 +6,8 @@ from collections import defaultdict
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from convsim.results.summary_text import sig3
+
 MAX_SHOWN = 4
 
 
@@ -72,7 +74,57 @@ class LiveProgress:
         if self._progress is None:
             return
         means = list(self.running_means().items())[:MAX_SHOWN]
-        text = "  ".join(f"{k}={v:.3f}" for k, v in means)
+        text = "  ".join(f"{k}={sig3(v)}" for k, v in means)  # 3 significant digits, as every printed number
         if self.failed:
             text += f"  [red]failed={self.failed}[/red]"
         self._progress.update(self._task, completed=self.done, metrics=text)
+
+
+# The analysis after a run (statistics, figures, report.html) takes 10-40 s on a laptop; a spinner
+# with the current step and the elapsed time is shown meanwhile (``analysis_status``). Analysis code
+# names its steps with ``analysis_step("figures")``: a no-op when no status is shown (a library caller,
+# ``--quiet``, ``convsim report``).
+_STATUS: list = []
+
+
+class analysis_status:
+    """Context manager: a transient status line "analysis: <step> (12 s)" on stderr while it is open."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._status = None
+        self._start = 0.0
+        self._step = "starting"
+
+    def __enter__(self) -> "analysis_status":
+        if self.enabled:
+            import time
+
+            from rich.console import Console
+            self._start = time.monotonic()
+            self._status = Console(stderr=True).status(self)  # rendered each refresh: the time runs on
+            self._status.__enter__()
+            _STATUS.append(self)
+        return self
+
+    def _text(self) -> str:
+        import time
+        elapsed = time.monotonic() - self._start if self._start else 0.0
+        return f"analysis: {self._step} ({elapsed:.0f} s)"
+
+    def __rich__(self) -> str:
+        return self._text()
+
+    def step(self, text: str) -> None:
+        self._step = text
+
+    def __exit__(self, *exc) -> None:
+        if self._status is not None:
+            _STATUS.remove(self)
+            self._status.__exit__(*exc)
+
+
+def analysis_step(text: str) -> None:
+    """Name the analysis step now running on the open status line, if any."""
+    for status in _STATUS[-1:]:
+        status.step(text)

@@ -223,7 +223,9 @@ def run_hooks(run_dir: Path, hooks: list[str], *, warn=print) -> None:
     A hook that raises stops the hooks after it: ConvsimError (bad input it read) as it is,
     anything else as :class:`~convsim.errors.HookError` (a code error, one line naming the hook,
     its file and the exception); what the run and the earlier hooks wrote is kept."""
+    from convsim.running.progress import analysis_step
     for hook in hooks:
+        analysis_step(f"loading {hook.rpartition(':')[2] or hook}")
         mod_name, _, fn_name = hook.partition(":")
         try:
             fn = getattr(importlib.import_module(mod_name), fn_name or "main")
@@ -265,5 +267,7 @@ def run(config: str | Path | ExperimentConfig, *, show_progress: bool = False, a
     plan = plan_run(cfg, source=source)
     run_dir = asyncio.run(execute(plan, show_progress=show_progress))
     if analyze:
-        run_hooks(run_dir, cfg.analysis)
+        from convsim.running.progress import analysis_status
+        with analysis_status(show_progress):  # a spinner naming the step: the analysis can take 10-40 s
+            run_hooks(run_dir, cfg.analysis)
     return run_dir

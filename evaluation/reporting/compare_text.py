@@ -1,5 +1,6 @@
-"""``convsim compare`` as plain text that fits 80 columns: one block per matched variant, one row
-per metric with A, B, B - A, its 95% CI, the Holm-adjusted p (over the rows that have a p) and the
+"""``convsim compare`` as plain text that fits 80 columns: one block per matched variant, led by the
+report's answer sentence of each headline metric (B against A), then one row per metric (headline
+metrics first, each group ordered by the size of the difference) with A, B, B - A, its 95% CI, the Holm-adjusted p (over the rows that have a p) and the
 number of pairs (marked ``!`` below SMALL_N sessions); a CI clipped to the range a difference of
 the metric can take (``METRIC_RANGES``) is marked ``‡``.
 
@@ -11,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from convsim.evaluation.reporting.answer import difference_size, metric_info, pair_sentence
 from convsim.evaluation.reporting.headline import fmt_p, sig3
 from convsim.evaluation.reporting.stats import SMALL_N
+from convsim.results.metric_ranges import metric_ranges, range_of
+
+_UNSET = object()
 
 NUM_W, CI_W, P_W, N_W = 7, 16, 6, 5
 
@@ -40,14 +45,40 @@ def _n(row: Mapping) -> str:
     return n + ("!" if _small(row) else "")
 
 
-def headline_first(result: Mapping) -> list[str]:
-    """The graph's ``SUMMARY_METRICS`` (read from run A's config), to list before the other rows."""
+def graph_of(result: Mapping):
+    """Run A's graph module (None when its config or graph does not load)."""
     from convsim.evaluation.reporting.records import load_run
     from convsim.evaluation.reporting.run_stats import _graph_module
     try:
-        return list(getattr(_graph_module(load_run(result["run_a"])), "SUMMARY_METRICS", []) or [])
-    except Exception:  # noqa: BLE001 - ordering is cosmetic: a run without a loadable graph keeps its order
-        return []
+        return _graph_module(load_run(result["run_a"]))
+    except Exception:  # noqa: BLE001 - ordering and wording are cosmetic: a run without a loadable graph keeps its order
+        return None
+
+
+def headline_first(result: Mapping, module=_UNSET) -> list[str]:
+    """The graph's ``SUMMARY_METRICS`` (read from run A's config), to list before the other rows."""
+    module = graph_of(result) if module is _UNSET else module
+    return list(getattr(module, "SUMMARY_METRICS", []) or [])
+
+
+def ordered(rows: list, module, first: Mapping[str, int]) -> list:
+    """Headline metrics first (``first``), each group by the size of its difference, largest first
+    (:func:`convsim.evaluation.reporting.answer.difference_size`: |B − A| over the metric's range)."""
+    ranges = metric_ranges(module) if module is not None else {}
+    return sorted(rows, key=lambda rc: (rc[0]["metric"] not in first,
+                                        -difference_size(rc[0], range_of(ranges, rc[0]["metric"]))))
+
+
+def sentences(rows: list, module, first: Mapping[str, int], alpha: float) -> list[str]:
+    """The report's answer sentence of each headline metric of a block (B against A)."""
+    out = []
+    for r, _ in rows:
+        if r["metric"] not in first:
+            continue
+        direction = metric_info(module, r["metric"])["direction"] if module is not None else None
+        out.append(pair_sentence(r["metric"], "A", {"mean": r.get("mean_a_shown")}, "B", {"mean": r.get("mean_b_shown")},
+                                 r, direction, alpha=alpha) + ".")
+    return out
 
 
 def _cells(r: Mapping, alpha: float = 0.05) -> tuple[str, ...]:
@@ -59,7 +90,8 @@ def format_comparison(result: Mapping, *, width: int = 80) -> str:
     a line of its own, the numbers on the next); the graph's headline metrics come first. The number
     columns widen for wide cells (a p of 0.000123*, a CI of tiny values), and the metric column gives
     up what they take."""
-    first = {m: i for i, m in enumerate(headline_first(result))}
+    module = graph_of(result)
+    first = {m: i for i, m in enumerate(headline_first(result, module))}
     alpha = result.get("alpha", 0.05)
     cells = [_cells(r, alpha) for r in result["rows"]]
     tested = sum(r.get("p") is not None for r in result["rows"])  # the family Holm corrected over
@@ -76,8 +108,11 @@ def format_comparison(result: Mapping, *, width: int = 80) -> str:
     for r, c in zip(result["rows"], cells):
         blocks.setdefault((r["variant_a"], r["variant_b"]), []).append((r, c))
     for (va, vb), rows in blocks.items():
-        lines += ["", f"variant {va}" if va == vb else f"variant A {va} vs B {vb}", header, "-" * len(header)]
-        for r, c in sorted(rows, key=lambda rc: first.get(rc[0]["metric"], len(first))):
+        rows = ordered(rows, module, first)
+        lines += ["", f"variant {va}" if va == vb else f"variant A {va} vs B {vb}"]
+        lines += sentences(rows, module, first, alpha)
+        lines += [header, "-" * len(header)]
+        for r, c in rows:
             name = r["metric"]
             if len(name) > metric_w:
                 lines += [name, row("", c)]

@@ -29,6 +29,7 @@ from convsim.results.recordset import RecordSet, keys_of, statuses_of
 from convsim.textio import load_json
 from convsim.providers.usage import REPORT_COLUMNS, UsageTally
 from convsim.evaluation.reporting import fidelity, plots
+from convsim.evaluation.reporting.answer import headline_sentences
 from convsim.evaluation.reporting.headline import (FALLBACK_HEADLINES, choose_baseline, fmt_p, group_warnings, headline_choice,
                                  headline_table, sig3)
 from convsim.evaluation.reporting.records import RunData, load_run, metric_names, reference_variants
@@ -185,8 +186,12 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     headline = headline_table(clean, run.variants, choice["metrics"], baseline, alpha=statistics.get("alpha", 0.05),
                               references=references, ranges=metric_ranges(module))
     notes = getattr(module, "METRIC_NOTES", None) or {}
+    answer = headline_sentences(headline, run.variants, baseline if compared else None, references, module,
+                                alpha=statistics.get("alpha", 0.05))
+    said = {a["metric"]: a for a in answer}
     for row in headline["rows"]:
         row["note"] = notes.get(row["metric"])
+        row["meaning"], row["legend"] = said[row["metric"]]["meaning"], said[row["metric"]]["legend"]
     several = len(run.variants) > 1
     warnings = [w for w in statistics.get("warnings", [])
                 if several or not any(t in w for t in BETWEEN_VARIANT_TESTS)]
@@ -221,7 +226,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         config_yaml=yaml.safe_dump(run.config, sort_keys=False) if run.config else "(no config.yaml)",
         variants=run.variants, baseline=baseline, baseline_warning=baseline_warning, several=several,
         compared=compared, references=references,
-        headline=headline, headline_figures=headline_figures,
+        headline=headline, headline_figures=headline_figures, answer=answer,
         status=fidelity.status_counts(run.records, run.variants),
         flags=fidelity.simulator_flags(run.records),
         unchecked=fidelity.simulator_unchecked(run.records),

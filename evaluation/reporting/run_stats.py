@@ -19,6 +19,7 @@ from pathlib import Path
 
 from convsim import ConvsimError, load_graph_module
 from convsim.results.aggregate import trials_info
+from convsim.running.progress import analysis_step
 from convsim.results.metric_ranges import Range, metric_ranges, out_of_range_warning, outside, range_of
 from convsim.evaluation.reporting import plots, stats
 from convsim.evaluation.reporting.records import (JUDGE_FLAGS, RunData, reference_variants, flat_numeric, is_heuristic_metric, is_judge_metric,
@@ -159,6 +160,7 @@ def run_statistics(records: Sequence[Mapping], *, alpha: float = stats.ALPHA, se
             "judge_failures": judge_failures(records), "warnings": sorted(set(warnings))}
 
 
+
 def make_figures(run: RunData, statistics: Mapping, out_dir: Path) -> list[str]:
     """All figures of a run. Per-metric figures (bars, distributions) cover the graph's
     ``SUMMARY_METRICS`` and the judge metrics when the graph names headline metrics, every metric
@@ -203,6 +205,7 @@ def write_statistics(run: RunData) -> dict:
     statistics = run_statistics(run.ok_records, table=run.table, uncompared=uncompared,
                                 references=reference_variants(run), ranges=metric_ranges(module))
     figure_dir = run.run_dir / "figures"
+    analysis_step("figures")
     statistics["figures"] = make_figures(run, statistics, figure_dir)
     (run.run_dir / "stats.json").write_text(json.dumps(statistics, indent=1, default=str), encoding="utf-8")
     return statistics
