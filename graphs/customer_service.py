@@ -46,6 +46,7 @@ from convsim.config import path_component
 from convsim.errors import SimulatorError
 from convsim.providers.models import ModelUnavailable, refused_request
 from convsim.running.prefix import scripted_pair
+from convsim.evaluation.service.failed_turns import failed_nodes, score_failed_dialogue, score_failed_turn
 from convsim.evaluation.service import metrics as metrics
 from convsim.evaluation.service.scoring import score_dataset, score_dialogue
 from convsim.evaluation.service.success import said_from_log, task_success
@@ -328,6 +329,8 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     judge_fn = functools.partial(judge_turn, ctx.model("judge")) if ctx.params.judge else None
     scores, log = evaluate_turn_state(state, schema=_schema(ctx), db=_db(ctx), action_class=ACTION_CLASS,
                                       judge_fn=judge_fn)
+    # a turn whose agent model failed is scored as failed, not as its rule fallback's success
+    scores = score_failed_turn(scores, failed_nodes(scores, (state.get("transcript") or [None])[-1]))
     emit_metrics(runtime, turn=state["turn"], metrics={k: v for k, v in scores.items()
                                                        if isinstance(v, (int, float)) or v is None})
     return {"turn_metrics": [{"turn": state["turn"], **scores}], "turn_log": [log]}
@@ -370,7 +373,8 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
         extra["task_success"] = verdict["success"]  # gated on the reply text
         extra["task_success_structured"] = verdict["structured_success"]  # the actions alone, as before
         extra["sim_complete"] = int(simulator_complete(state["user_state"]))
-    dm = score_dialogue(turns, transfer_events=events, completion=completion, extra=extra)
+    dm = score_failed_dialogue(score_dialogue(turns, transfer_events=events, completion=completion, extra=extra),
+                               turns)
     emit_metrics(runtime, turn=None, metrics={k: v for k, v in dm.items() if isinstance(v, (int, float))},
                  kind="dialogue")
     return {"dialogue_metrics": dm, "metric_conventions": metrics.AGGREGATION}

@@ -72,8 +72,12 @@ def agent(state: State, runtime: Runtime[Context]) -> dict:
             (t for t in FACTS if t in question.lower()), None)
         text = f"The {topic} is {FACTS[topic]}." if topic else "I do not know."
     else:
-        text = model.invoke([("system", "Answer in one short sentence."), ("user", question)],
-                            purpose="answer")
+        raw = model.invoke([("system", "Answer in one short sentence."), ("user", question)],
+                           purpose="answer")
+        text = (raw or "").strip()
+        if not text:  # no answer: the agent failed this turn (scored incorrect, flagged by agent_checks)
+            return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": text,
+                                    "meta": {"model_failed": "empty answer", "raw": raw}}]}
     return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": text, "meta": {}}]}
 
 
@@ -147,6 +151,15 @@ def simulator_checks(state: State) -> list[dict]:
     """A judge that answered garbage failed (not the agent): the session is kept, not scored."""
     return [{"check": "judge_invalid", "detail": f"turn {j['turn']}: {j['error']}; raw: {j['raw'][:200]}"}
             for j in state.get("judgements") or [] if not j["ok"]]
+
+
+def agent_checks(state: State) -> list[dict]:
+    """An agent model that answered nothing failed its turn (scored incorrect, raw answer kept): the
+    session is an agent failure (scored), never a silent ``ok``. Copy this into a graph of your own."""
+    return [{"check": "agent_model_failed", "detail": f"turn {e['turn']}: {e['meta']['model_failed']}; "
+                                                      f"raw: {str(e['meta'].get('raw'))[:200]!r}"}
+            for e in state.get("transcript") or []
+            if e.get("speaker") == "agent" and (e.get("meta") or {}).get("model_failed")]
 
 
 def dataset_metrics(records: list[dict]) -> dict:
