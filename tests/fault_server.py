@@ -15,6 +15,12 @@ Faults (each a probability in ``faults``, or an explicit ``script`` served in or
 * ``garbage``  HTTP 200, a well-formed completion whose content is nonsense (not infrastructure)
 * ``ok``       HTTP 200, ``answer(request_json)`` as the content
 
+Slow and busy servers: ``delay(n, request_json)`` is the seconds the n-th request (0-based) of an
+answer takes (a model computing); ``slots=1`` serves one request at a time (a single-slot llama.cpp
+server: the others wait in its queue). ``models``: the model names served; a request naming another
+gets HTTP 404 ``model ... not found`` (Ollama's and OpenAI's answer). ``server.arrivals`` holds each
+request's ``time.monotonic()`` on arrival, ``server.finished`` each answer's.
+
 The draw is deterministic per request: it hashes the seed, the request body and how many times
 that same body was sent before, so a retried request gets a fresh draw and the order in which
 concurrent sessions reach the server does not change which requests fail.
@@ -43,7 +49,9 @@ def default_answer(request: dict) -> str:
 
 class FaultServer:
     def __init__(self, *, seed: int, faults: dict[str, float] | None, script: list[str] | None,
-                 retry_after: str, hang_s: float, answer: Callable[[dict], str]) -> None:
+                 retry_after: str, hang_s: float, answer: Callable[[dict], str],
+                 delay: Callable[[int, dict], float] | None = None, slots: int | None = None,
+                 models: set[str] | None = None) -> None:
         unknown = set(faults or {}) - set(FAULTS) | set(script or []) - set(FAULTS) - {"ok"}
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
@@ -55,6 +63,11 @@ class FaultServer:
         self.lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
         self.url = ""
+        self.delay, self.models = delay, models
+        self.slots = threading.BoundedSemaphore(slots) if slots else None
+        self.arrivals: list[float] = []
+        self.finished: list[float] = []
+        self.in_service = self.max_in_service = 0
 
     def choose(self, body: bytes) -> str:
         with self.lock:
@@ -96,6 +109,33 @@ def _handler(server: FaultServer):
 
         def do_POST(self) -> None:  # noqa: N802 — http.server's naming
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with server.lock:
+                n = len(server.arrivals)
+                server.arrivals.append(time.monotonic())
+            if server.models is not None:
+                name = json.loads(body or b"{}").get("model")
+                if name not in server.models:
+                    with server.lock:
+                        server.served["404"] += 1
+                    return self._send(404, json.dumps({"error": {"message": f"model '{name}' not found",
+                                                                  "type": "not_found_error"}}).encode())
+            if server.slots is not None:
+                server.slots.acquire()  # a single-slot server: the others wait in its queue
+            try:
+                with server.lock:
+                    server.in_service += 1
+                    server.max_in_service = max(server.max_in_service, server.in_service)
+                if server.delay is not None:
+                    time.sleep(server.delay(n, json.loads(body or b"{}")))
+                self._answer(body)
+            finally:
+                with server.lock:
+                    server.in_service -= 1
+                    server.finished.append(time.monotonic())
+                if server.slots is not None:
+                    server.slots.release()
+
+        def _answer(self, body: bytes) -> None:
             fault = server.choose(body)
             with server.lock:
                 server.served[fault] += 1
@@ -126,10 +166,11 @@ def _handler(server: FaultServer):
 @contextmanager
 def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, *,
           script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
-          answer: Callable[[dict], str] = default_answer) -> Iterator[FaultServer]:
+          answer: Callable[[dict], str] = default_answer, delay: Callable[[int, dict], float] | None = None,
+          slots: int | None = None, models: set[str] | None = None) -> Iterator[FaultServer]:
     """Serve on 127.0.0.1 (``port=0``: a free port) until the block ends."""
     server = FaultServer(seed=seed, faults=faults, script=script, retry_after=retry_after,
-                         hang_s=hang_s, answer=answer)
+                         hang_s=hang_s, answer=answer, delay=delay, slots=slots, models=models)
     httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(server))
     httpd.daemon_threads = True
     server.httpd = httpd

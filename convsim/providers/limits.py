@@ -40,13 +40,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from multiprocessing.managers import BaseManager
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from convsim.providers import models
+from convsim.providers import models, stopping
 from convsim.providers.models import ModelUnavailable  # models never imports this module: activate() sets its hook
 
 
@@ -253,10 +253,15 @@ class RunLimits:
         reserve = self._admit(completion, prompt_bound(messages) if self.limits.max_tokens is not None else 0)
         try:
             slot, pacer = self._for(server_key(spec))
-            with slot if slot is not None else nullcontext():
+            if slot is not None:
+                stopping.acquire(slot)  # a stop ends the wait for a slot (RunStopped)
+            try:
                 if pacer is not None:
                     pacer.wait_turn()
                 yield lambda message: self.charge(message, spec)
+            finally:
+                if slot is not None:
+                    slot.release()
         finally:
             self._release(reserve)
 

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from convsim.errors import ConvsimError
 from convsim.textio import too_deep_at
+from convsim.providers import stopping
 from convsim.providers.retry import RetryPolicy, call_with_retry, infra_fault
 
 PROVIDERS = ("none", "ollama", "openai", "llamacpp")
@@ -432,6 +433,7 @@ class ChatModel:
 
         def call():
             started, sent = time.perf_counter(), False
+            stopping.check()  # a stopped run starts no model call, nor a retry
             try:
                 with (call_guard(self.spec, msgs) if call_guard is not None else nullcontext()) as charge:
                     started, sent = time.perf_counter(), True  # latency is the server's, not the wait for a slot
@@ -463,8 +465,10 @@ class ChatModel:
                         pass
                 raise
         try:
-            msg, started = call_with_retry(call, policy)
+            msg, started = call_with_retry(call, policy, sleep=stopping.sleep)
         except Exception as exc:  # noqa: BLE001 — classify then re-raise
+            if stopping.requested():  # cut by a stop (an in-process backend's call ended by it): abandoned
+                raise stopping.RunStopped(stopping.reason()) from exc
             if isinstance(exc, ModelUnavailable):  # the run budget refused the call (convsim.providers.limits)
                 self.unavailable.append(str(exc))  # an infra_error even if graph code catches it
                 raise

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 
 import yaml
 
-from convsim.providers import limits
+from convsim.providers import limits, stopping
 from convsim.config import ExperimentConfig, apply_overrides, load_config
 from convsim.errors import ConvsimError, HookError
 from convsim.running.progress import LiveProgress
@@ -61,7 +61,8 @@ def _session_in_thread(plan: Plan, unit: Unit, observe: Callable) -> Outcome:
     of the file system, which on the event loop held up every landing and session start behind it.
     The record still lands after its trace, through the single writer.
     """
-    return write_trace(run_session_blocking(plan, unit, observe), plan.run_dir)
+    outcome = run_session_blocking(plan, unit, observe)
+    return None if outcome is None else write_trace(outcome, plan.run_dir)  # None: abandoned by a stop
 
 
 async def _run_unit(plan: Plan, unit: Unit, land_one: Callable, progress: LiveProgress) -> None:
@@ -72,9 +73,10 @@ async def _run_unit(plan: Plan, unit: Unit, land_one: Callable, progress: LivePr
         outcome = await asyncio.to_thread(_session_in_thread, plan, unit, progress.observe)
     else:
         outcome = await run_session_async(plan, unit, progress.observe)
-        if outcome.trace is not None:
+        if outcome is not None and outcome.trace is not None:
             outcome = await asyncio.to_thread(write_trace, outcome, plan.run_dir)
-    land_one(outcome)
+    if outcome is not None:  # None: abandoned by a stop (never written: it runs again on resume)
+        land_one(outcome)
 
 
 async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
@@ -168,10 +170,12 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         spent.add(outcome.spent)
         land(outcome, plan, store, progress)
 
-    def stopped() -> bool:
-        return bool(budget_cut) or (run_limits is not None and run_limits.exhausted is not None)
+    def stopped() -> bool:  # a spent budget, or a stop asked for (SIGTERM/SIGINT): no new session
+        return (bool(budget_cut) or (run_limits is not None and run_limits.exhausted is not None)
+                or stopping.requested())
     try:
         async with AsyncExitStack() as stack:
+            stack.enter_context(stopping.running())  # the first SIGTERM/SIGINT asks for a graceful stop
             use_processes = cfg.executor in ("process", "ray") and plan.units is None
             saver = None
             if cfg.checkpoint and use_processes:
@@ -196,8 +200,9 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     finally:
         store.close()
         limits.activate(None)
-    why = None if not stopped() else (run_limits.exhausted if run_limits and run_limits.exhausted
-                                      else budget_cut[0])
+    halted = stopping.requested()  # asked to stop: the finished sessions are summarised, then RunStopped
+    why = None if not (budget_cut or (run_limits and run_limits.exhausted)) else (
+        run_limits.exhausted if run_limits and run_limits.exhausted else budget_cut[0])
     budget = spent.report(cfg.limits, why)  # summary.json's "budget": spent, over, why it stopped
     warnings = plan.warnings + [w for w in [limits.overshoot_warning(budget)] if w]
     try:  # a dataset_metrics that raises: the summary is written without it, then HookError
@@ -207,6 +212,8 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
             exc.args = (f"{exc.args[0]} (the run budget also stopped the run: run the same command "
                         "again to resume it)",)
         raise
+    if halted:
+        raise stopping.RunStopped(f"{len(store.done())} sessions kept in {plan.run_dir}")
     if why:
         kept = len(store.done())
         total_planned = plan.expected_total()
