@@ -65,6 +65,7 @@ class ExperimentConfig(BaseModel):
     checkpoint: StrictBool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.providers.cache)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)  # model-call retries (convsim.providers.retry)
+    preflight_models: StrictBool = True  # ask each model server once before the run (convsim.running.model_check)
     executor: Literal["async", "process", "ray"] = "async"  # process: a pool for CPU-bound runs; ray: a cluster
     address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
     workers: StrictInt | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)

@@ -15,6 +15,9 @@ Faults (each a probability in ``faults``, or an explicit ``script`` served in or
 * ``garbage``  HTTP 200, a well-formed completion whose content is nonsense (not infrastructure)
 * ``ok``       HTTP 200, ``answer(request_json)`` as the content
 
+Preflight's test request (``Reply with OK.``, convsim.running.model_check) is answered ``OK`` at
+once, outside the script, the draws and the delays (``served["ping"]`` counts it).
+
 Slow and busy servers: ``delay(n, request_json)`` is the seconds the n-th request (0-based) of an
 answer takes (a model computing); ``slots=1`` serves one request at a time (a single-slot llama.cpp
 server: the others wait in its queue). ``models``: the model names served; a request naming another
@@ -85,6 +88,13 @@ class FaultServer:
         return "ok"
 
 
+def _completion(request: dict, content: str) -> dict:
+    return {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0,
+            "model": request.get("model", "fake"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
+
+
 def _handler(server: FaultServer):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -119,6 +129,11 @@ def _handler(server: FaultServer):
                         server.served["404"] += 1
                     return self._send(404, json.dumps({"error": {"message": f"model '{name}' not found",
                                                                   "type": "not_found_error"}}).encode())
+            request = json.loads(body or b"{}")
+            if request.get("messages") == [{"role": "user", "content": "Reply with OK."}]:
+                with server.lock:  # preflight's test request (convsim.running.model_check): answered at
+                    server.served["ping"] += 1  # once, outside the script, the draws and the delays
+                return self._send(200, json.dumps(_completion(request, "OK")).encode())
             if server.slots is not None:
                 server.slots.acquire()  # a single-slot server: the others wait in its queue
             try:
@@ -153,12 +168,7 @@ def _handler(server: FaultServer):
                 return self._send(200, b'{"id": "x", "choices": [{"message": {"content": "\xff\xfe\xfd"}}]}')
             request = json.loads(body or b"{}")
             content = GARBAGE if fault == "garbage" else server.answer(request)
-            payload = {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0,
-                       "model": request.get("model", "fake"),
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": content}}],
-                       "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
-            return self._send(200, json.dumps(payload).encode())
+            return self._send(200, json.dumps(_completion(request, content)).encode())
 
     return Handler
 

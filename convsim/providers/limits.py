@@ -125,6 +125,11 @@ class BudgetReached(Exception):
         self.run_dir = run_dir
 
 
+class ServersDown(BudgetReached):
+    """Raised by the runner after landing everything, when ``retry.stop_after_infra_errors`` sessions
+    in a row ended ``infra_error`` (a dead server): exit code 3, the rest resumable."""
+
+
 def server_key(spec: Any) -> str:
     return spec.base_url or f"{spec.provider}:{spec.model if spec.provider == 'llamacpp' else 'default'}"
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from convsim.errors import ConvsimError
 from convsim.textio import too_deep_at
 from convsim.providers import stopping
-from convsim.providers.retry import RetryPolicy, call_with_retry, infra_fault
+from convsim.providers.retry import RetryPolicy, call_with_retry, infra_fault, missing_model
 
 PROVIDERS = ("none", "ollama", "openai", "llamacpp")
 LLAMACPP_MAX_TOKENS = 256  # what an in-process llama.cpp answer is cut at when max_tokens is unset
@@ -476,6 +476,11 @@ class ChatModel:
             if kind is not None:
                 unavailable = ModelUnavailable(f"{self.spec.spec} (role {self.role}): {kind} after "
                                                f"{policy.attempts} attempt(s): {type(exc).__name__}: {exc}")
+                self.unavailable.append(str(unavailable))
+                raise unavailable from exc
+            if missing_model(exc):  # HTTP 404: the server has no such model (infrastructure, not a bug)
+                unavailable = ModelUnavailable(f"{self.spec.spec} (role {self.role}): model not found (HTTP 404): "
+                                               f"{type(exc).__name__}: {str(exc)[:300]}")
                 self.unavailable.append(str(unavailable))
                 raise unavailable from exc
             raise

@@ -111,6 +111,9 @@ def preflight(plan: Any) -> None:
         from convsim.running.ray_executor import check_address
         check_address(cfg.address)
     check_embedder_dir(cfg.embedder)
+    if cfg.preflight_models and plan.units is None:  # each model server asked once (convsim.running.model_check)
+        from convsim.running.model_check import check_model_servers
+        plan.warnings.extend(check_model_servers(plan))
     for vp in plan.variants.values():
         for role, spec in vp.models.items():  # a local model file is read where the sessions run: here
             if spec.provider == "llamacpp" and spec.model.endswith(".gguf") and not Path(spec.model).is_file():

@@ -90,7 +90,8 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 
 # What may differ when a run is started again: how it runs, not what it computes.
 _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
-                "baseline", "cache", "retry", "address", "limits"}
+                "baseline", "cache", "retry", "address", "limits",
+                "preflight_models"}
 
 
 def saved_config(cfg_path: Path) -> dict:
@@ -164,15 +165,18 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     budget_cut: list[str] = []  # why the budget stopped a session (as process and Ray workers' calls saw it)
     spent = limits.Spent()  # what this attempt's landed sessions spent, whichever process made the calls
 
+    breaker = InfraBreaker(cfg.retry.stop_after_infra_errors)
+
     def land_one(outcome: Outcome, progress: LiveProgress) -> None:
         if (why := limits.budget_reason(outcome)) is not None:
             budget_cut.append(why)
         spent.add(outcome.spent)
+        breaker.add(outcome)
         land(outcome, plan, store, progress)
 
-    def stopped() -> bool:  # a spent budget, or a stop asked for (SIGTERM/SIGINT): no new session
+    def stopped() -> bool:  # a spent budget, a dead server, or a stop asked for (SIGTERM/SIGINT): no new session
         return (bool(budget_cut) or (run_limits is not None and run_limits.exhausted is not None)
-                or stopping.requested())
+                or breaker.tripped is not None or stopping.requested())
     try:
         async with AsyncExitStack() as stack:
             stack.enter_context(stopping.running())  # the first SIGTERM/SIGINT asks for a graceful stop
@@ -214,6 +218,13 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         raise
     if halted:
         raise stopping.RunStopped(f"{len(store.done())} sessions kept in {plan.run_dir}")
+    if breaker.tripped is not None and not why:
+        kept = len(store.done())
+        total_planned = plan.expected_total()
+        left = "" if total_planned is None else f", {max(0, total_planned - kept)} left"
+        raise limits.ServersDown(f"{breaker.tripped}: no new session started; {kept} sessions kept in "
+                                 f"{plan.run_dir}{left}; run the same command again once the server answers",
+                                 plan.run_dir)
     if why:
         kept = len(store.done())
         total_planned = plan.expected_total()
@@ -221,6 +232,26 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         raise limits.BudgetReached(f"run budget reached ({why}; this attempt: {spent}): {kept} sessions kept in "
                                    f"{plan.run_dir}{left}; run the same command again to resume", plan.run_dir)
     return plan.run_dir
+
+
+class InfraBreaker:
+    """The circuit breaker of a dead server: after ``limit`` sessions in a row landed ``infra_error``
+    (any other outcome resets the count), ``tripped`` says why and the run starts no new session."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.run, self.tripped = limit, 0, None
+
+    def add(self, outcome: Outcome) -> None:
+        if self.limit is None or outcome.record is None:
+            return
+        if outcome.record.get("status") != "infra_error":
+            self.run = 0
+            return
+        self.run += 1
+        if self.run >= self.limit and self.tripped is None:
+            last = str(outcome.record.get("error") or "").splitlines()[0][:300]
+            self.tripped = (f"{self.run} sessions in a row ended infra_error (retry.stop_after_infra_errors: "
+                            f"{self.limit}; last: {last})")
 
 
 def run_hooks(run_dir: Path, hooks: list[str], *, warn=print) -> None:
