@@ -162,6 +162,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         address: Optional[str] = typer.Option(None, help="Ray cluster: auto, ray://host:10001 or host:port"),
         trials: Optional[int] = typer.Option(None, help="runs of every session (pass^k, judge stability); overrides the config's trials"),
         max_in_flight: Optional[int] = typer.Option(None, help="model calls in flight per server (limits)"),
+        timeout: Optional[float] = typer.Option(None, help="seconds one model request may take on the server "
+                                                "(retry.timeout; a request waiting for a free slot is not timed)"),
         rpm: Optional[float] = typer.Option(None, help="model calls per minute per server (limits)"),
         max_calls: Optional[int] = typer.Option(None, help="run budget: model calls (exit 3 when spent)"),
         max_tokens: Optional[int] = typer.Option(None, help="run budget: tokens (exit 3 when spent)"),
@@ -183,6 +185,7 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                               executor=executor, workers=workers, address=address, show_progress=not quiet,
                               analyze=not no_analysis,
                               prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns},
+                              timeout=timeout,
                               limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
                                       "max_tokens": max_tokens})
         except BudgetReached as exc:

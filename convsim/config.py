@@ -216,7 +216,7 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     checkpoint: bool | None = None, trace: bool | None = None,
                     executor: str | None = None, workers: int | None = None,
                     prefix: dict | None = None, address: str | None = None,
-                    limits: dict | None = None) -> ExperimentConfig:
+                    limits: dict | None = None, timeout: float | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
 
     ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
@@ -230,6 +230,8 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                      ("address", address)):
         if val is not None:
             data[key] = val
+    if timeout is not None:  # --timeout: seconds one HTTP request may take (the server's work, not its queue)
+        data["retry"]["timeout"] = timeout
     for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.providers.limits)
         if val is not None:
             data["limits"][key] = val

@@ -22,7 +22,9 @@ Slow and busy servers: ``delay(n, request_json)`` is the seconds the n-th reques
 answer takes (a model computing); ``slots=1`` serves one request at a time (a single-slot llama.cpp
 server: the others wait in its queue). ``models``: the model names served; a request naming another
 gets HTTP 404 ``model ... not found`` (Ollama's and OpenAI's answer). ``server.arrivals`` holds each
-request's ``time.monotonic()`` on arrival, ``server.finished`` each answer's.
+request's ``time.monotonic()`` on arrival, ``server.finished`` each answer's; ``max_in_service`` the
+most requests served at once. ``props``: what ``GET /props`` answers (llama.cpp's server reports its
+``total_slots`` there), else 404.
 
 The draw is deterministic per request: it hashes the seed, the request body and how many times
 that same body was sent before, so a retried request gets a fresh draw and the order in which
@@ -54,7 +56,7 @@ class FaultServer:
     def __init__(self, *, seed: int, faults: dict[str, float] | None, script: list[str] | None,
                  retry_after: str, hang_s: float, answer: Callable[[dict], str],
                  delay: Callable[[int, dict], float] | None = None, slots: int | None = None,
-                 models: set[str] | None = None) -> None:
+                 models: set[str] | None = None, props: dict | None = None) -> None:
         unknown = set(faults or {}) - set(FAULTS) | set(script or []) - set(FAULTS) - {"ok"}
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
@@ -66,7 +68,7 @@ class FaultServer:
         self.lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
         self.url = ""
-        self.delay, self.models = delay, models
+        self.delay, self.models, self.props = delay, models, props
         self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.arrivals: list[float] = []
         self.finished: list[float] = []
@@ -116,6 +118,11 @@ def _handler(server: FaultServer):
                 self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
                 pass
+
+        def do_GET(self) -> None:  # noqa: N802 — llama.cpp's /props (``props``), else 404
+            if self.path == "/props" and server.props is not None:
+                return self._send(200, json.dumps(server.props).encode())
+            return self._send(404, b'{"error": {"message": "not found"}}')
 
         def do_POST(self) -> None:  # noqa: N802 — http.server's naming
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -177,10 +184,12 @@ def _handler(server: FaultServer):
 def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, *,
           script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
           answer: Callable[[dict], str] = default_answer, delay: Callable[[int, dict], float] | None = None,
-          slots: int | None = None, models: set[str] | None = None) -> Iterator[FaultServer]:
+          slots: int | None = None, models: set[str] | None = None,
+          props: dict | None = None) -> Iterator[FaultServer]:
     """Serve on 127.0.0.1 (``port=0``: a free port) until the block ends."""
     server = FaultServer(seed=seed, faults=faults, script=script, retry_after=retry_after,
-                         hang_s=hang_s, answer=answer, delay=delay, slots=slots, models=models)
+                         hang_s=hang_s, answer=answer, delay=delay, slots=slots, models=models,
+                         props=props)
     httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(server))
     httpd.daemon_threads = True
     server.httpd = httpd

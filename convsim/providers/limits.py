@@ -55,13 +55,21 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     max_in_flight: int | None = Field(default=None, ge=1, description="calls in flight per server")
+    # per server (its base URL, as server_key names it): over max_in_flight for that server. Preflight
+    # fills in what a server reports (llama.cpp's /props total_slots; 1 for llama-cpp-python's
+    # server) for each server without a cap (convsim.running.model_check)
+    max_in_flight_by_server: dict[str, int] = Field(default_factory=dict, description="calls in flight, per server")
     rpm: float | None = Field(default=None, gt=0, allow_inf_nan=False,
                               description="calls started per minute per server")
     max_calls: int | None = Field(default=None, ge=1, description="model calls for the run attempt")
     max_tokens: int | None = Field(default=None, ge=1, description="prompt + completion tokens")
 
     def any(self) -> bool:
-        return any(v is not None for v in self.model_dump().values())
+        return any(v is not None and v != {} for v in self.model_dump().values())
+
+    def slots_for(self, key: str) -> int | None:
+        """Calls in flight allowed to the server ``key`` (None: no cap)."""
+        return self.max_in_flight_by_server.get(key, self.max_in_flight)
 
 
 class BudgetExhausted(ModelUnavailable):
@@ -189,8 +197,8 @@ class RunLimits:
 
     def _for(self, key: str):
         with self._lock:
-            if self.limits.max_in_flight and key not in self._slots:
-                self._slots[key] = threading.BoundedSemaphore(self.limits.max_in_flight)
+            if self.limits.slots_for(key) and key not in self._slots:
+                self._slots[key] = threading.BoundedSemaphore(self.limits.slots_for(key))
             if self.limits.rpm and key not in self._pacers:
                 self._pacers[key] = _Pacer(self.limits.rpm)
             return self._slots.get(key), self._pacers.get(key)

@@ -12,6 +12,12 @@ sessions use, without retries:
   summary (the sessions retry it as infrastructure: it may recover);
 * an in-process model (``llamacpp:<file.gguf>``) is not loaded here (its file is checked).
 
+Each OpenAI-compatible server without a ``max_in_flight`` of its own is also asked how many requests
+it serves at once (:func:`server_slots`: llama.cpp's ``GET /props`` ``total_slots``; llama-cpp-python's
+server, one at a time, is known by its ``/v1/models`` answer): the run then keeps at most that many
+calls in flight to it (``limits.max_in_flight_by_server``), the others wait in convsim, where the
+request timeout does not run, so the timeout measures the server's work and not its queue.
+
 ``preflight_models: false`` in a config skips it (docs/real_models.md).
 """
 from __future__ import annotations
@@ -48,9 +54,65 @@ def ping(spec: Any, timeout: float) -> None:
     models._backend(spec, timeout).invoke([HumanMessage(PING)], **_ping_kwargs(spec))
 
 
+def _get_json(url: str, timeout: float) -> Any:
+    import json
+    import urllib.request
+    with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": "application/json"}),
+                                timeout=timeout) as answer:
+        return json.loads(answer.read())
+
+
+def server_slots(base_url: str, timeout: float = 5.0) -> int | None:
+    """How many requests the OpenAI-compatible server at ``base_url`` serves at once, as it says
+    (None: it does not say). llama.cpp's server: ``total_slots`` of ``GET /props``; llama-cpp-python's
+    server (``python -m llama_cpp.server``) serves one at a time and is known by its model list
+    (``owned_by: "me"``)."""
+    root = base_url.rstrip("/")
+    root = root[:-3] if root.endswith("/v1") else root
+    try:
+        props = _get_json(root + "/props", timeout)
+        if isinstance(props, dict) and isinstance(props.get("total_slots"), int) and props["total_slots"] > 0:
+            return props["total_slots"]
+    except Exception:  # noqa: BLE001 — a server without /props
+        pass
+    try:
+        listed = _get_json(base_url.rstrip("/") + "/models", timeout)
+        data = listed.get("data") if isinstance(listed, dict) else None
+        if isinstance(data, list) and data and all(isinstance(m, dict) and m.get("owned_by") == "me" for m in data):
+            return 1
+    except Exception:  # noqa: BLE001
+        pass
+    return None
+
+
+def cap_in_flight(plan: Any) -> None:
+    """Set ``limits.max_in_flight_by_server`` of the plan's config from what each OpenAI-compatible
+    server without a cap reports (:func:`server_slots`)."""
+    cfg = plan.config
+    if cfg.limits.max_in_flight is not None:
+        return
+    found = dict(cfg.limits.max_in_flight_by_server)
+    for vp in plan.variants.values():
+        for spec in vp.models.values():
+            if spec.provider == "openai" and spec.base_url and spec.base_url not in found:
+                slots = server_slots(spec.base_url, min(5.0, cfg.retry.timeout))
+                if slots is not None:
+                    found[spec.base_url] = slots
+    if found != cfg.limits.max_in_flight_by_server:
+        limits = cfg.limits.model_copy(update={"max_in_flight_by_server": found})
+        plan.config = cfg.model_copy(update={"limits": limits})
+
+
 def check_model_servers(plan: Any) -> list[str]:
     """Ask each distinct model server of the plan once; raise ConvsimError for a missing model or an
-    unreachable server, return warnings for a busy or failing one."""
+    unreachable server, return warnings for a busy or failing one. Then cap the calls in flight to
+    each server at what it reports (:func:`cap_in_flight`)."""
+    warnings = _ping_all(plan)
+    cap_in_flight(plan)
+    return warnings
+
+
+def _ping_all(plan: Any) -> list[str]:
     cfg = plan.config
     warnings: list[str] = []
     seen: set[tuple] = set()

@@ -147,8 +147,8 @@ def session_pool(concurrency: int) -> ThreadPoolExecutor:
 
 
 async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
-    cfg = plan.config
     preflight(plan)  # inputs are loaded and validated before anything is written
+    cfg = plan.config  # (preflight may cap the calls in flight to a server at what it reports)
     asyncio.get_running_loop().set_default_executor(session_pool(cfg.concurrency))
     store = RunStore(plan.run_dir)
     total = plan.expected_total()
