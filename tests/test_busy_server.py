@@ -7,12 +7,19 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from cli_helpers import cli
 from fault_server import serve
 from convsim.running.model_check import server_slots
 
 WORK_S = 0.25  # what the server computes per request
 TIMEOUT_S = 1.0  # the request timeout: 4 requests' work, shorter than 8 sessions' queue
+
+
+@pytest.fixture(autouse=True)
+def model_check_on(monkeypatch):
+    monkeypatch.setenv("CONVSIM_PREFLIGHT_MODELS", "1")  # (off in the rest of the suite: conftest.py)
 
 
 def _run(tmp_path, url, run_id, *extra):

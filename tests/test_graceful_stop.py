@@ -34,7 +34,7 @@ def test_a_signal_stops_a_run_against_a_slow_server(tmp_path, sig, code):
         return 0.0 if n < 7 else SLOW_S  # n 0: preflight's test request
 
     with serve(delay=delay) as server:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "CONVSIM_PREFLIGHT_MODELS": "1"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "convsim", "run", "hello_chat", "--sessions", "8", "--concurrency", "2",
              "--model", f"agent=openai:fake@{server.url}", "--out", str(tmp_path), "--run-id", "stop",

@@ -8,8 +8,15 @@ import json
 import socket
 import threading
 
+import pytest
+
 from cli_helpers import cli, one_line
 from fault_server import serve
+
+
+@pytest.fixture(autouse=True)
+def model_check_on(monkeypatch):
+    monkeypatch.setenv("CONVSIM_PREFLIGHT_MODELS", "1")  # (off in the rest of the suite: conftest.py)
 
 
 def _free_port() -> int:

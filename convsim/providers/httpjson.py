@@ -343,3 +343,6 @@ def cancel_in_flight() -> None:
     """Cancel every request in flight in this process (a graceful stop: convsim.providers.stopping)."""
     for poster in list(_POSTERS):
         poster.cancel_in_flight()
+
+
+stopping.on_request(cancel_in_flight)

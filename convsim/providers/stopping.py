@@ -13,9 +13,11 @@ Exception`` (a rule fallback, a recorded agent failure) never swallows it.
 from __future__ import annotations
 
 import threading
+import time
 
 _asked = threading.Event()
 _why: list[str] = []
+_hooks: list = []  # called on a stop request (on_request)
 _active = [0]  # runs in progress in this process that honour a stop request (convsim.running.runner)
 
 
@@ -28,8 +30,13 @@ def request(why: str = "stop requested") -> None:
     if not _asked.is_set():
         _why.append(why)
     _asked.set()
-    from convsim.providers import httpjson
-    httpjson.cancel_in_flight()
+    for hook in list(_hooks):  # convsim.providers.httpjson: cancel the HTTP calls in flight
+        hook()
+
+
+def on_request(hook) -> None:
+    """Call ``hook()`` when a stop is requested (in the thread that requested it: a signal handler)."""
+    _hooks.append(hook)
 
 
 def requested() -> bool:
@@ -47,8 +54,11 @@ def check() -> None:
 
 
 def sleep(seconds: float) -> None:
-    """``time.sleep`` that a stop cuts short (then raises :class:`RunStopped`)."""
-    if _asked.wait(max(0.0, seconds)):
+    """``time.sleep`` that a stop cuts short (then raises :class:`RunStopped`) while a run is in
+    progress; a plain ``time.sleep`` outside one."""
+    if not active():
+        time.sleep(seconds)
+    elif _asked.wait(max(0.0, seconds)):
         raise RunStopped(reason())
 
 

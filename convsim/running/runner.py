@@ -242,14 +242,14 @@ class InfraBreaker:
         self.limit, self.run, self.tripped = limit, 0, None
 
     def add(self, outcome: Outcome) -> None:
-        if self.limit is None or outcome.record is None:
-            return
+        if self.limit is None or outcome.record is None or limits.budget_reason(outcome) is not None:
+            return  # (a session the run budget cut is no server's fault)
         if outcome.record.get("status") != "infra_error":
             self.run = 0
             return
         self.run += 1
         if self.run >= self.limit and self.tripped is None:
-            last = str(outcome.record.get("error") or "").splitlines()[0][:300]
+            last = (str(outcome.record.get("error") or "").splitlines() or [""])[0][:300]
             self.tripped = (f"{self.run} sessions in a row ended infra_error (retry.stop_after_infra_errors: "
                             f"{self.limit}; last: {last})")
 
