@@ -10,7 +10,9 @@ sessions use, without retries:
   variant, the role, the spec and what the server said; exit 2, nothing written;
 * a busy or failing server (a timeout, HTTP 5xx / 429, any other error): a warning in the run's
   summary (the sessions retry it as infrastructure: it may recover);
-* an in-process model (``llamacpp:<file.gguf>``) is not loaded here (its file is checked).
+* an in-process model (``llamacpp:gemma3-270m``, ``llamacpp:<file.gguf>``): one tiny inference in a
+  child process (convsim.running.worker_death): a llama.cpp build that dies of an illegal
+  instruction (SIGILL) is one line naming the cause and the portable rebuild, exit 2.
 
 Each OpenAI-compatible server without a ``max_in_flight`` of its own is also asked how many requests
 it serves at once (:func:`server_slots`: llama.cpp's ``GET /props`` ``total_slots``; llama-cpp-python's
@@ -118,6 +120,16 @@ def _ping_all(plan: Any) -> list[str]:
     seen: set[tuple] = set()
     for vp in plan.variants.values():
         for role, spec in vp.models.items():
+            if spec.provider == "llamacpp" and ("llamacpp", spec.model) not in seen:
+                # in process: one tiny inference in a child process, so that a llama.cpp built for
+                # instructions this CPU lacks is one line (SIGILL), not the death of the command
+                seen.add(("llamacpp", spec.model))
+                from convsim.running.worker_death import probe_llamacpp
+                why = probe_llamacpp(spec.spec)
+                if why is not None:
+                    raise ConvsimError(f"variant {vp.name}, role {role}: {spec.spec}: a test inference was "
+                                       f"{why}", field=f"models.{role}")
+                continue
             if spec.provider not in ("openai", "ollama"):
                 continue  # none, or an in-process model (llamacpp: its file is checked)
             key = (spec.provider, _server(spec), spec.model)
