@@ -174,6 +174,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
         entry["meta"]["scripted"] = True
     if info.get("misstated"):
         entry["meta"]["misstated"] = info["misstated"]
+    if (update.get("user_llm") or {}).get("fallback"):  # the user model failed: the rule user spoke
+        entry["meta"]["user_model_fallback"] = {k: update["user_llm"].get(k) for k in ("error", "raw")}
     update.update(turn=turn + 1, user=info, transcript=[entry])
     return Command(goto="triage", update=update)
 
@@ -184,7 +186,9 @@ def _surface(state: State, ctx: Context, out: dict, user_state: dict, turn: int)
     model = ctx.model("user")
     if not model.is_none:
         lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
-        return llm_realise(model, out["move"], out, lines)
+        # an invalid answer: the rule user's own wording says the move (flagged on the turn, counted in
+        # user_model_fallbacks) so that the agent is still evaluated
+        return llm_realise(model, out["move"], out, lines, fallback=out["text"])
     if ctx.params.surface == "heldout":
         return realise(out["move"], out, goals[0] if goals else None, rng_for(ctx.seed, turn, "user", "surface")), None
     return out["text"], None
@@ -362,7 +366,10 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
              # user turns that stated a value other than the simulator's own (a simulator failure)
              "simulator_misstatements": sum(bool((e.get("meta") or {}).get("misstated"))
                                             for e in state.get("transcript", []) if e.get("speaker") == "user"),
-             "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns)}
+             "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns),
+             # user turns whose LLM wording was invalid, said by the rule user instead
+             "user_model_fallbacks": sum(bool((e.get("meta") or {}).get("user_model_fallback"))
+                                         for e in state.get("transcript", []) if e.get("speaker") == "user")}
     unsupported = sorted({e["gold_domain"] for e in log if e.get("gold_domain") in UNSUPPORTED})
     extra["unsupported_domains"] = unsupported
     if completion is None:
@@ -545,7 +552,8 @@ METRIC_RANGES = {
                                 "system_correct_unscored", "memory_transfer_opportunities", "policy_violations",
                                 "n_turns", "judge_failures", "judge_calls", "llm_failures",
                                 "refusals_unscored_by_judge", "agent_errors", "simulator_errors",
-                                "simulator_misstatements", "supervisor_blocks")},
+                                "simulator_misstatements", "supervisor_blocks", "user_model_fallbacks",
+                                "agent_model_failed_turns")},
 }
 
 METRIC_INPUTS = {

@@ -37,7 +37,7 @@ def needs_coercion(context: Any) -> bool:
         return True
     params, models = getattr(context, "params", None), getattr(context, "models", None)
     return isinstance(params, dict) or (isinstance(models, dict)
-                                        and any(not isinstance(m, ChatModel) for m in models.values()))
+                                        and any(isinstance(m, (str, dict)) for m in models.values()))
 
 
 def context_from_json(schema: type, data: Any) -> Any:
@@ -68,7 +68,7 @@ def context_from_json(schema: type, data: Any) -> Any:
         handles: dict[str, ChatModel] = {}
         calls: list[dict] = []  # one list for every role, as the runner gives a session
         for role, spec in models.items():
-            if isinstance(spec, ChatModel):
+            if not isinstance(spec, (str, dict)):  # a model handle (or a test double) already
                 handles[role] = spec
                 continue
             if roles is not None and role not in roles:
