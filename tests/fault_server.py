@@ -56,7 +56,8 @@ class FaultServer:
     def __init__(self, *, seed: int, faults: dict[str, float] | None, script: list[str] | None,
                  retry_after: str, hang_s: float, answer: Callable[[dict], str],
                  delay: Callable[[int, dict], float] | None = None, slots: int | None = None,
-                 models: set[str] | None = None, props: dict | None = None) -> None:
+                 models: set[str] | None = None, props: dict | None = None,
+                 listing: dict | None = None) -> None:
         unknown = set(faults or {}) - set(FAULTS) | set(script or []) - set(FAULTS) - {"ok"}
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
@@ -68,7 +69,7 @@ class FaultServer:
         self.lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
         self.url = ""
-        self.delay, self.models, self.props = delay, models, props
+        self.delay, self.models, self.props, self.listing = delay, models, props, listing
         self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.arrivals: list[float] = []
         self.finished: list[float] = []
@@ -122,6 +123,8 @@ def _handler(server: FaultServer):
         def do_GET(self) -> None:  # noqa: N802 — llama.cpp's /props (``props``), else 404
             if self.path == "/props" and server.props is not None:
                 return self._send(200, json.dumps(server.props).encode())
+            if self.path == "/v1/models" and server.listing is not None:  # what GET /v1/models answers
+                return self._send(200, json.dumps(server.listing).encode())
             return self._send(404, b'{"error": {"message": "not found"}}')
 
         def do_POST(self) -> None:  # noqa: N802 — http.server's naming
@@ -185,11 +188,11 @@ def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, 
           script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
           answer: Callable[[dict], str] = default_answer, delay: Callable[[int, dict], float] | None = None,
           slots: int | None = None, models: set[str] | None = None,
-          props: dict | None = None) -> Iterator[FaultServer]:
+          props: dict | None = None, listing: dict | None = None) -> Iterator[FaultServer]:
     """Serve on 127.0.0.1 (``port=0``: a free port) until the block ends."""
     server = FaultServer(seed=seed, faults=faults, script=script, retry_after=retry_after,
                          hang_s=hang_s, answer=answer, delay=delay, slots=slots, models=models,
-                         props=props)
+                         props=props, listing=listing)
     httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(server))
     httpd.daemon_threads = True
     server.httpd = httpd

@@ -55,3 +55,10 @@ def test_what_a_server_reports_of_its_slots(tmp_path):
         assert server_slots(server.url) == 3
     with serve() as server:  # a server that says nothing: no cap
         assert server_slots(server.url) is None
+    # llama-cpp-python's server (one request at a time) lists its models as owned by "me"
+    llama_cpp_python = {"object": "list", "data": [{"id": "gemma", "object": "model", "owned_by": "me",
+                                                    "permissions": []}]}
+    with serve(listing=llama_cpp_python) as server:
+        assert server_slots(server.url) == 1
+    with serve(listing={"object": "list", "data": [{"id": "gpt", "object": "model", "owned_by": "openai"}]}) as server:
+        assert server_slots(server.url) is None
