@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from convsim.providers import stopping
 from convsim import api
 from convsim.config import load_config
 from convsim.errors import ConvsimError, HookError
@@ -177,6 +178,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         address: Optional[str] = typer.Option(None, help="Ray cluster: auto, ray://host:10001 or host:port"),
         trials: Optional[int] = typer.Option(None, help="runs of every session (pass^k, judge stability); overrides the config's trials"),
         max_in_flight: Optional[int] = typer.Option(None, help="model calls in flight per server (limits)"),
+        timeout: Optional[float] = typer.Option(None, help="seconds one model request may take on the server "
+                                                "(retry.timeout; a request waiting for a free slot is not timed)"),
         rpm: Optional[float] = typer.Option(None, help="model calls per minute per server (limits)"),
         max_calls: Optional[int] = typer.Option(None, help="run budget: model calls (exit 3 when spent)"),
         max_tokens: Optional[int] = typer.Option(None, help="run budget: tokens (exit 3 when spent)"),
@@ -198,6 +201,7 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                               executor=executor, workers=workers, address=address, show_progress=not quiet,
                               analyze=not no_analysis,
                               prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns},
+                              timeout=timeout,
                               limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
                                       "max_tokens": max_tokens}, agents=agent or None)
         except BudgetReached as exc:
@@ -227,6 +231,8 @@ class _Stop:
 
     def __call__(self, signum, frame) -> None:  # on SIGTERM
         self.sigterm = True
+        if graceful_stop(signum):
+            return
         on_sigint = signal.getsignal(signal.SIGINT)
         if callable(on_sigint):
             on_sigint(signal.SIGINT, frame)
@@ -240,6 +246,22 @@ class _Stop:
             self.previous_hook(unraisable)
 
 
+def graceful_stop(signum: int) -> bool:
+    """The first SIGTERM/SIGINT while a run is in progress asks it to stop gracefully (no new session
+    or model call, calls in flight cancelled, finished sessions written: convsim.providers.stopping);
+    False when there is nothing to stop gracefully or it was asked already (then stop at once)."""
+    if not stopping.active() or stopping.requested():
+        return False
+    stopping.request(f"{signal.Signals(signum).name} received")
+    return True
+
+
+def on_sigint(signum, frame) -> None:
+    """SIGINT: a graceful stop of a run in progress, else (or a second time) KeyboardInterrupt."""
+    if not graceful_stop(signum):
+        raise KeyboardInterrupt
+
+
 @contextmanager
 def stopped_cleanly(kept: str):
     """Ctrl-C ends what runs inside with one line (``interrupted: <kept>``) and exit code 130; SIGTERM
@@ -249,13 +271,15 @@ def stopped_cleanly(kept: str):
     its own."""
     stop = _Stop()
     main = threading.current_thread() is threading.main_thread()
+    stopping.reset()
     previous = signal.signal(signal.SIGTERM, stop) if main else None
+    previous_int = signal.signal(signal.SIGINT, on_sigint) if main else None
     sys.unraisablehook = stop.unraisable
     try:
         yield
         if stop.swallowed:  # interrupted all the same: never reported as a finished command
             raise KeyboardInterrupt
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, stopping.RunStopped):
         how, code = ("terminated (SIGTERM)", 143) if stop.sigterm else ("interrupted", 130)
         err_console.print(f"[bold yellow]{how}:[/bold yellow] {kept}", highlight=False, soft_wrap=True)
         raise typer.Exit(code) from None
@@ -263,6 +287,7 @@ def stopped_cleanly(kept: str):
         sys.unraisablehook = stop.previous_hook
         if main:
             signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
 
 
 @app.command()

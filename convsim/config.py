@@ -72,6 +72,7 @@ class ExperimentConfig(BaseModel):
     checkpoint: StrictBool = False
     cache: str | None = None  # SQLite response cache shared by runs (see convsim.providers.cache)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)  # model-call retries (convsim.providers.retry)
+    preflight_models: StrictBool = True  # ask each model server once before the run (convsim.running.model_check)
     executor: Literal["async", "process", "ray"] = "async"  # process: a pool for CPU-bound runs; ray: a cluster
     address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
     workers: StrictInt | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
@@ -222,7 +223,8 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     checkpoint: bool | None = None, trace: bool | None = None,
                     executor: str | None = None, workers: int | None = None,
                     prefix: dict | None = None, address: str | None = None,
-                    limits: dict | None = None, agents: list[str] | dict | None = None) -> ExperimentConfig:
+                    limits: dict | None = None, agents: list[str] | dict | None = None,
+                    timeout: float | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
 
     ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
@@ -236,6 +238,8 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                      ("address", address)):
         if val is not None:
             data[key] = val
+    if timeout is not None:  # --timeout: seconds one HTTP request may take (the server's work, not its queue)
+        data["retry"]["timeout"] = timeout
     for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.providers.limits)
         if val is not None:
             data["limits"][key] = val

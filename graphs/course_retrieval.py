@@ -417,6 +417,15 @@ MODEL_ROLES = ("judge",)  # the roles the nodes ask ctx.model() for
 SLOTS = {retriever_slot.ROLE: retriever_slot.SLOT}
 
 
+def agent_checks(state: State) -> list[dict]:
+    """A ranking that lists a course twice failed (a retriever bug or a remote system's garbage: a
+    repeated relevant course would count twice at every cut-off): the session is an agent failure,
+    scored as the metrics define, never a silent ``ok``. The retrievers here call no model."""
+    codes = [c.get("subjectCode") for c in state.get("retrieved") or []]
+    repeated = sorted({c for c in codes if codes.count(c) > 1}, key=str)
+    return [{"check": "ranking_repeats_course", "detail": f"{c} listed {codes.count(c)} times"} for c in repeated]
+
+
 def simulator_checks(state: State) -> list[dict]:
     """A relevance judge whose answer was invalid after its retries failed, not the retriever: its
     raw answer is kept in ``judge_failures`` and the session is a simulator failure, kept out of the

@@ -40,7 +40,7 @@ from convsim import SessionContext, emit_metrics
 from convsim.running.prefix import scripted_pair
 from convsim.evaluation.crs.nodes import (
     DIALOGUE_CONTRIBUTORS, TASSettings, dialogue_evaluation, pooled_dataset_metrics,
-    turn_evaluation,
+    scored_entry, scored_transcript, turn_evaluation,
 )
 from convsim.evaluation.crs.tas_cas_eval import merge_dialogue_metrics, tas_cas_metrics
 from convsim.evaluation.crs.adaptation import adaptation_metrics
@@ -264,11 +264,12 @@ def crs(state: State, runtime: Runtime[Context]) -> dict:
 
 def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
-    user_entry, system_entry = state["transcript"][-2], state["transcript"][-1]
+    # a turn whose model answer was invalid is scored as a failed (empty) reply, not as the fallback
+    user_entry, system_entry = state["transcript"][-2], scored_entry(state["transcript"][-1])
     # the crs node already extracted this user turn with the same extractor: not scanned twice
     shared = state.get("user_concepts")
     known = shared[1] if shared and shared[0] == state["turn"] else None
-    earlier = {i for e in state["transcript"][:-2] if e["speaker"] == "system"
+    earlier = {i for e in scored_transcript(state["transcript"][:-2]) if e["speaker"] == "system"
                for i in (e.get("meta") or {}).get("mentioned_ids") or []}
     metrics, details = turn_evaluation(user_entry, system_entry, extractor=_extractor(ctx),
                                        idf=_catalog(ctx).idf, settings=_params(ctx).tas_settings(),
@@ -281,7 +282,8 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
 
 def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
-    metrics, details = dialogue_evaluation(state, _params(ctx).tas_settings(), _catalog(ctx).idf,
+    scored = {**state, "transcript": scored_transcript(state.get("transcript") or [])}  # failed turns as failed
+    metrics, details = dialogue_evaluation(scored, _params(ctx).tas_settings(), _catalog(ctx).idf,
                                            DIALOGUE_CONTRIBUTORS)
     adapt, adapt_details = adaptation_metrics(state.get("transcript") or [], _catalog(ctx).by_id,
                                               hidden_targets(state), window=_params(ctx).recovery_window,
@@ -299,7 +301,8 @@ def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     params = _params(ctx)
     details: dict = {}
-    metrics = tas_cas_metrics(state, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,
+    scored = {**state, "transcript": scored_transcript(state.get("transcript") or [])}  # failed turns as failed
+    metrics = tas_cas_metrics(scored, catalog=_catalog(ctx), embedder_spec=ctx.embedder_spec,
                               topic_mode=params.topic_mode, run_dir=ctx.run_dir,
                               model=ctx.model("topics"), rule=params.shift_rule,
                               compare=params.shift_compare, recovery_on=params.recovery_shifts, details=details,
@@ -315,7 +318,7 @@ def pepper_judge(state: State, runtime: Runtime[Context]) -> dict:
     params = _params(runtime.context)
     if not params.judge:
         return {}
-    verdict = judge_conversation(runtime.context.model("judge"), state.get("transcript", []))
+    verdict = judge_conversation(runtime.context.model("judge"), scored_transcript(state.get("transcript", [])))
     metrics = labelled_judge_metrics(verdict, report_heuristic=params.report_heuristic_judge)
     return {**merge_dialogue_metrics(state, metrics), "judge_verdict": verdict}
 

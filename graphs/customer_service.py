@@ -47,6 +47,7 @@ from convsim.config import path_component
 from convsim.errors import SimulatorError
 from convsim.providers.models import ModelUnavailable, refused_request
 from convsim.running.prefix import scripted_pair
+from convsim.evaluation.service.failed_turns import failed_nodes, score_failed_dialogue, score_failed_turn
 from convsim.evaluation.service import metrics as metrics
 from convsim.evaluation.service.judge_flags import judge_invalid_flags
 from convsim.evaluation.service.scoring import score_dataset, score_dialogue
@@ -181,6 +182,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
         entry["meta"]["scripted"] = True
     if info.get("misstated"):
         entry["meta"]["misstated"] = info["misstated"]
+    if (update.get("user_llm") or {}).get("fallback"):  # the user model failed: the rule user spoke
+        entry["meta"]["user_model_fallback"] = {k: update["user_llm"].get(k) for k in ("error", "raw")}
     update.update(turn=turn + 1, user=info, transcript=[entry])
     return Command(goto=service_slot.route(ctx, "triage"), update=update)  # an agent in the slot, or the pipeline
 
@@ -191,7 +194,9 @@ def _surface(state: State, ctx: Context, out: dict, user_state: dict, turn: int)
     model = ctx.model("user")
     if not model.is_none:
         lines = [f"{e['speaker']}: {e['text']}" for e in state.get("transcript", [])]
-        return llm_realise(model, out["move"], out, lines)
+        # an invalid answer: the rule user's own wording says the move (flagged on the turn, counted in
+        # user_model_fallbacks) so that the agent is still evaluated
+        return llm_realise(model, out["move"], out, lines, fallback=out["text"])
     if ctx.params.surface == "heldout":
         return realise(out["move"], out, goals[0] if goals else None, rng_for(ctx.seed, turn, "user", "surface")), None
     return out["text"], None
@@ -333,6 +338,8 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     judge_fn = functools.partial(judge_turn, ctx.model("judge")) if ctx.params.judge else None
     scores, log = evaluate_turn_state(state, schema=_schema(ctx), db=_db(ctx), action_class=ACTION_CLASS,
                                       judge_fn=judge_fn)
+    # a turn whose agent model failed is scored as failed, not as its rule fallback's success
+    scores = score_failed_turn(scores, failed_nodes(scores, (state.get("transcript") or [None])[-1]))
     if state.get("agent_reported") is not None:  # an agent in the slot: what it did not report is None
         scores, why = mask_turn(scores, state["agent_reported"])
         scores["unreported"] = why or None
@@ -368,7 +375,10 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
              "simulator_misstatements": sum(bool((e.get("meta") or {}).get("misstated"))
                                             for e in state.get("transcript", []) if e.get("speaker") == "user"),
              "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns),
-             "memory_transfer_restated": metrics.memory_transfer_restated(log)}
+             "memory_transfer_restated": metrics.memory_transfer_restated(log),
+             # user turns whose LLM wording was invalid, said by the rule user instead
+             "user_model_fallbacks": sum(bool((e.get("meta") or {}).get("user_model_fallback"))
+                                         for e in state.get("transcript", []) if e.get("speaker") == "user")}
     if state.get("mode") == "replay":  # what the recording was: kept as notes, never a simulator's failure
         from convsim.evaluation.service.replay_notes import replay_notes
         extra.update(replay_notes(state))
@@ -390,7 +400,8 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
         extra.update({k: graded[k] for k in ("task_success_state", "policy_compliance_state", "bookings_made",
                                              "bookings_expected")},
                      state_grading={k: graded[k] for k in ("missing", "extra", "wrong", "violations")})
-    dm = score_dialogue(turns, transfer_events=events, completion=completion, extra=extra)
+    dm = score_failed_dialogue(score_dialogue(turns, transfer_events=events, completion=completion, extra=extra),
+                               turns)
     if state.get("agent_reported") is not None:
         dm, why = mask_dialogue(dm, sorted({k for e in state.get("transcript", []) if e.get("speaker") == "system"
                                             for k in (e.get("meta") or {}).get("reported", [])}))
@@ -574,7 +585,8 @@ METRIC_RANGES = {
                                 "policy_violations",
                                 "n_turns", "judge_failures", "judge_calls", "llm_failures",
                                 "refusals_unscored_by_judge", "agent_errors", "simulator_errors",
-                                "simulator_misstatements", "supervisor_blocks", "bookings_made", "bookings_expected")},
+                                "simulator_misstatements", "supervisor_blocks", "bookings_made", "bookings_expected",
+                                "user_model_fallbacks", "agent_model_failed_turns")},
 }
 
 # What each headline metric means, in one line, and which way is better (report.html's answer

@@ -84,12 +84,14 @@ def agent(state: State, runtime: Runtime[Context]) -> dict:
             (t for t in FACTS if t in question.lower()), None)
         text = f"The {topic} is {FACTS[topic]}." if topic else "I do not know."
     else:
-        from convsim.errors import AgentError
         from convsim.providers.answer_check import checked_invoke
         answer = checked_invoke(model, [("system", "Answer in one short sentence."), ("user", question)],
                                 purpose="answer")
-        if not answer.ok:  # garbage is the agent's failure, with its raw text, never a scored turn
-            raise AgentError(f"turn {state['turn']}: invalid answer ({answer.reason}); raw: {answer.raw!r}"[:2000])
+        if not answer.ok:  # garbage or nothing: the agent failed this turn (scored incorrect, raw kept,
+            # flagged by agent_checks: the session is an agent_failure, never a silent ok)
+            return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": "",
+                                    "meta": {"model_failed": f"invalid answer ({answer.reason})",
+                                             "raw": answer.raw}}]}
         text = answer.text
     return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": text, "meta": {}}]}
 
@@ -170,10 +172,16 @@ def simulator_checks(state: State) -> list[dict]:
 
 
 def agent_checks(state: State) -> list[dict]:
-    """An agent that answered an empty string failed (agent_failure), whatever the turn scored."""
-    return [{"check": "empty_answer", "detail": f"turn {t.get('turn')}: the agent's answer is empty"}
-            for t in state.get("transcript") or []
-            if t.get("speaker") == "agent" and not str(t.get("text") or "").strip()]
+    """The agent failed when its model answered garbage or nothing (scored incorrect, raw answer kept)
+    or when it said nothing at all (an agent in the slot): the session is an agent failure (scored),
+    never a silent ``ok``. Copy this into a graph of your own."""
+    failed = [{"check": "agent_model_failed", "detail": f"turn {e['turn']}: {e['meta']['model_failed']}; "
+                                                        f"raw: {str(e['meta'].get('raw'))[:200]!r}"}
+              for e in state.get("transcript") or []
+              if e.get("speaker") == "agent" and (e.get("meta") or {}).get("model_failed")]
+    return failed or [{"check": "empty_answer", "detail": f"turn {t.get('turn')}: the agent's answer is empty"}
+                      for t in state.get("transcript") or []
+                      if t.get("speaker") == "agent" and not str(t.get("text") or "").strip()]
 
 
 def dataset_metrics(records: list[dict]) -> dict:

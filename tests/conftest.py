@@ -9,6 +9,9 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MPLBACKEND", "Agg")
+# preflight's test request to each model server (convsim.running.model_check) is off in the suite:
+# many tests count a server's requests; the tests of the model check turn it on (CONVSIM_PREFLIGHT_MODELS=1)
+os.environ.setdefault("CONVSIM_PREFLIGHT_MODELS", "0")
 
 
 @pytest.fixture

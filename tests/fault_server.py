@@ -18,6 +18,17 @@ Faults (each a probability in ``faults``, or an explicit ``script`` served in or
                kept in ``server.junk``
 * ``ok``       HTTP 200, ``answer(request_json)`` as the content
 
+Preflight's test request (``Reply with OK.``, convsim.running.model_check) is answered ``OK`` at
+once, outside the script, the draws and the delays (``served["ping"]`` counts it).
+
+Slow and busy servers: ``delay(n, request_json)`` is the seconds the n-th request (0-based) of an
+answer takes (a model computing); ``slots=1`` serves one request at a time (a single-slot llama.cpp
+server: the others wait in its queue). ``models``: the model names served; a request naming another
+gets HTTP 404 ``model ... not found`` (Ollama's and OpenAI's answer). ``server.arrivals`` holds each
+request's ``time.monotonic()`` on arrival, ``server.finished`` each answer's; ``max_in_service`` the
+most requests served at once. ``props``: what ``GET /props`` answers (llama.cpp's server reports its
+``total_slots`` there), else 404.
+
 The draw is deterministic per request: it hashes the seed, the request body and how many times
 that same body was sent before, so a retried request gets a fresh draw and the order in which
 concurrent sessions reach the server does not change which requests fail.
@@ -53,7 +64,10 @@ def junk_text(body: bytes, n: int) -> str:
 
 class FaultServer:
     def __init__(self, *, seed: int, faults: dict[str, float] | None, script: list[str] | None,
-                 retry_after: str, hang_s: float, answer: Callable[[dict], str]) -> None:
+                 retry_after: str, hang_s: float, answer: Callable[[dict], str],
+                 delay: Callable[[int, dict], float] | None = None, slots: int | None = None,
+                 models: set[str] | None = None, props: dict | None = None,
+                 listing: dict | None = None) -> None:
         unknown = set(faults or {}) - set(FAULTS) | set(script or []) - set(FAULTS) - {"ok"}
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
@@ -66,6 +80,11 @@ class FaultServer:
         self.lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
         self.url = ""
+        self.delay, self.models, self.props, self.listing = delay, models, props, listing
+        self.slots = threading.BoundedSemaphore(slots) if slots else None
+        self.arrivals: list[float] = []
+        self.finished: list[float] = []
+        self.in_service = self.max_in_service = 0
 
     def choose(self, body: bytes) -> str:
         with self.lock:
@@ -81,6 +100,13 @@ class FaultServer:
                 return fault
             u -= p
         return "ok"
+
+
+def _completion(request: dict, content: str) -> dict:
+    return {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0,
+            "model": request.get("model", "fake"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
 
 
 def _handler(server: FaultServer):
@@ -105,8 +131,47 @@ def _handler(server: FaultServer):
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
                 pass
 
+        def do_GET(self) -> None:  # noqa: N802 — llama.cpp's /props (``props``), else 404
+            if self.path == "/props" and server.props is not None:
+                return self._send(200, json.dumps(server.props).encode())
+            if self.path == "/v1/models" and server.listing is not None:  # what GET /v1/models answers
+                return self._send(200, json.dumps(server.listing).encode())
+            return self._send(404, b'{"error": {"message": "not found"}}')
+
         def do_POST(self) -> None:  # noqa: N802 — http.server's naming
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with server.lock:
+                n = len(server.arrivals)
+                server.arrivals.append(time.monotonic())
+            if server.models is not None:
+                name = json.loads(body or b"{}").get("model")
+                if name not in server.models:
+                    with server.lock:
+                        server.served["404"] += 1
+                    return self._send(404, json.dumps({"error": {"message": f"model '{name}' not found",
+                                                                  "type": "not_found_error"}}).encode())
+            request = json.loads(body or b"{}")
+            if request.get("messages") == [{"role": "user", "content": "Reply with OK."}]:
+                with server.lock:  # preflight's test request (convsim.running.model_check): answered at
+                    server.served["ping"] += 1  # once, outside the script, the draws and the delays
+                return self._send(200, json.dumps(_completion(request, "OK")).encode())
+            if server.slots is not None:
+                server.slots.acquire()  # a single-slot server: the others wait in its queue
+            try:
+                with server.lock:
+                    server.in_service += 1
+                    server.max_in_service = max(server.max_in_service, server.in_service)
+                if server.delay is not None:
+                    time.sleep(server.delay(n, json.loads(body or b"{}")))
+                self._answer(body)
+            finally:
+                with server.lock:
+                    server.in_service -= 1
+                    server.finished.append(time.monotonic())
+                if server.slots is not None:
+                    server.slots.release()
+
+        def _answer(self, body: bytes) -> None:
             fault = server.choose(body)
             with server.lock:
                 server.served[fault] += 1
@@ -129,12 +194,7 @@ def _handler(server: FaultServer):
                     server.junk.append(content)
             else:
                 content = GARBAGE if fault == "garbage" else server.answer(request)
-            payload = {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0,
-                       "model": request.get("model", "fake"),
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": content}}],
-                       "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
-            return self._send(200, json.dumps(payload).encode())
+            return self._send(200, json.dumps(_completion(request, content)).encode())
 
     return Handler
 
@@ -142,10 +202,13 @@ def _handler(server: FaultServer):
 @contextmanager
 def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, *,
           script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
-          answer: Callable[[dict], str] = default_answer) -> Iterator[FaultServer]:
+          answer: Callable[[dict], str] = default_answer, delay: Callable[[int, dict], float] | None = None,
+          slots: int | None = None, models: set[str] | None = None,
+          props: dict | None = None, listing: dict | None = None) -> Iterator[FaultServer]:
     """Serve on 127.0.0.1 (``port=0``: a free port) until the block ends."""
     server = FaultServer(seed=seed, faults=faults, script=script, retry_after=retry_after,
-                         hang_s=hang_s, answer=answer)
+                         hang_s=hang_s, answer=answer, delay=delay, slots=slots, models=models,
+                         props=props, listing=listing)
     httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(server))
     httpd.daemon_threads = True
     server.httpd = httpd

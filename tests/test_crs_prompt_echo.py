@@ -85,7 +85,10 @@ class EchoBackend:
         return AIMessage(messages[-1].content)
 
 
-def test_an_echoing_crs_model_makes_an_agent_failure_scored_as_the_template(tmp_path, monkeypatch):
+def test_an_echoing_crs_model_makes_an_agent_failure_scored_as_failed_turns(tmp_path, monkeypatch):
+    """The template keeps the dialogue going (the user hears what model none would say), but each
+    failed turn is scored as a failed reply (nothing recommended, no concept): the LLM variant's
+    scores are no copy of the template baseline's (before: 57 of 58 dialogue metrics equal)."""
     real = models._make_backend
     monkeypatch.setattr(models, "_make_backend",
                         lambda spec, *a: EchoBackend() if spec.model == "echo-crs" else real(spec, *a))
@@ -110,7 +113,12 @@ def test_an_echoing_crs_model_makes_an_agent_failure_scored_as_the_template(tmp_
         assert all(e["meta"]["generation"]["ok"] is False and "Candidate films" in e["meta"]["generation"]["raw"]
                    for e in system)
         assert r["dialogue_metrics"]["crs_generation_failures"] == 3
-        # what is scored is the template's turn, never the echoed prompt
+        # what was said is the template's turn (the dialogue goes on as with model none) ...
         assert [e["text"] for e in system] == [e["text"] for e in template[sid]["transcript"]
                                                if e["speaker"] == "system"]
-        assert r["dialogue_metrics"]["tas_grounded"] == template[sid]["dialogue_metrics"]["tas_grounded"]
+        # ... but every turn is scored as failed: nothing grounded, nothing recommended
+        assert all(m["cc"] == 0 and m["cr"] == 0 and m["n_recommended"] == 0 for m in r["turn_metrics"])
+        assert any(m["cc"] > 0 for m in template[sid]["turn_metrics"])
+        dm, base = r["dialogue_metrics"], template[sid]["dialogue_metrics"]
+        assert dm["tas_grounded"] < base["tas_grounded"] and dm["cc_mean"] == 0 < base["cc_mean"]
+        assert dm["recommended_titles_total"] == 0 < base["recommended_titles_total"]

@@ -14,7 +14,8 @@ from fault_server import GARBAGE, serve
 
 # a timeout well above a loaded CI machine's answer time (the faulty-server test counts every timeout
 # in its second, fault-free run as a failure), well below the hanging fault's HANG_S
-FAST = {"attempts": 2, "initial_wait": 0.01, "max_wait": 0.05, "timeout": 1.0}
+FAST = {"attempts": 2, "initial_wait": 0.01, "max_wait": 0.05, "timeout": 1.0,
+        "stop_after_infra_errors": None}  # every session attempted, whatever the faults (no circuit breaker)
 HANG_S = 2.5
 
 
@@ -189,7 +190,8 @@ def test_an_outage_that_graph_code_catches_is_still_infrastructure(tmp_path, mon
         url = server.url
     cfg = config_from_dict({"graph": "hello_chat", "sessions": 3, "out_dir": str(tmp_path), "run_id": "caught",
                             "models": {"agent": f"openai:fake@{url}"}, "trace": False, "analysis": [],
-                            "retry": FAST})  # the server is gone: every call is refused
+                            "retry": FAST,  # the server is gone: every call is refused
+                            "preflight_models": False})  # (a run of a dead server, not refused up front)
     run_dir = run(cfg, analyze=False)
     first = _records(run_dir)
     assert {r["status"] for r in first} == {"infra_error"}

@@ -2,8 +2,9 @@
 
 A 270M model answers badly: off-topic text, broken JSON. The pipeline must keep going: every
 session lands with a final status, every call is recorded, and a structured answer that failed to
-parse keeps the raw text it was given. (Ollama's client stays tested against a recorded fake in
-test_engine_models.py: no Ollama server is available to the tests.)
+parse keeps the raw text it was given. (Ollama's client is tested against a stdlib server speaking
+Ollama's wire protocol, tests/ollama_server.py and test_ollama_wire.py, and against an in-process
+fake backend in test_engine_models.py: no real Ollama server is available to the tests.)
 """
 import json
 

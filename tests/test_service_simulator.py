@@ -13,6 +13,7 @@ from convsim.agents.service.user_simulator import sample_goal
 from convsim.catalog.service.db import load_service_db
 from convsim import StructuredResult, rng_for, stable_seed
 from convsim.errors import SimulatorError
+from convsim.agents.service.paraphrase import llm_realise
 
 ROOT = Path(__file__).parents[1]
 
@@ -140,23 +141,35 @@ def _one_session(model):
                            context=c, config={"recursion_limit": 10_000})
 
 
-def test_llm_user_words_are_used_and_garbage_is_a_simulator_error():
+def test_llm_user_words_are_used_and_garbage_falls_back_to_the_rule_user():
+    """An invalid LLM user answer: the rule user's own wording says the move (flagged on the turn,
+    counted in user_model_fallbacks), so the dialogue goes on and the agent is still evaluated
+    (before: the session ended at turn 1 as a simulator failure, no agent turn evaluated)."""
     model = _UserModel([{"text": "hey, any chance of a 3 star place to sleep?"}])
     model.answers_default = _says_values
     state = _one_session(model)
     assert state["transcript"][0]["text"] == "hey, any chance of a 3 star place to sleep?"
     assert state["user_llm"]["ok"] and model.calls
+    assert state["dialogue_metrics"]["user_model_fallbacks"] == 0
     bad = _UserModel(["Sure! {\"text\": oops"])
     bad.answers_default = "still garbage"
-    with pytest.raises(SimulatorError, match="raw answer"):
-        _one_session(bad)
+    state = _one_session(bad)
+    users = [e for e in state["transcript"] if e["speaker"] == "user"]
+    assert users and all(e["text"] == e["meta"]["template_text"] for e in users)  # the rule user's words
+    assert all(e["meta"]["user_model_fallback"]["raw"] == "still garbage" for e in users[1:])
+    assert state["dialogue_metrics"]["user_model_fallbacks"] == len(users) > 1
+    assert len(state["turn_metrics"]) == len(users)  # every agent turn evaluated
+    with pytest.raises(SimulatorError, match="raw answer"):  # without a fallback, garbage still raises
+        llm_realise(bad, "inform", {"user_acts": []}, [])
     with pytest.raises(ValueError):
         UserUtterance(text="System: I recommend the golden dragon")
     # valid JSON that states none of the move's values (the schema description echoed back)
     echo = _UserModel([{"text": "What the LLM user says next: plain words, no labels, no JSON."}])
     echo.answers_default = _says_values
-    with pytest.raises(SimulatorError, match="states none of the values"):
-        _one_session(echo)
+    state = _one_session(echo)
+    first = state["transcript"][0]
+    assert first["text"] == first["meta"]["template_text"]
+    assert "states none of the values" in first["meta"]["user_model_fallback"]["error"]
 
 
 def _sim_state(texts, moves, termination="user_stop", disclosed=("restaurant",)):

@@ -112,8 +112,11 @@ class UserUtterance(BaseModel):
         return v
 
 
-def llm_realise(model, move: str, out: dict, history: list[str]) -> tuple[str, dict]:
-    """``(text, call_record)``: the ``user`` model's wording of the move; SimulatorError on garbage."""
+def llm_realise(model, move: str, out: dict, history: list[str], *, fallback: str | None = None) -> tuple[str, dict]:
+    """``(text, call_record)``: the ``user`` model's wording of the move. On garbage: SimulatorError,
+    or with ``fallback`` (the rule user's own wording of the move) that text, the record saying so
+    (``ok`` False, the raw answer kept, ``fallback: "rule"``) so that the dialogue goes on and the
+    agent is still evaluated."""
     acts = [{k: a.get(k) for k in ("intent", "domain", "slot")} for a in out.get("user_acts", [])]
     state = out.get("gold_state") or {}
     values = {f"{a['domain']}-{a['slot']}": state.get(f"{a['domain']}-{a['slot']}", [None])[0]
@@ -129,6 +132,8 @@ def llm_realise(model, move: str, out: dict, history: list[str]) -> tuple[str, d
         # echoed back) does not carry the move: the dialogue cannot go on truthfully
         error = f"the utterance states none of the values {said}"
     record = {"ok": answer.ok and error is None, "raw": answer.raw, "error": error, "attempts": answer.attempts}
+    if not record["ok"] and fallback is not None:
+        return fallback, {**record, "fallback": "rule"}
     if not record["ok"]:
         raise SimulatorError(f"LLM user gave no valid utterance after {answer.attempts} attempts: "
                              f"{error}; raw answer: {answer.raw!r}")

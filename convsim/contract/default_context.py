@@ -6,7 +6,9 @@ does with an assistant's empty context). convsim's runner always passes a full c
 user invoking a graph file's ``graph`` by hand, or ``langgraph dev``, does not. A graph file
 therefore exports ``graph = compile_with_default_context(build(Params()))``: when no context is
 given, the graph's ``Context()`` is used, so a ``Context`` whose fields all have usable defaults
-(``params`` defaulting to ``Params()``) makes the graph runnable with no context at all.
+(``params`` defaulting to ``Params()``) makes the graph runnable with no context at all. A context
+given as plain JSON (``{"params": {...}, "models": {"agent": "..."}}``, what the LangGraph server
+sends) is validated into the graph's ``Context`` (convsim.contract.plain_context).
 """
 from __future__ import annotations
 
@@ -26,9 +28,14 @@ class GraphWithDefaultContext(CompiledStateGraph):
     """A compiled state graph whose missing context is ``context_schema()`` (top-level calls only)."""
 
     def _context(self, context: Any, config: Any) -> Any:
-        if context is not None or self.context_schema is None or _inside_a_run(config):
+        if self.context_schema is None or _inside_a_run(config):
             return context
-        return self.context_schema()
+        if context is None:
+            return self.context_schema()
+        from convsim.contract.plain_context import context_from_json, needs_coercion
+        if needs_coercion(context):  # plain JSON (LangGraph Platform): params and models validated
+            return context_from_json(self.context_schema, context)
+        return context
 
     def stream(self, input, config=None, *, context=None, **kwargs):  # noqa: A002 (LangGraph's name)
         return super().stream(input, config, context=self._context(context, config), **kwargs)

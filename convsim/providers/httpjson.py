@@ -34,6 +34,8 @@ import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
+from convsim.providers import stopping
+
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 MAX_IDLE = 256  # idle connections kept per server (one per call in flight is what gets reused)
 
@@ -194,6 +196,7 @@ class JSONPoster:
         # idle connections, taken and given back by any thread without a lock: list.pop and
         # list.append are atomic (a lock here cost more than the rest of the pool's bookkeeping)
         self._idle: list[http.client.HTTPConnection] = []
+        self._busy: set = set()  # connections with a request in flight (cancel_in_flight shuts them down)
         _POSTERS.add(self)
 
     def _forget_connections(self) -> None:
@@ -231,16 +234,50 @@ class JSONPoster:
     def post(self, path: str, body: bytes) -> Response:
         """POST ``body`` to ``path`` (under the base URL's path); the answer, whatever its body."""
         url = self.prefix + path
+        stopping.check()
         conn, reused = self._take()
+        self._busy.add(conn)
         try:
             try:
                 response = self._exchange(conn, url, body)
             except _STALE:
-                if not reused:
+                if not reused or stopping.requested():
                     raise
                 conn.close()  # closed by the server just as it was reused: once more, on a fresh one
+                self._busy.discard(conn)
                 conn = self._new()
+                self._busy.add(conn)
                 response = self._exchange(conn, url, body)
+        except Exception as exc:
+            if stopping.requested():  # cancelled by a stop (cancel_in_flight): no fault of the server
+                conn.close()
+                raise stopping.RunStopped(stopping.reason()) from exc
+            self._failed(conn, exc)
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            self._busy.discard(conn)
+        if response.status_code >= 300:
+            text = response.text[:300]
+            raise HTTPStatusError(f"HTTP {response.status_code} from {self.host}:{self.port}{url}: {text}",
+                                  response)
+        return response
+
+    def cancel_in_flight(self) -> None:
+        """Shut down the sockets of the requests in flight: each ``post`` waiting on one returns at once."""
+        for conn in list(self._busy):
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _failed(self, conn, exc: Exception):
+        """Raise what a failed exchange is, named as httpx names it."""
+        try:
+            raise exc
         except TimeoutError as exc:
             conn.close()
             raise ReadTimeout(f"no answer from {self.host}:{self.port} within {self.timeout} s") from exc
@@ -253,11 +290,6 @@ class JSONPoster:
         except BaseException:
             conn.close()
             raise
-        if response.status_code >= 300:
-            text = response.text[:300]
-            raise HTTPStatusError(f"HTTP {response.status_code} from {self.host}:{self.port}{url}: {text}",
-                                  response)
-        return response
 
     def _head(self, url: str) -> tuple[bytes, bytes]:
         """The request head http.client sends for a POST of ``url`` with this poster's headers, cut
@@ -305,3 +337,12 @@ class _HeadRecorder(http.client.HTTPConnection):
 _POSTERS: "weakref.WeakSet[JSONPoster]" = weakref.WeakSet()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=lambda: [p._forget_connections() for p in list(_POSTERS)])
+
+
+def cancel_in_flight() -> None:
+    """Cancel every request in flight in this process (a graceful stop: convsim.providers.stopping)."""
+    for poster in list(_POSTERS):
+        poster.cancel_in_flight()
+
+
+stopping.on_request(cancel_in_flight)

@@ -40,13 +40,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from multiprocessing.managers import BaseManager
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from convsim.providers import models
+from convsim.providers import models, stopping
 from convsim.providers.models import ModelUnavailable  # models never imports this module: activate() sets its hook
 
 
@@ -55,13 +55,21 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     max_in_flight: int | None = Field(default=None, ge=1, description="calls in flight per server")
+    # per server (its base URL, as server_key names it): over max_in_flight for that server. Preflight
+    # fills in what a server reports (llama.cpp's /props total_slots; 1 for llama-cpp-python's
+    # server) for each server without a cap (convsim.running.model_check)
+    max_in_flight_by_server: dict[str, int] = Field(default_factory=dict, description="calls in flight, per server")
     rpm: float | None = Field(default=None, gt=0, allow_inf_nan=False,
                               description="calls started per minute per server")
     max_calls: int | None = Field(default=None, ge=1, description="model calls for the run attempt")
     max_tokens: int | None = Field(default=None, ge=1, description="prompt + completion tokens")
 
     def any(self) -> bool:
-        return any(v is not None for v in self.model_dump().values())
+        return any(v is not None and v != {} for v in self.model_dump().values())
+
+    def slots_for(self, key: str) -> int | None:
+        """Calls in flight allowed to the server ``key`` (None: no cap)."""
+        return self.max_in_flight_by_server.get(key, self.max_in_flight)
 
 
 class BudgetExhausted(ModelUnavailable):
@@ -125,6 +133,11 @@ class BudgetReached(Exception):
         self.run_dir = run_dir
 
 
+class ServersDown(BudgetReached):
+    """Raised by the runner after landing everything, when ``retry.stop_after_infra_errors`` sessions
+    in a row ended ``infra_error`` (a dead server): exit code 3, the rest resumable."""
+
+
 def server_key(spec: Any) -> str:
     return spec.base_url or f"{spec.provider}:{spec.model if spec.provider == 'llamacpp' else 'default'}"
 
@@ -184,8 +197,8 @@ class RunLimits:
 
     def _for(self, key: str):
         with self._lock:
-            if self.limits.max_in_flight and key not in self._slots:
-                self._slots[key] = threading.BoundedSemaphore(self.limits.max_in_flight)
+            if self.limits.slots_for(key) and key not in self._slots:
+                self._slots[key] = threading.BoundedSemaphore(self.limits.slots_for(key))
             if self.limits.rpm and key not in self._pacers:
                 self._pacers[key] = _Pacer(self.limits.rpm)
             return self._slots.get(key), self._pacers.get(key)
@@ -253,10 +266,15 @@ class RunLimits:
         reserve = self._admit(completion, prompt_bound(messages) if self.limits.max_tokens is not None else 0)
         try:
             slot, pacer = self._for(server_key(spec))
-            with slot if slot is not None else nullcontext():
+            if slot is not None:
+                stopping.acquire(slot)  # a stop ends the wait for a slot (RunStopped)
+            try:
                 if pacer is not None:
                     pacer.wait_turn()
                 yield lambda message: self.charge(message, spec)
+            finally:
+                if slot is not None:
+                    slot.release()
         finally:
             self._release(reserve)
 

@@ -29,7 +29,8 @@ from pydantic import BaseModel, ValidationError
 
 from convsim.errors import ConvsimError
 from convsim.textio import too_deep_at
-from convsim.providers.retry import RetryPolicy, call_with_retry, infra_fault
+from convsim.providers import stopping
+from convsim.providers.retry import RetryPolicy, call_with_retry, infra_fault, missing_model
 
 PROVIDERS = ("none", "ollama", "openai", "llamacpp")
 LLAMACPP_MAX_TOKENS = 256  # what an in-process llama.cpp answer is cut at when max_tokens is unset
@@ -434,6 +435,7 @@ class ChatModel:
 
         def call():
             started, sent = time.perf_counter(), False
+            stopping.check()  # a stopped run starts no model call, nor a retry
             try:
                 with (call_guard(self.spec, msgs) if call_guard is not None else nullcontext()) as charge:
                     started, sent = time.perf_counter(), True  # latency is the server's, not the wait for a slot
@@ -465,8 +467,10 @@ class ChatModel:
                         pass
                 raise
         try:
-            msg, started = call_with_retry(call, policy)
+            msg, started = call_with_retry(call, policy, sleep=stopping.sleep)
         except Exception as exc:  # noqa: BLE001 — classify then re-raise
+            if stopping.requested():  # cut by a stop (an in-process backend's call ended by it): abandoned
+                raise stopping.RunStopped(stopping.reason()) from exc
             if isinstance(exc, ModelUnavailable):  # the run budget refused the call (convsim.providers.limits)
                 self.unavailable.append(str(exc))  # an infra_error even if graph code catches it
                 raise
@@ -474,6 +478,11 @@ class ChatModel:
             if kind is not None:
                 unavailable = ModelUnavailable(f"{self.spec.spec} (role {self.role}): {kind} after "
                                                f"{policy.attempts} attempt(s): {type(exc).__name__}: {exc}")
+                self.unavailable.append(str(unavailable))
+                raise unavailable from exc
+            if missing_model(exc):  # HTTP 404: the server has no such model (infrastructure, not a bug)
+                unavailable = ModelUnavailable(f"{self.spec.spec} (role {self.role}): model not found (HTTP 404): "
+                                               f"{type(exc).__name__}: {str(exc)[:300]}")
                 self.unavailable.append(str(unavailable))
                 raise unavailable from exc
             raise

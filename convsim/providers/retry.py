@@ -57,6 +57,10 @@ class RetryPolicy(BaseModel):
     timeout: float = Field(120.0, gt=0, description="seconds one HTTP request may take")
     answer_attempts: int = Field(2, ge=1, le=10, description="tries per model answer that fails the "
                                  "answer check (convsim.providers.answer_check), the first included")
+    # the circuit breaker: after this many sessions in a row ended infra_error, no new session starts
+    # and the run exits 3 (the rest resumable); None: never
+    stop_after_infra_errors: int | None = Field(5, ge=1, description="consecutive infra_error sessions "
+                                                "that stop scheduling (exit 3; None: never)")
 
 
 def _chain(exc: BaseException | None):
@@ -99,6 +103,13 @@ def infra_fault(exc: BaseException) -> str | None:
     if any(isinstance(e, MalformedCompletion) for e in _chain(exc)):
         return "malformed completion"
     return None
+
+
+def missing_model(exc: BaseException) -> bool:
+    """Whether a provider call's exception is the server's HTTP 404: the model (or the endpoint) is
+    not there (Ollama's and OpenAI's ``model ... not found``). Infrastructure, not a bug in graph
+    code: never retried (it will not appear), the session an ``infra_error``, re-run on resume."""
+    return _status_code(exc) == 404
 
 
 def retry_after_seconds(exc: BaseException | None) -> float | None:

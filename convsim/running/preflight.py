@@ -120,6 +120,13 @@ def check_embedder_dir(emb: str, *, file: object = None) -> None:
                            file=emb[3:] if file is None else file, field="embedder")
 
 
+def model_check_on(cfg: Any) -> bool:
+    """Whether preflight asks the model servers: the config's ``preflight_models`` (default true),
+    unless the environment says ``CONVSIM_PREFLIGHT_MODELS=0`` (a CI job without servers)."""
+    import os
+    return bool(cfg.preflight_models) and os.environ.get("CONVSIM_PREFLIGHT_MODELS", "1") != "0"
+
+
 def preflight(plan: Any) -> None:
     """Validate the plan's inputs; raises ConvsimError. Appends count warnings to ``plan.warnings``."""
     module, cfg = plan.module, plan.config
@@ -140,6 +147,9 @@ def preflight(plan: Any) -> None:
         from convsim.running.ray_executor import check_address
         check_address(cfg.address)
     check_embedder_dir(cfg.embedder)
+    if model_check_on(cfg) and plan.units is None:  # each model server asked once (convsim.running.model_check)
+        from convsim.running.model_check import check_model_servers
+        plan.warnings.extend(check_model_servers(plan))
     for vp in plan.variants.values():
         for role, spec in vp.models.items():  # a local model file is read where the sessions run: here
             if spec.provider == "llamacpp" and spec.model.endswith(".gguf") and not Path(spec.model).is_file():

@@ -190,7 +190,8 @@ def _next_result(readers: dict, procs: list) -> Any:
             except EOFError:  # its pipe closed: the worker ended
                 pass
             proc.join()
-            raise ConvsimError(f"a worker process ended (exit code {proc.exitcode}); finished "
+            from convsim.running.worker_death import death_cause
+            raise ConvsimError(f"a worker process ended ({death_cause(proc.exitcode)}); finished "
                                "sessions are kept, run again to resume", field="executor")
 
 

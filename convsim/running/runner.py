@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 
 import yaml
 
-from convsim.providers import limits
+from convsim.providers import limits, stopping
 from convsim.config import ExperimentConfig, apply_overrides, load_config
 from convsim.errors import ConvsimError, HookError
 from convsim.running.progress import LiveProgress
@@ -62,7 +62,8 @@ def _session_in_thread(plan: Plan, unit: Unit, observe: Callable) -> Outcome:
     of the file system, which on the event loop held up every landing and session start behind it.
     The record still lands after its trace, through the single writer.
     """
-    return write_trace(run_session_blocking(plan, unit, observe), plan.run_dir)
+    outcome = run_session_blocking(plan, unit, observe)
+    return None if outcome is None else write_trace(outcome, plan.run_dir)  # None: abandoned by a stop
 
 
 async def _run_unit(plan: Plan, unit: Unit, land_one: Callable, progress: LiveProgress) -> None:
@@ -73,9 +74,10 @@ async def _run_unit(plan: Plan, unit: Unit, land_one: Callable, progress: LivePr
         outcome = await asyncio.to_thread(_session_in_thread, plan, unit, progress.observe)
     else:
         outcome = await run_session_async(plan, unit, progress.observe)
-        if outcome.trace is not None:
+        if outcome is not None and outcome.trace is not None:
             outcome = await asyncio.to_thread(write_trace, outcome, plan.run_dir)
-    land_one(outcome)
+    if outcome is not None:  # None: abandoned by a stop (never written: it runs again on resume)
+        land_one(outcome)
 
 
 async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
@@ -89,7 +91,8 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 
 # What may differ when a run is started again: how it runs, not what it computes.
 _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
-                "baseline", "cache", "retry", "address", "limits"}
+                "baseline", "cache", "retry", "address", "limits",
+                "preflight_models"}
 
 
 def saved_config(cfg_path: Path) -> dict:
@@ -145,8 +148,8 @@ def session_pool(concurrency: int) -> ThreadPoolExecutor:
 
 
 async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
-    cfg = plan.config
     preflight(plan)  # inputs are loaded and validated before anything is written
+    cfg = plan.config  # (preflight may cap the calls in flight to a server at what it reports)
     asyncio.get_running_loop().set_default_executor(session_pool(cfg.concurrency))
     store = RunStore(plan.run_dir)
     total = plan.expected_total()
@@ -163,16 +166,21 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     budget_cut: list[str] = []  # why the budget stopped a session (as process and Ray workers' calls saw it)
     spent = limits.Spent()  # what this attempt's landed sessions spent, whichever process made the calls
 
+    breaker = InfraBreaker(cfg.retry.stop_after_infra_errors)
+
     def land_one(outcome: Outcome, progress: LiveProgress) -> None:
         if (why := limits.budget_reason(outcome)) is not None:
             budget_cut.append(why)
         spent.add(outcome.spent)
+        breaker.add(outcome)
         land(outcome, plan, store, progress)
 
-    def stopped() -> bool:
-        return bool(budget_cut) or (run_limits is not None and run_limits.exhausted is not None)
+    def stopped() -> bool:  # a spent budget, a dead server, or a stop asked for (SIGTERM/SIGINT): no new session
+        return (bool(budget_cut) or (run_limits is not None and run_limits.exhausted is not None)
+                or breaker.tripped is not None or stopping.requested())
     try:
         async with AsyncExitStack() as stack:
+            stack.enter_context(stopping.running())  # the first SIGTERM/SIGINT asks for a graceful stop
             use_processes = cfg.executor in ("process", "ray") and plan.units is None
             saver = None
             if cfg.checkpoint and use_processes:
@@ -197,8 +205,9 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     finally:
         store.close()
         limits.activate(None)
-    why = None if not stopped() else (run_limits.exhausted if run_limits and run_limits.exhausted
-                                      else budget_cut[0])
+    halted = stopping.requested()  # asked to stop: the finished sessions are summarised, then RunStopped
+    why = None if not (budget_cut or (run_limits and run_limits.exhausted)) else (
+        run_limits.exhausted if run_limits and run_limits.exhausted else budget_cut[0])
     budget = spent.report(cfg.limits, why)  # summary.json's "budget": spent, over, why it stopped
     warnings = plan.warnings + [w for w in [limits.overshoot_warning(budget)] if w]
     try:  # a dataset_metrics that raises: the summary is written without it, then HookError
@@ -208,6 +217,15 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
             exc.args = (f"{exc.args[0]} (the run budget also stopped the run: run the same command "
                         "again to resume it)",)
         raise
+    if halted:
+        raise stopping.RunStopped(f"{len(store.done())} sessions kept in {plan.run_dir}")
+    if breaker.tripped is not None and not why:
+        kept = len(store.done())
+        total_planned = plan.expected_total()
+        left = "" if total_planned is None else f", {max(0, total_planned - kept)} left"
+        raise limits.ServersDown(f"{breaker.tripped}: no new session started; {kept} sessions kept in "
+                                 f"{plan.run_dir}{left}; run the same command again once the server answers",
+                                 plan.run_dir)
     if why:
         kept = len(store.done())
         total_planned = plan.expected_total()
@@ -215,6 +233,26 @@ async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
         raise limits.BudgetReached(f"run budget reached ({why}; this attempt: {spent}): {kept} sessions kept in "
                                    f"{plan.run_dir}{left}; run the same command again to resume", plan.run_dir)
     return plan.run_dir
+
+
+class InfraBreaker:
+    """The circuit breaker of a dead server: after ``limit`` sessions in a row landed ``infra_error``
+    (any other outcome resets the count), ``tripped`` says why and the run starts no new session."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.run, self.tripped = limit, 0, None
+
+    def add(self, outcome: Outcome) -> None:
+        if self.limit is None or outcome.record is None or limits.budget_reason(outcome) is not None:
+            return  # (a session the run budget cut is no server's fault)
+        if outcome.record.get("status") != "infra_error":
+            self.run = 0
+            return
+        self.run += 1
+        if self.run >= self.limit and self.tripped is None:
+            last = (str(outcome.record.get("error") or "").splitlines() or [""])[0][:300]
+            self.tripped = (f"{self.run} sessions in a row ended infra_error (retry.stop_after_infra_errors: "
+                            f"{self.limit}; last: {last})")
 
 
 def run_hooks(run_dir: Path, hooks: list[str], *, warn=print) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from convsim.errors import AgentError, ConvsimError, SimulatorError
 from convsim.results.recordset import check_record
+from convsim.providers import stopping
 from convsim.providers.models import ChatModel, ModelUnavailable
 from convsim.running.status import Status
 from convsim.running.store import dumps
@@ -257,7 +258,7 @@ def graph_checks(module: Any, hook: str, state: dict) -> list[dict]:
     return [dict(f) for f in (checks(state) or [])]
 
 
-def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome:
+def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome | None:
     """Stream one session with the graph's sync API (every node is a plain function)."""
     s = _Session(plan, unit, observe)
     if (thread := s.earlier_thread()) is not None:
@@ -266,15 +267,21 @@ def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) 
         if s.subgraphs:
             for item in s.vp.compiled.stream(s.input, s.config, context=s.ctx, stream_mode=s.modes, subgraphs=True):
                 s.handle_sub(item)
+                stopping.check()  # a stopped run abandons the session at its next node boundary
         else:
             for mode, chunk in s.vp.compiled.stream(s.input, s.config, context=s.ctx, stream_mode=s.modes):
                 s.handle(mode, chunk)
+                stopping.check()
+    except stopping.RunStopped:
+        return None  # abandoned: nothing written, it runs again on resume
     except Exception as exc:  # noqa: BLE001 — classified in outcome()
+        if stopping.requested():  # a failure the stop caused (a cancelled call graph code wrapped)
+            return None
         return s.outcome(exc)
     return s.outcome(None)
 
 
-async def run_session_async(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome:
+async def run_session_async(plan: Any, unit: Unit, observe: Callable[[Any], None]) -> Outcome | None:
     """Stream one session with the graph's async API (graphs with ``async def`` nodes)."""
     s = _Session(plan, unit, observe)
     if (thread := s.earlier_thread()) is not None:
@@ -284,11 +291,17 @@ async def run_session_async(plan: Any, unit: Unit, observe: Callable[[Any], None
             async for item in s.vp.compiled.astream(s.input, s.config, context=s.ctx, stream_mode=s.modes,
                                                     subgraphs=True):
                 s.handle_sub(item)
+                stopping.check()  # a stopped run abandons the session at its next node boundary
         else:
             async for mode, chunk in s.vp.compiled.astream(s.input, s.config, context=s.ctx,
                                                            stream_mode=s.modes):
                 s.handle(mode, chunk)
+                stopping.check()
+    except stopping.RunStopped:
+        return None  # abandoned: nothing written, it runs again on resume
     except Exception as exc:  # noqa: BLE001 — classified in outcome()
+        if stopping.requested():
+            return None
         return s.outcome(exc)
     return s.outcome(None)
 

@@ -40,6 +40,29 @@ class TASSettings:
     cc_floor: float = 0.35
 
 
+def failed_reply(entry: dict) -> bool:
+    """Whether a system turn's model answer was invalid (empty, or a repeat of its prompt:
+    ``meta.generation.ok`` is False; agents/crs/recommender.py)."""
+    return entry.get("speaker") == "system" and ((entry.get("meta") or {}).get("generation") or {}).get("ok") is False
+
+
+def scored_entry(entry: dict) -> dict:
+    """The system turn as it is scored. A turn whose model answer was invalid is scored as a failed
+    turn: an empty reply naming no film (CC = CR = 0, no recommendation, no concept), whatever the
+    fallback said to keep the dialogue going (the template's text, kept in ``meta.said_text``): a
+    failed LLM recommender never scores as the template baseline's success. Other turns unchanged."""
+    if not failed_reply(entry):
+        return entry
+    meta = dict(entry.get("meta") or {}, mentioned_ids=[], rec_ids=[], off_catalog_titles=[],
+                said_text=entry.get("text"), scored_as_failed=True)
+    return {**entry, "text": "", "meta": meta}
+
+
+def scored_transcript(transcript: list[dict]) -> list[dict]:
+    """The transcript with each failed system turn replaced by its scored form (:func:`scored_entry`)."""
+    return [scored_entry(e) for e in transcript]
+
+
 def grounded_concepts(extractor, text: str) -> list[list[str]]:
     """E(x) as a sorted JSON-friendly list of [field, value] pairs."""
     return sorted([[f, str(v)] for f, v in extractor.extract(text)])
