@@ -16,9 +16,10 @@ constraint_order    the order in which search constraints are first  Jensen-Shan
 act_mix             a turn's set of intents, among the intents the   Jensen-Shannon distance
                     human corpus annotates (others count as none)
 request_share       requests / (requests + informs) over all acts    |sim - human|
-distinct_1/2        distinct n-grams / n-grams, on equal-sized       |sim - human|
-                    samples of turns (distinct-n grows smaller with
-                    more text, so the larger side is subsampled)
+distinct_1/2        distinct n-grams / n-grams in a window of 50     |sim - human|
+                    turns, averaged over random windows (distinct-n
+                    falls as text grows: a fixed window makes
+                    corpora of any size comparable)
 oov_share           tokens outside the vocabulary of a reference     sim - human (one-sided:
                     half of the human corpus; the human value is      fewer unknown words than
                     the other half's                                  people is no defect)
@@ -142,14 +143,24 @@ def _request_share(dialogues) -> float:
     return c["request"] / total if total else float("nan")
 
 
-def _distinct(dialogues, n: int, k: int, rng) -> float:
+DISTINCT_WINDOW = 50  # turns per window of distinct-n
+
+
+def _distinct(dialogues, n: int, rng, window: int = DISTINCT_WINDOW) -> float:
+    """Mean distinct-n over random windows of ``window`` turns (all turns when fewer): distinct-n
+    falls as text grows, so a fixed window makes corpora of any size comparable."""
     turns = [_grams(t, n) for d in dialogues for t in d["turns"]]
     if not turns:
         return float("nan")
-    if len(turns) > k:
-        turns = [turns[i] for i in rng.choice(len(turns), size=k, replace=False)]
-    total = sum(len(g) for g in turns)
-    return len(set().union(*turns)) / total if total else float("nan")
+    order = rng.permutation(len(turns))
+    chunks = [order[i:i + window] for i in range(0, max(len(turns) - window + 1, 1), window)]
+    values = []
+    for chunk in chunks:
+        grams = [turns[i] for i in chunk]
+        total = sum(len(g) for g in grams)
+        if total:
+            values.append(len(set().union(*grams)) / total)
+    return float(np.mean(values)) if values else float("nan")
 
 
 def _grams(turn: dict, n: int) -> tuple:
@@ -162,9 +173,8 @@ def _grams(turn: dict, n: int) -> tuple:
 
 def _distinct_measure(n: int) -> Callable:
     def measure(human, sim, ctx):
-        k = min(sum(len(d["turns"]) for d in human), sum(len(d["turns"]) for d in sim))
         rng = np.random.default_rng(ctx["seed"])
-        h, s = _distinct(human, n, k, rng), _distinct(sim, n, k, rng)
+        h, s = _distinct(human, n, rng), _distinct(sim, n, rng)
         return h, s, abs(s - h)
     return measure
 
