@@ -129,7 +129,8 @@ def markdown(report: dict) -> str:
 
 def write_fidelity(run_dir: str | Path) -> dict | None:
     """Analysis hook: when the run's params (or a variant's) name a ``human_corpus``, write
-    ``fidelity.json`` and ``fidelity.md`` into the run directory and print the table."""
+    ``fidelity.json`` and ``fidelity.md`` into the run directory and print the table (and rebuild
+    report.html when the report hook ran before this one, so it shows the section)."""
     run_dir = Path(run_dir)
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
     path = (cfg.get("params") or {}).get("human_corpus")
@@ -146,4 +147,7 @@ def write_fidelity(run_dir: str | Path) -> dict | None:
     (run_dir / "fidelity.md").write_text(text, encoding="utf-8")
     print("Simulator fidelity against the human corpus")
     print(text)
+    if (run_dir / "report.html").exists():  # the report hook ran first: rebuild it with the section
+        from convsim.evaluation.reporting.report import build_report
+        build_report(run_dir)
     return report
