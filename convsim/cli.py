@@ -396,6 +396,26 @@ def compare(run_a: Path, run_b: Path,
     typer.echo(api.resolve("convsim.evaluation.reporting.compare_text:format_comparison")(result))
 
 
+@app.command()
+@cli_errors
+def fidelity(run_dirs: list[Path] = typer.Argument(..., help="run directories (their variants side by side)"),
+             human: Path = typer.Option(..., "--human", help="human dialogues: ConvLab-3 unified, MultiWOZ 2.2, "
+                                        "or convsim records"),
+             domain: list[str] = typer.Option([], "--domain", help="task domains (default: the human corpus's)"),
+             boot: int = typer.Option(200, "--boot", help="bootstrap resamples of each distance"),
+             seed: int = typer.Option(0, "--seed"),
+             out: Optional[Path] = typer.Option(None, "--out", help="also write <out>.json and <out>.md"),
+             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """How human is the simulated user: distances to a human corpus and a discriminator's AUC (docs/fidelity.md)."""
+    report = api.resolve("convsim.evaluation.fidelity.runner:fidelity_report")(
+        run_dirs, human, domains=domain or None, n_boot=boot, seed=seed)
+    text = api.resolve("convsim.evaluation.fidelity.runner:markdown")(report)
+    if out is not None:
+        out.with_suffix(".json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+        out.with_suffix(".md").write_text(text, encoding="utf-8")
+    typer.echo(json.dumps(report, indent=2, default=str) if as_json else text)
+
+
 @app.command("eval")
 @cli_errors
 def eval_cmd(path: Path,

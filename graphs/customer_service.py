@@ -114,6 +114,10 @@ class Params(BaseModel):
                                        "impossible constraint first / a bare 'book it' without details")
     agents: dict[str, str] = Field(default_factory=dict, description="agent slots: {'service': SPEC} puts your agent "
                                    "in place of the built-in pipeline (docs/agents.md)")
+    goal_domains: list[Literal["restaurant", "hotel", "attraction", "train"]] | None = Field(
+        None, min_length=1, description="simulate: the domains goals are drawn from (default all four)")
+    human_corpus: str | None = Field(None, description="human dialogues of the same task (unified, 2.2 or convsim "
+                                     "records): the fidelity hook compares the simulated user with them")
 
 
 @dataclass
@@ -177,7 +181,7 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
     except Exception as err:  # noqa: BLE001 - a simulator crash is a simulator error, not the agent's
         return _fail("user", err, TerminationReason.USER_ERROR)  # (a refused request re-raises there)
     entry = {"turn": turn + 1, "speaker": "user", "text": info["text"],
-             "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent", "move", "template_text")}}
+             "meta": {k: info.get(k) for k in ("gold_domain", "gold_intent", "move", "template_text", "user_acts")}}
     if info.get("scripted"):
         entry["meta"]["scripted"] = True
     if info.get("misstated"):
@@ -460,7 +464,8 @@ def sessions(params: Params, ctx: Context):
     db = load_service_db(_path(params.db_path))
     for i in range(params.n_sessions):
         sid = f"task-{i:04d}"
-        goal = sample_goal(db, stable_seed(ctx.seed, "goal", sid), policy_rate=params.policy_request_rate)
+        goal = sample_goal(db, stable_seed(ctx.seed, "goal", sid), policy_rate=params.policy_request_rate,
+                           domains=params.goal_domains)
         yield {**base, "session_id": sid, "replay": None, "goal": goal, "user_state": new_user_state(goal)}
 
 

@@ -142,7 +142,8 @@ def test_an_empty_answer_of_the_builtin_path_is_flagged(tmp_path):
         code, out, exc, run_dir = _run(tmp_path, "empty-model", "--model", f"agent=openai:fake@{server.url}")
     recs = _records(run_dir)
     assert {r["status"] for r in recs} == {"agent_failure"}
-    assert all(f["check"] == "empty_answer" for r in recs for f in r["agent_flags"])
+    # the model's empty answer fails the answer check: the turn is the agent's failure, raw answer kept
+    assert all(f["check"] == "agent_model_failed" and "raw: ''" in f["detail"] for r in recs for f in r["agent_flags"])
 
 
 def test_agents_in_a_config_and_per_variant_are_recorded(tmp_path, agents):

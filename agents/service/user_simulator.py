@@ -138,12 +138,15 @@ def _add_policy_requests(goal: dict, db: ServiceDB, prng, rate: float) -> None:
         goal["bare_book"] = True
 
 
-def sample_goal(db: ServiceDB, seed: int, policy_rate: float = 0.0) -> dict:
+def sample_goal(db: ServiceDB, seed: int, policy_rate: float = 0.0,
+                domains: list[str] | None = None) -> dict:
     """A feasible goal for one task, drawn from ``rng_for(seed, "goal")``; policy-relevant
-    requests at ``policy_rate`` from ``rng_for(seed, "goal", "policy", i)``."""
+    requests at ``policy_rate`` from ``rng_for(seed, "goal", "policy", i)``. ``domains``: the
+    domains to draw from (default all four; the draws are then those of the default)."""
     rng = rng_for(seed, "goal")
     n = 1 if rng.random() < 0.4 else 2
-    domains = rng.sample(["restaurant", "hotel", "attraction", "train"], n)
+    pool = list(domains) if domains else ["restaurant", "hotel", "attraction", "train"]
+    domains = rng.sample(pool, min(n, len(pool)))
     goals, previous_area = [], None
     for i, domain in enumerate(domains):
         records = db.records[domain]

@@ -231,6 +231,7 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
         flags=fidelity.simulator_flags(run.records),
         unchecked=fidelity.simulator_unchecked(run.records),
         decomposition=fidelity.variance_decomposition(clean, [r["metric"] for r in headline["rows"]]),
+        human_fidelity=_text_if_exists(run.run_dir / "fidelity.md"),  # written by the fidelity hook
         metric_rows=metric_rows(run, statistics, metrics, notes), stats=statistics, warning_groups=group_warnings(warnings),
         dataset_rows=_dataset_rows(run), usage=_usage(run), usage_columns=REPORT_COLUMNS, figures=_figures(run.run_dir, statistics.get("figures", [])),
         sessions=sessions, sessions_total=len(run.records), sessions_per_variant=SESSIONS_PER_VARIANT,
@@ -240,6 +241,10 @@ def build_report(run_dir: str | Path, *, run: RunData | None = None) -> Path:
     out = run.run_dir / "report.html"
     out.write_text(html, encoding="utf-8")
     return out
+
+
+def _text_if_exists(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
 
 
 _FEWER = re.compile(r"^variant (.+): the graph yields (\d+) sessions, fewer than the \d+ asked")
