@@ -229,7 +229,8 @@ def error_text(exc: BaseException) -> str:
     unpacked working_dir, site-packages, the project), and LangGraph's note on the failed task
     without the task's random id."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-TRACEBACK_FRAMES))
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # convsim's parent (an editable install)
+    # the directory holding the convsim package (an editable install's checkout, or site-packages)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     roots = sorted({os.path.abspath(p or os.curdir) for p in sys.path if isinstance(p, str)} | {here},
                    key=len, reverse=True)
     for root in roots:
