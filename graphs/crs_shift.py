@@ -287,7 +287,7 @@ def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
                                            DIALOGUE_CONTRIBUTORS)
     adapt, adapt_details = adaptation_metrics(state.get("transcript") or [], _catalog(ctx).by_id,
                                               hidden_targets(state), window=_params(ctx).recovery_window,
-                                              k=_params(ctx).top_k)  # the headline metrics (issue 34)
+                                              k=_params(ctx).top_k)  # the headline metrics
     metrics, details = {**metrics, **adapt, **realism_metrics(state.get("transcript") or [])}, \
         {**details, **adapt_details}
     emit_metrics(runtime, turn=None, metrics=metrics, kind="dialogue")

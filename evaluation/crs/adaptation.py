@@ -1,7 +1,7 @@
-"""Adaptation measured on the films recommended, not on words repeated (issue 34, docs/crs_shift.md
+"""Adaptation measured on the films recommended, not on words repeated (docs/crs_shift.md
 "Adaptation metrics"). The CRS headline metrics.
 
-Spec: ``001_7a143b81fde40554.txt`` (a CRS must follow a preference shift) and crs.md §2.1 (Recall@K);
+Spec: the multi-model CRS experiment (a CRS must follow a preference shift) and crs.md §2.1 (Recall@K);
 TAS (evaluation/crs/tas.py) is kept beside them, with its gameability stated: it scores the words a
 reply shares with the user, so restating the user wins it. These metrics read only *which catalog
 films* a system turn named (``meta.mentioned_ids``) and the films' catalog attributes, so no wording

@@ -1,4 +1,4 @@
-"""Simulator realism figures of one CRS session that can fail (issue 34; docs/crs_shift.md
+"""Simulator realism figures of one CRS session that can fail (docs/crs_shift.md
 "Simulator realism"): does the simulated user behave like a user with a goal? Unlike the health
 figures (evaluation/crs/health.py), which the simulator's code guarantees, each of these can move
 when the simulator regresses or a paraphrasing user model misbehaves, since it reads the transcript:
