@@ -14,31 +14,13 @@ import re
 from collections.abc import Mapping, Sequence
 
 from convsim.results.aggregate import trials_info
+from convsim.results.summary_text import sig3  # 3 significant digits wherever a person reads a number
 from convsim.results.metric_ranges import Range, range_of
 from convsim.evaluation.reporting import stats
 from convsim.evaluation.reporting.compare import compare_metric
 from convsim.evaluation.reporting.records import JUDGE_FLAGS, MetricTable, metric_names, metric_table
 
 FALLBACK_HEADLINES = 8
-
-
-def sig3(x) -> str:
-    """A number to 3 significant digits, never in scientific notation for everyday magnitudes
-    (0.4852415 -> 0.485, 1234.5 -> 1230, 12 -> 12); None -> an em dash."""
-    if x is None:
-        return "—"
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return str(x)
-    if not math.isfinite(x):
-        return str(x)
-    if x == 0:
-        return "0"
-    rounded = float(f"{x:.3g}")
-    if 1e-4 <= abs(rounded) < 1e7:
-        digits = max(0, 2 - int(math.floor(math.log10(abs(rounded)))))
-        text = f"{rounded:.{digits}f}"
-        return text.rstrip("0").rstrip(".") if "." in text else text
-    return f"{rounded:.2e}"
 
 
 def fmt_p(p, alpha: float = stats.ALPHA) -> str:
