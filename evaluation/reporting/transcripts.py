@@ -146,6 +146,13 @@ def _run_record(obj: dict, path: Path, line: int) -> dict:
         if t["speaker"] == "user":
             t["meta"] = _check_user_meta(t["meta"], path, line, f"{where}.meta")
         out.append(t)
+    hidden = obj.get("user_hidden")  # a simulated user's targets valid at the end (crs_shift keeps them out of
+    # the transcript, where an agent could read them): the offline evaluation reads them from the first
+    # user turn's meta.hidden_targets, as for an imported transcript
+    if isinstance(hidden, dict) and hidden.get("targets"):
+        first = next((t for t in out if t["speaker"] == "user"), None)
+        if first is not None and "hidden_targets" not in first["meta"]:
+            first["meta"]["hidden_targets"] = _item_ids(hidden["targets"], path, line, "user_hidden.targets")
     trial = obj.get("trial", 0)
     if not is_int(trial) or trial < 0:
         _fail(f"trial must be a non-negative integer, got {trial!r}", path, line, "trial")
