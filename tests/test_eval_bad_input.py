@@ -94,13 +94,13 @@ def test_a_model_that_fails_mid_eval_leaves_no_run_so_the_same_command_runs_agai
     def unavailable(transcript, ctx):
         raise ModelUnavailable("judge: connection refused")
     broken.evaluate_transcript = unavailable
-    path, out = write_jsonl(tmp_path / "t.jsonl", IMPORTED), tmp_path / "ev"
+    path, out = write_jsonl(tmp_path / "t.jsonl", IMPORTED), tmp_path / "runs" / "ev"
     monkeypatch.setattr(tr, "load_graph_module", lambda name: broken)
     with pytest.raises(ModelUnavailable, match="run the same command again"):
-        tr.evaluate_transcripts(path, out=out, params={"topic_mode": "keyword"}, analyze=False)
+        tr.evaluate_transcripts(path, out=out.parent, run_id=out.name, params={"topic_mode": "keyword"}, analyze=False)
     assert not (out / "config.yaml").exists() and not (out / "results.jsonl").exists()
     monkeypatch.setattr(tr, "load_graph_module", lambda name: real)
-    tr.evaluate_transcripts(path, out=out, params={"topic_mode": "keyword"}, analyze=False)
+    tr.evaluate_transcripts(path, out=out.parent, run_id=out.name, params={"topic_mode": "keyword"}, analyze=False)
     assert (out / "config.yaml").exists() and len((out / "results.jsonl").read_text().splitlines()) == 1
 
 

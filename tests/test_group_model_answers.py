@@ -146,8 +146,8 @@ VERDICT_UTTERANCES = {   # the member model's verdict utterance, failed?
 @pytest.mark.parametrize("utterance", list(VERDICT_UTTERANCES))
 def test_a_member_verdict_that_is_a_field_name_or_the_prompt_is_a_failed_answer(utterance):
     failed = VERDICT_UTTERANCES[utterance]
-    # the garbage answers say accept=false while the rule accepts (s_i above the threshold in this
-    # session): M6 shows whose verdict was read
+    # the garbage answers say accept=false while the rule accepts for some members (their own view of the
+    # plan reaches their tolerance in this session): M6 shows whose verdict was read
     state = _run("C2", "member", FakeModel(_member_answer(utterance, accept=not failed), spec="fake:member"))
     verdicts = [t for t in state["transcript"] if t["meta"].get("intent") in ("user_accept_plan", "user_reject_plan")]
     flags = [f for f in simulator_checks(state) if f["check"] == "member_model_failed"]
@@ -167,7 +167,9 @@ def test_a_member_verdict_that_is_a_field_name_or_the_prompt_is_a_failed_answer(
     rules = _run("C2")
     assert [t["meta"]["intent"] for t in verdicts] == [
         t["meta"]["intent"] for t in rules["transcript"] if t["meta"].get("intent") in ("user_accept_plan", "user_reject_plan")]
-    assert state["dialogue_metrics"]["M6"] == rules["dialogue_metrics"]["M6"] == 1.0   # before: 0.0
+    # (the garbage answers said accept=false: read, they would make M6 0.0; each member's own view of
+    # the plan accepts it for some members in this session)
+    assert state["dialogue_metrics"]["M6"] == rules["dialogue_metrics"]["M6"] > 0.0   # before: 0.0
 
 
 def test_a_member_wish_that_echoes_the_prompt_is_a_failed_answer():

@@ -10,8 +10,10 @@ Three kinds of need:
   directory holding the shipped scenarios);
 * ``server``: a model server a model spec names (``ollama:``, ``openai:...@URL``), not probed here.
 
-``convsim list`` shows them per config; the run's preflight refuses an unmet extra or data path with
-one line naming the config and the exact install command, before anything is written.
+``convsim list`` shows them per config. Before anything is written, the run refuses an extra that is
+not installed with one line naming the config and the exact install command; the graph's preflight
+refuses a missing data path (naming the config and the param), and the model preflight a server
+that does not answer.
 """
 from __future__ import annotations
 
@@ -122,13 +124,10 @@ def config_needs(cfg: Any) -> list[Need]:
 
 
 def check_needs(cfg: Any, *, file: object = None) -> None:
-    """Refuse a config whose extra is not installed or whose data path is missing: one
-    :class:`ConvsimError` naming the config, the field and what installs or provides it."""
+    """Refuse a config whose extra is not installed: one :class:`ConvsimError` naming the config, the
+    field and the command that installs it. (A missing data path is refused by the graph's own
+    preflight, whose loader names the config, the param and what it could not read.)"""
     for need in config_needs(cfg):
-        if need.met is not False:
-            continue
-        if need.kind == "extra":
+        if need.kind == "extra" and need.met is False:
             raise ConvsimError(f"needs the {need.what} extra, which is not installed: {install_hint(need.what)}",
                                file=file, field=need.where)
-        raise ConvsimError(f"needs data that is not there: {need.what} (from the current directory or "
-                           "the project root)", file=file, field=need.where)
