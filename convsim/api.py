@@ -78,6 +78,9 @@ def run(target: str | Path | dict | ExperimentConfig, *, sessions: int | None = 
     apply_overrides learns is available here without changing this signature).
     """
     from convsim.running.runner import run as run_experiment  # the runner pulls in LangGraph: only when running
+    if "out_dir" in overrides:  # the config's key, accepted as another name for ``out``
+        alias = overrides.pop("out_dir")
+        out = alias if out is None else out
     cfg = apply_overrides(_as_config(target), sessions=sessions, seed=seed, models=models,
                           set_params=set_params, run_id=run_id,
                           out_dir=str(out) if out is not None else None,
