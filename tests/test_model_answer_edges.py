@@ -46,7 +46,10 @@ def test_a_run_survives_a_server_answering_lone_surrogates(tmp_path):
     # the run survives; the answer, not decodable text, is the agent's failure with its raw text
     # (convsim.providers.answer_check), never a scored turn
     assert [r["status"] for r in recs] == ["agent_failure", "agent_failure"]
-    assert all("hi \ufffd there" in r["error"] and "undecodable" in r["error"] for r in recs)
+    # the turn is scored as failed and the session flagged (hello_chat's agent_checks), raw answer kept
+    assert all(f["check"] == "agent_model_failed" and "hi \ufffd there" in f["detail"] and "undecodable" in f["detail"]
+               for r in recs for f in r["agent_flags"])
+    assert all(r["dialogue_metrics"]["accuracy"] == 0.0 for r in recs)
 
 
 @pytest.mark.parametrize("score", [True, "3", 2.0])
