@@ -32,7 +32,8 @@ def test_gemma_runs_crs_sessions_for_real(tmp_path):
         assert all(f["check"] == "crs_model_failed" for f in r["agent_flags"]), r["agent_flags"]
         assert (r["status"] == "agent_failure") == bool(r["agent_flags"])
         calls = [c for c in r["llm_calls"] if c["role"] == "crs"]
-        assert len(calls) == 3 and all(c["completion_tokens"] for c in calls)
+        # one call a turn, and one more for a turn whose answer failed the answer check (retry.answer_attempts 2)
+        assert 3 <= len(calls) <= 6 and all(c["completion_tokens"] for c in calls)
         assert r["models"]["crs"]["spec"] == "llamacpp:gemma3-270m" and r["models"]["crs"]["max_tokens"] == 96
         system = [t for t in r["transcript"] if t["speaker"] == "system"]
         assert len(system) == 3
