@@ -42,6 +42,7 @@ def base_install(tmp_path_factory) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
     env["COLUMNS"] = "100"
+    env["CONVSIM_PREFLIGHT_MODELS"] = "1"  # a user's run asks each model server first (conftest turns it off)
     return env
 
 

@@ -65,8 +65,10 @@ def test_persona_breaks_are_simulator_failures_excluded_and_counted(tmp_path, do
 def test_rule_based_crs_user_never_trips_its_checks(tmp_path):
     """False positives would silently drop good sessions: 30 template users of 20 turns (shifts,
     contradictions and all) raise no flag."""
-    cfg = load_config(ROOT / "configs" / "crs_shift.yaml").model_copy(update={
+    demo = load_config(ROOT / "configs" / "crs_shift.yaml")
+    cfg = demo.model_copy(update={  # the demo's template recommender alone
         "sessions": 30, "out_dir": str(tmp_path), "run_id": "rules", "trace": False, "analysis": [],
+        "variants": [v for v in demo.variants if v.name == "template"],
         "params": {"n_turns": 20, "judge": False, "topic_mode": "keyword"}})
     recs = [json.loads(x) for x in (run(cfg, analyze=False) / "results.jsonl").read_text().splitlines()]
     assert len(recs) == 30 and all(r["status"] == "ok" and r["simulator_flags"] == [] for r in recs)

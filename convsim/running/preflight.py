@@ -149,7 +149,13 @@ def preflight(plan: Any) -> None:
     check_embedder_dir(cfg.embedder)
     if model_check_on(cfg) and plan.units is None:  # each model server asked once (convsim.running.model_check)
         from convsim.running.model_check import check_model_servers
-        plan.warnings.extend(check_model_servers(plan))
+        try:
+            plan.warnings.extend(check_model_servers(plan))
+        except ConvsimError as exc:  # name the config the model spec came from
+            if exc.file is not None:
+                raise
+            raise ConvsimError(exc.message, file=getattr(plan, "source", None), record=exc.record,
+                               field=exc.field) from None
     for vp in plan.variants.values():
         for role, spec in vp.models.items():  # a local model file is read where the sessions run: here
             if spec.provider == "llamacpp" and spec.model.endswith(".gguf") and not Path(spec.model).is_file():
