@@ -16,7 +16,7 @@ from convsim import ConvsimError
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("package", ["convsim", "catalog", "evaluation", "agents"])
+@pytest.mark.parametrize("package", ["convsim", "convsim.catalog", "convsim.evaluation", "convsim.agents"])
 def test_exports_resolve(package):
     pkg = importlib.import_module(package)
     assert pkg.__all__
