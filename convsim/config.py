@@ -27,6 +27,23 @@ def path_component(value: str, what: str) -> str:
     return value
 
 
+# run-analysis modules that moved into convsim.evaluation.reporting when the systems moved under convsim
+_REPORTING_MODULES = ("analysis", "compare", "compare_text", "fidelity", "headline", "plots", "records", "report",
+                      "run_stats", "stats", "trace_html", "transcripts")
+
+
+def current_hook_name(hook: str) -> str:
+    """``evaluation.analysis:analyze_run`` -> ``convsim.evaluation.reporting.analysis:analyze_run``;
+    ``agents.x``, ``evaluation.x``, ``catalog.x``, ``graphs.x`` -> ``convsim.<...>``; others unchanged."""
+    module, sep, fn = hook.partition(":")
+    top, _, rest = module.partition(".")
+    if top not in ("agents", "evaluation", "catalog", "graphs") or not rest:
+        return hook
+    if top == "evaluation" and rest.split(".")[0] in _REPORTING_MODULES:
+        rest = f"reporting.{rest}"
+    return f"convsim.{top}.{rest}{sep}{fn}"
+
+
 class Variant(BaseModel):
     """One arm of the experiment: overrides of the base params and models."""
 
@@ -81,6 +98,13 @@ class ExperimentConfig(BaseModel):
     out_dir: str = "runs"
     run_id: str | None = None
     fork: dict[str, Any] | None = None  # set by `convsim fork`: where the run forked from
+
+    @field_validator("analysis")
+    @classmethod
+    def _current_hook_names(cls, v):
+        """A hook saved by a run from before the systems installed under ``convsim`` (its config.yaml
+        says ``evaluation.analysis:analyze_run``) names the same function by its current module."""
+        return [current_hook_name(h) if isinstance(h, str) else h for h in v]
 
     @field_validator("embedder")
     @classmethod

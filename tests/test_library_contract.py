@@ -98,3 +98,11 @@ def test_the_needs_of_the_shipped_configs():
     assert any(kind == "data" and "multiwoz" in what for kind, what in needs["service_replay.yaml"])
     listed = convsim.list_configs(ROOT / "configs")
     assert all("needs" in info for info in listed.values())
+
+
+def test_a_hook_saved_before_the_rename_names_the_same_function():
+    from convsim.config import config_from_dict
+    cfg = config_from_dict({"graph": "hello_chat", "analysis": [
+        "evaluation.analysis:analyze_run", "evaluation.crs.validity:reference_validity", "my_hooks:main"]})
+    assert cfg.analysis == ["convsim.evaluation.reporting.analysis:analyze_run",
+                            "convsim.evaluation.crs.validity:reference_validity", "my_hooks:main"]
