@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 
 from convsim.catalog.travel import TravelDB, normalize_place_name
-from convsim.evaluation.group.plan_parse import _split_places
+from convsim.evaluation.group.plan_parse import _split_places, poi_parts
 
 DAY_BUDGET = {"breakfast": 1, "lunch": 1, "dinner": 1, "attraction": 3, "event": 1, "accommodation": 1}
 TIMED_FIELDS = ("attraction", "event")
@@ -78,11 +78,8 @@ def house_rule_ok(text: str, stays: list[dict]) -> bool | None:
 
 
 def _windows(day: dict) -> list[tuple[str, int, int]]:
-    poi = day.get("point_of_interest_list", day.get("poi_list")) or ""
-    if isinstance(poi, list):
-        poi = ";".join(map(str, poi))
     out = []
-    for part in str(poi).split(";"):
+    for part in poi_parts(day):
         m = _WINDOW.match(part)
         if m:
             h1, m1, h2, m2 = map(int, m.groups()[1:])

@@ -97,13 +97,19 @@ def plan_slot_text(plan: dict, slot: str) -> str:
     return "; ".join(n for k in keys for n in fields[k])
 
 
-def poi_windows(day: dict) -> list[tuple[int, int]]:
-    """(start, end) minutes of each POI entry of a day that has a "from HH:MM to HH:MM" window."""
+def poi_parts(day: dict) -> list[str]:
+    """A day's point-of-interest entries: its ``point_of_interest_list`` (or ``poi_list``), a
+    ";"-separated string or a list."""
     poi = day.get("point_of_interest_list", day.get("poi_list")) or ""
     if isinstance(poi, list):
         poi = ";".join(map(str, poi))
+    return str(poi).split(";")
+
+
+def poi_windows(day: dict) -> list[tuple[int, int]]:
+    """(start, end) minutes of each POI entry of a day that has a "from HH:MM to HH:MM" window."""
     out = []
-    for part in str(poi).split(";"):
+    for part in poi_parts(day):
         m = _TIME.search(part)
         if m:
             h1, m1, h2, m2 = map(int, m.groups())
