@@ -94,7 +94,8 @@ def test_precision_drops_with_films_that_do_not_fit():
 def test_hit_rate_and_turns_to_accept_read_the_users_reaction():
     none = metrics(session([["c1"], ["c2"], ["d1"], ["d2"]]))
     accepted = metrics(session([["c1"], ["c2"], ["d1"], ["d2"]], reactions={3: {"accepted": "c2"}}))
-    assert none["hit_rate"] == 0.0 and none["accepted_any"] == 0 and none["turns_to_accept"] is None
+    # never accepted: censored at T (4 turns, 3 judged), the slowest possible, never left out
+    assert none["hit_rate"] == 0.0 and none["accepted_any"] == 0 and none["turns_to_accept"] == 4
     assert accepted["hit_rate"] == pytest.approx(1 / 3) and accepted["turns_to_accept"] == 2
     # accepting a film this system did not name is no hit for it
     other = metrics(session([["c1"], ["c2"], ["d1"], ["d2"]], reactions={3: {"accepted": "h1"}}))
@@ -116,3 +117,14 @@ def test_shift_adaptation_without_shifts_is_none():
     assert shift_adaptation([], {}, 3)["rate"] is None
     with pytest.raises(ValueError):
         shift_adaptation([1], {}, 0)
+
+
+def test_turns_to_accept_cannot_be_won_by_one_lucky_early_accept():
+    """A gaming recommender (names a fixed list every turn) that one user accepts at turn 1 and nobody
+    else ever does must not beat one every user accepts at turn 2: sessions without an accept count."""
+    from statistics import mean
+    lucky = [metrics(session([["c1"], ["c2"], ["d1"], ["d2"]], reactions={2: {"accepted": "c1"}}))] + \
+        [metrics(session([["c1"], ["c2"], ["d1"], ["d2"]])) for _ in range(5)]
+    steady = [metrics(session([["c1"], ["c2"], ["d1"], ["d2"]], reactions={3: {"accepted": "c2"}}))
+              for _ in range(6)]
+    assert mean(m["turns_to_accept"] for m in lucky) > mean(m["turns_to_accept"] for m in steady)

@@ -29,8 +29,11 @@ Metrics (each a dialogue metric; the engine reports its mean with a 95 % bootstr
 * ``hit_rate`` = |{t < T : the user accepted a film of named_t in its turn t+1}| / (T − 1): the user's
   reaction (``user_meta.reaction.accepted``; logged also when the user is non-reactive, as the
   reaction it would have had); None when T < 2.
-* ``turns_to_accept`` = min{t : a film of named_t was accepted}; None when none was (read beside
-  ``accepted_any`` = 1 if some film was accepted, else 0).
+* ``turns_to_accept`` = min{t : a film of named_t was accepted}, and T when none was (censored at
+  the last judged turn + 1 = T, so a session the user never accepted anything in counts as the slowest,
+  not as missing: averaged over accepting sessions only, one lucky early accept of an agent that fails
+  every other session beat one that succeeds everywhere a turn later); ``accepted_any`` = 1 if some
+  film was accepted, else 0.
 * ``target_recall_at_k`` = |top-K(last non-empty logged list) ∩ G_T| / |G_T| with G_T the user's
   hidden targets *valid at the end* (they follow the shifts, agents/crs/user.py); None without
   targets or without a logged list.
@@ -86,7 +89,8 @@ def acceptance(accepted_after: Sequence[bool]) -> dict:
     judged = list(accepted_after[:-1])
     first = next((t for t, ok in enumerate(judged, start=1) if ok), None)
     return {"hit_rate": sum(map(bool, judged)) / len(judged) if judged else None,
-            "turns_to_accept": first, "accepted_any": None if not judged else int(first is not None)}
+            "turns_to_accept": None if not judged else (first if first is not None else len(judged) + 1),
+            "accepted_any": None if not judged else int(first is not None)}
 
 
 def target_recall(last_list: Sequence[str], targets: Collection[str], k: int) -> float | None:
