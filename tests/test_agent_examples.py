@@ -49,9 +49,11 @@ def test_service_example_books_and_is_graded_from_state(tmp_path):
         dm = r["dialogue_metrics"]
         # graded from the bookings it left in its session's booking system (agent_bookings)
         assert dm["bookings_made"] == len(r["agent_bookings"])
-        assert dm["task_success_state"] in (0, 1)
         expect_ok = not any(dm["state_grading"][k] for k in ("missing", "extra", "wrong", "violations"))
-        assert dm["task_success_state"] == int(expect_ok)
+        if not dm["bookings_expected"] and not dm["bookings_made"]:  # nothing to book: no state to grade
+            assert dm["task_success_state"] is None
+        else:
+            assert dm["task_success_state"] == int(expect_ok)
         # computable from the text and the tool use: present
         assert dm["response_grounding"] is not None and dm["db_grounding"] is not None
         # its input not reported: None with the reason, never 0
@@ -145,7 +147,8 @@ def test_user_agent_against_the_builtin_on_paired_users(tmp_path):
     for sid in by["builtin"]:
         assert by["builtin"][sid]["goal"] == by["mine"][sid]["goal"]  # paired: the same customer
         assert by["builtin"][sid]["seed"] == by["mine"][sid]["seed"]
-    assert all(r["dialogue_metrics"]["task_success_state"] is not None for r in records)
+    assert all(r["dialogue_metrics"]["task_success_state"] is not None for r in records
+               if r["dialogue_metrics"]["bookings_expected"] or r["dialogue_metrics"]["bookings_made"])
     # the same comparison as two runs, through `convsim compare`
     for arm, extra in (("a", []), ("b", ["--agent", SERVICE])):
         _run(tmp_path, arm, "customer_service", "--sessions", "6", "--seed", "11", *extra)

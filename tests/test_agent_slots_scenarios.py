@@ -92,7 +92,8 @@ def test_builtin_pipeline_is_graded_from_its_bookings(tmp_path):
     for r in records:
         dm = r["dialogue_metrics"]
         made = sum(len(o["bookings"]) for o in r["outcomes"].values())
-        assert dm["bookings_made"] == made and dm["task_success_state"] in (0, 1)
+        assert dm["bookings_made"] == made
+        assert dm["task_success_state"] in ((0, 1) if dm["bookings_expected"] or made else (None,))
         assert "unreported" not in dm and dm["joint_goal_accuracy"] is not None  # the pipeline reports it all
     assert any(r["dialogue_metrics"]["task_success_state"] == 1 for r in records)
 

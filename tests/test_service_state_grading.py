@@ -74,10 +74,12 @@ def test_extra_booking_fails(case):
     assert twice["task_success_state"] == 0 and len(twice["extra"]) == 1
 
 
-def test_no_booking_goal_is_success_only_when_nothing_was_booked(case):
+def test_no_booking_goal_is_not_graded_from_state_unless_something_was_booked(case):
+    # nothing to book and nothing booked: no state to grade (None), never a free success for an agent
+    # that never acts; booking what nobody asked for is a failure
     goal, good, _ = case
     quiet = {"domains": [dict(goal["domains"][0], book=None)]}
-    assert grade_bookings(quiet, [], DB, SCHEMA)["task_success_state"] == 1
+    assert grade_bookings(quiet, [], DB, SCHEMA)["task_success_state"] is None
     assert grade_bookings(quiet, [good], DB, SCHEMA)["task_success_state"] == 0
 
 

@@ -16,8 +16,9 @@ for the built-in pipeline, from the bookings its executed actions made; both are
   booking-required slot of the schema, naming an entity not in the database, or at a venue the
   booking system reports unavailable for those details).
 * ``task_success_state`` = 1 when the final bookings equal the expected ones (no missing, extra,
-  wrong or violating booking), else 0. A goal with no booking is a success only when nothing was
-  booked (τ²: an unchanged database). As the MAS4CS evaluation design defines task success;
+  wrong or violating booking), else 0. A goal with no booking is ``None`` when nothing was booked
+  (no state to grade; τ² scores an unchanged database 1, which gave an agent that never acts 0.75
+  here) and 0 when something was. As the MAS4CS evaluation design defines task success;
   reference: τ²-bench's DB-state reward.
 * ``policy_compliance_state`` = the share of bookings made that break no rule (required slots
   present, entity exists, venue available); ``None`` when nothing was booked (no booking to
@@ -91,7 +92,11 @@ def grade_bookings(goal: dict, bookings: list[dict], db: ServiceDB, schema: Serv
     checks = [{"domain": b.get("domain"), "entity": b.get("entity"),
                "violations": booking_violations(b, db, schema)} for b in bookings]
     violations = [c for c in checks if c["violations"]]
-    success = int(not (missing or extra or wrong or violations))
+    # a goal that asks for no booking leaves no state to grade: None (its success is the informational
+    # task_success), unless the agent booked what nobody asked for (0). Scored 1, a state-graded success
+    # came free to an agent that never acts (an unshipped "claims it booked, never books" agent: 0.75)
+    success = (None if not expected and not bookings
+               else int(not (missing or extra or wrong or violations)))
     compliance = None if not bookings else 1 - len(violations) / len(bookings)
     return {"task_success_state": success, "policy_compliance_state": compliance,
             "bookings_expected": len(expected), "bookings_made": len(bookings),
