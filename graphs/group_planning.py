@@ -4,7 +4,7 @@ travel database, and M1–M16 / W1–W3 are computed before END.
 
 Conditions C1–C5 are presets of four flags (reference group_and_retrieval.md §1b):
 C1 one spokesperson, no synthesis; C2 all members speak, silent merge; C3 raw synthesis
-(approval with coverage, or a model's own merge); C4 guided synthesis (canonical strategy, vote
+(a plain merge without a social-choice rule, or a model's own merge); C4 guided synthesis (canonical strategy, vote
 round, subgroups, coverage); C5 = C4 + feedback loop. C3–C5 choose at most ``option_budget``
 options per slot, so they differ only in how they choose. Model roles: ``synthesis``,
 ``planner``, ``member`` (all ``none`` by default: rules).
