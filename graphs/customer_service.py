@@ -355,7 +355,12 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
 def finish(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     turns, log = state.get("turn_metrics", []), state.get("turn_log", [])
-    events = metrics.memory_transfer_events(log)
+    if state.get("mode") == "simulate" and state.get("goal"):  # opportunities from the goal, not the agent
+        transfer_all = metrics.memory_transfer_goal_events(state["goal"], log)
+        events = [e for e in transfer_all if not e.get("restated")]
+        restated = len(transfer_all) - len(events)
+    else:  # replay: the recording's gold state (fixed, whatever the agent does)
+        events, restated = metrics.memory_transfer_events(log), metrics.memory_transfer_restated(log)
     final = log[-1]["pred_state"] if log else {}
     booking_goals, requested = _customer_goal(state, ctx)
     outcomes = state.get("outcomes", {})
@@ -379,7 +384,8 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
              "simulator_misstatements": sum(bool((e.get("meta") or {}).get("misstated"))
                                             for e in state.get("transcript", []) if e.get("speaker") == "user"),
              "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns),
-             "memory_transfer_restated": metrics.memory_transfer_restated(log),
+             "memory_transfer_restated": restated,
+             "memory_transfer_unreached": sum(not e.get("reached", 1) for e in events),
              # user turns whose LLM wording was invalid, said by the rule user instead
              "user_model_fallbacks": sum(bool((e.get("meta") or {}).get("user_model_fallback"))
                                          for e in state.get("transcript", []) if e.get("speaker") == "user")}
@@ -587,7 +593,7 @@ METRIC_RANGES = {
     **{m: (0.0, None) for m in ("db_mentions", "text_mentions", "response_acts_checked", "response_ungrounded_turns",
                                 "supervisor_corrections", "booking_unconfirmed", "unsupported_turns",
                                 "system_correct_unscored", "memory_transfer_opportunities", "memory_transfer_restated",
-                                "policy_violations",
+                                "memory_transfer_unreached", "policy_violations",
                                 "n_turns", "judge_failures", "judge_calls", "llm_failures",
                                 "refusals_unscored_by_judge", "agent_errors", "simulator_errors",
                                 "simulator_misstatements", "supervisor_blocks", "bookings_made", "bookings_expected",

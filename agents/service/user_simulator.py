@@ -159,6 +159,10 @@ def sample_goal(db: ServiceDB, seed: int, policy_rate: float = 0.0,
             goal["constraints"]["area"] = record["area"]
             goal["order"] = ["area"] + [s for s in goal["order"] if s != "area"]
             goal["reuse"] = {"slot": "area", "from": previous_area[0]}
+            # the value to carry is said in the earlier domain's opening, whatever the agent asks: a
+            # memory-transfer opportunity is then fixed by the goal (evaluation/service/metrics.py)
+            source = next(x for x in goals if x["domain"] == previous_area[0])
+            source["order"] = ["area"] + [x for x in source["order"] if x != "area"]
         if "area" in goal["constraints"]:
             previous_area = (domain, goal["constraints"]["area"])
         if policy_rate > 0:
