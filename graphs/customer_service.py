@@ -112,6 +112,9 @@ class Params(BaseModel):
         "templates", description="simulate: the simulator's own wording, or held-out paraphrases the triage never saw")
     policy_request_rate: float = Field(0.0, ge=0, le=1, description="simulate: share of goal domains with an "
                                        "impossible constraint first / a bare 'book it' without details")
+    check_booking: bool = Field(False, description="simulate: the customer checks a booking's details against "
+                                "its own and asks again when one is missing or different (off: any reference "
+                                "is accepted)")
     agents: dict[str, str] = Field(default_factory=dict, description="agent slots: {'service': SPEC} puts your agent "
                                    "in place of the built-in pipeline (docs/agents.md)")
     goal_domains: list[Literal["restaurant", "hotel", "attraction", "train"]] | None = Field(
@@ -164,7 +167,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
             info, update = _scripted_user_info(state, turn + 1), {}
         else:
             us, out = user_turn(state["user_state"], state.get("action") if turn else None, db=_db(ctx),
-                                seed=ctx.seed, max_turns=ctx.params.max_turns)
+                                seed=ctx.seed, max_turns=ctx.params.max_turns,
+                                check_booking=ctx.params.check_booking)
             info = dict(out, gold_act_types=None)
             update = {"user_state": us}
             if out["text"] and out.get("move") != "none":

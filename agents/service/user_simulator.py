@@ -218,10 +218,23 @@ def _satisfies(db: ServiceDB, domain: str, entity: str, constraints: dict) -> bo
     return any(db.entity_id(domain, r) == entity for r in matches)
 
 
+def _booking_differs(action: dict, want: dict[str, str]) -> bool:
+    """The booking made is not the one asked for: a detail of ``want`` missing or different."""
+    made = {k: str(v).lower() for k, v in (action.get("booking") or {}).items() if v not in (None, "")}
+    return any(made.get(k) != str(v).lower() for k, v in want.items())
+
+
 def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
-              max_turns: int) -> tuple[dict, dict]:
+              max_turns: int, check_booking: bool = False) -> tuple[dict, dict]:
     """The simulator's next move: ``(new_state, {text, gold_domain, gold_intent, gold_state,
-    user_acts, termination})``; ``action`` is the system's last approved action."""
+    user_acts, termination})``; ``action`` is the system's last approved action.
+
+    ``check_booking``: the customer reads the booking's details and does not accept one that
+    lacks or changes a detail of its own (it says its full booking again, and its patience runs
+    down as on any unhelpful answer). Off by default (the customer accepts any reference); on, a
+    booking made before the details were given (a policy violation) costs a turn instead of
+    ending the task, so the policy gate can change a completed task's result
+    (tests/test_service_policy_gate.py)."""
     s = copy.deepcopy(state)
     s["turn"] += 1
     rng = rng_for(seed, s["turn"], "user")
@@ -299,6 +312,14 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
                 return s, _out(text, d, f"find_{d}", s, _acts("inform", d, pending), None, move="correction")
             s["stuck"] += 1
         else:
+            want = g["fail_book"] if (g["fail_book"] and not s["fallback_used"]) else g["book"]
+            if check_booking and kind == "book" and action.get("reference") and want \
+                    and _booking_differs(action, want):
+                s["stuck"] += 1  # not the booking asked for: the customer says its details again
+                s["booking"] = dict(want)
+                _disclose(s, d, want)
+                return _finish_stuck(s, _out(_say_booking(d, want), d, f"book_{d}", s,
+                                             _acts("inform", d, list(want)), None, move="book"))
             got["entity"] = action["entity"]
             got["info"].update(action.get("informed", {}))
             if kind == "book" and action.get("reference"):
@@ -332,7 +353,8 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
         s["opened"] = False
         s["stuck"] = 0
         s["booking"] = {}
-        return user_turn(dict(s, turn=s["turn"] - 1), None, db=db, seed=seed, max_turns=max_turns)
+        return user_turn(dict(s, turn=s["turn"] - 1), None, db=db, seed=seed, max_turns=max_turns,
+                         check_booking=check_booking)
     if pending:
         _disclose(s, d, {pending[0]: g["constraints"][pending[0]]})
         return _finish_stuck(s, _out("I'd like it " + _say_constraint(d, pending[0], g["constraints"][pending[0]], g) + ".",
