@@ -279,17 +279,21 @@ def _said(message: Any) -> tuple[str, str]:
 
 def _tool_calls_of(messages: Sequence) -> list[dict]:
     """``[{"name", "args", "result"}]`` of the AI messages' tool calls among ``messages``, each with
-    the content of the tool message that answered it (None when none did), in call order."""
-    results = {}
+    the content of the tool message that answered it (None when none did), in call order; ``"error":
+    True`` on a call whose tool message has status ``error``."""
+    results, failed = {}, set()
     for m in messages:
         if getattr(m, "type", None) == "tool" or (isinstance(m, dict) and m.get("type") == "tool"):
             cid = m.get("tool_call_id") if isinstance(m, dict) else getattr(m, "tool_call_id", None)
             results[cid] = m.get("content") if isinstance(m, dict) else m.content
+            if (m.get("status") if isinstance(m, dict) else getattr(m, "status", None)) == "error":
+                failed.add(cid)  # ToolNode's answer to a call it could not run (an unknown tool, bad args)
     out = []
     for m in messages:
         calls = (m.get("tool_calls") if isinstance(m, dict) else getattr(m, "tool_calls", None)) or []
         for c in calls:
-            out.append({"name": c.get("name"), "args": c.get("args", {}), "result": results.get(c.get("id"))})
+            out.append({"name": c.get("name"), "args": c.get("args", {}), "result": results.get(c.get("id")),
+                        **({"error": True} if c.get("id") in failed else {})})
     return out
 
 
@@ -381,35 +385,148 @@ class OpenAIAgent(_Adapter):
     """An OpenAI-compatible ``/v1/chat/completions`` endpoint that is the agent: sent the
     conversation, its answer is the reply. Calls go through :class:`convsim.providers.models.ChatModel`
     (the run's limits, retries, call records, ``ModelUnavailable``); the context, when not empty,
-    goes first as a system message."""
+    goes first as a system message.
+
+    The scenario's tools, when it offers any, go as OpenAI function-calling ``tools`` (JSON schemas
+    by ``langchain_core``'s ``convert_to_openai_tool``). An answer with ``tool_calls`` is executed
+    here, against the session's tools, in call order; each result goes back as a ``tool`` message
+    (JSON) and the endpoint is asked again, up to ``tool_rounds`` answers with tool calls per turn
+    (spec ``openai:<model>@<url>#tool_rounds=N``, default :data:`TOOL_ROUNDS`); one more is the
+    agent's failure (``agent_failure``, the last answer kept). A call the tools cannot run (an
+    unknown tool, arguments that are not a JSON object or do not fit the tool's schema) is answered
+    with an error ``tool`` message as LangGraph's ``ToolNode`` words it, and recorded with
+    ``"error": true``; the agent may correct itself. The session's conversation with the endpoint
+    (its tool calls and their results included) is kept across its turns, as a chat client keeps
+    it, so the endpoint sees what an in-process agent's state holds."""
 
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
         from convsim.providers.models import parse_model_spec
         self.model_spec = parse_model_spec(f"openai:{spec.options['model']}@{spec.options['base_url']}",
                                            where=f"agents.{slot.role}")
+        self.tool_rounds = int(spec.options.get("tool_rounds", TOOL_ROUNDS))
+        self.sessions = _Sessions()
+        self._schemas: dict[tuple, list] = {}
+
+    def _tool_schemas(self, tools: Sequence) -> list[dict]:
+        key = tuple((t.name, id(getattr(t, "args_schema", None))) for t in tools)
+        schemas = self._schemas.get(key)
+        if schemas is None:
+            from langchain_core.utils.function_calling import convert_to_openai_tool
+            schemas = self._schemas[key] = [convert_to_openai_tool(t) for t in tools]
+        return schemas
 
     def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
-        from langchain_core.messages import SystemMessage
+        from langchain_core.messages import AIMessage, SystemMessage
         from convsim.providers.models import ChatModel
-        from convsim.slots.calls import session_handles
+        from convsim.slots.calls import session_handles, session_key
         h = session_handles()
         handle = ChatModel(spec=self.model_spec, role=f"agent:{self.slot.role}",
                            calls=h["calls"] if h.get("calls") is not None else [], retry=h.get("retry"),
                            unavailable=h["unavailable"] if h.get("unavailable") is not None else [],
                            call_tasks=h.get("call_tasks"))
-        msgs = ([SystemMessage(f"Context: {json.dumps(context, ensure_ascii=False, default=str)}")]
-                if context else []) + list(messages)
-        message = handle._invoke_message(msgs, "agent")  # ModelUnavailable after the retries
-        content = getattr(message, "content", None)
-        return AgentTurn(check_text(self.spec, content_text(content), content), {}, [], raw_text(content))
+        key = session_key(session_id)
+        known = self.sessions.get(key, messages)
+        history = list(messages) if known is None else list(known[0]) + list(messages[known[1]:])
+        head = ([SystemMessage(f"Context: {json.dumps(context, ensure_ascii=False, default=str)}")]
+                if context else [])
+        kwargs = {"tools": self._tool_schemas(tools)} if tools else {}
+        by_name = {t.name: t for t in tools}
+        calls: list[dict] = []
+        for n in range(self.tool_rounds + 1):
+            message = handle._invoke_message(head + history, "agent", **kwargs)  # ModelUnavailable after the retries
+            content = getattr(message, "content", None)
+            raw_calls = getattr(message, "tool_calls", None)
+            if not raw_calls:
+                text = check_text(self.spec, content_text(content), content)
+                history.append(AIMessage(text))
+                self.sessions.put(key, (history, len(messages) + 1), messages, text)
+                return AgentTurn(text, {}, calls, raw_text(content))
+            raw = {"content": content, "tool_calls": raw_calls}
+            if n == self.tool_rounds:
+                raise garbage(self.spec, f"still calling tools after {self.tool_rounds} round(s) of tool calls "
+                                         f"(tool_rounds)", raw)
+            valid, invalid, ordered = _parse_tool_calls(self.spec, raw_calls, raw, n)
+            history.append(AIMessage(content_text(content) or "", tool_calls=valid, invalid_tool_calls=invalid))
+            for call in ordered:
+                reply, record = _run_tool_call(call, by_name)
+                history.append(reply)
+                calls.append(record)
+        raise AssertionError("unreachable")  # pragma: no cover — the loop returns or raises
 
     async def ainvoke(self, messages: list, *, session_id: str, context: dict,
                       tools: Sequence = ()) -> AgentTurn:
         # the provider clients are sync (pooled keep-alive connections, the run's limits' locks):
-        # as ChatModel.ainvoke, the request goes out from a worker thread, off the event loop
+        # as ChatModel.ainvoke, the request goes out from a worker thread, off the event loop (the
+        # thread gets a copy of this context: the scenario's binding of its tools goes along)
         return await asyncio.to_thread(self.invoke, messages, session_id=session_id, context=context,
                                        tools=tools)
+
+
+TOOL_ROUNDS = 8  # answers with tool calls an openai: agent may give in one turn (spec #tool_rounds=N)
+
+
+def _parse_tool_calls(spec: AgentSpec, raw_calls: object, raw: object, n: int) -> tuple[list, list, list]:
+    """An answer's ``tool_calls`` (chat-completions dicts) as LangChain tool calls: ``(valid,
+    invalid, both in call order)``, the invalid ones those whose arguments are no JSON object
+    (``langchain_core``'s parser, as ChatOpenAI reads them). A list that is not tool calls at all
+    is garbage."""
+    from langchain_core.exceptions import OutputParserException
+    from langchain_core.messages.tool import invalid_tool_call, tool_call
+    from langchain_core.output_parsers.openai_tools import parse_tool_call
+    if not isinstance(raw_calls, list):
+        raise garbage(spec, "tool_calls is no list", raw)
+    valid, invalid, ordered = [], [], []
+    for i, c in enumerate(raw_calls):
+        fn = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise garbage(spec, "a tool call with no function name", raw)
+        cid = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{n}_{i}"
+        c = {**c, "id": cid}
+        arguments = fn.get("arguments")
+        try:
+            if arguments is not None and not isinstance(arguments, str):
+                raise OutputParserException(f"Function {fn['name']} arguments are a "
+                                            f"{type(arguments).__name__}, not a JSON string")
+            parsed = parse_tool_call(c, return_id=True)
+            if not isinstance(parsed["args"], dict):
+                raise OutputParserException(f"Function {fn['name']} arguments:\n\n{arguments}\n\n"
+                                            f"are not a JSON object")
+            valid.append(tool_call(name=parsed["name"], args=parsed["args"], id=cid))
+            ordered.append(valid[-1])
+        except OutputParserException as exc:
+            invalid.append(invalid_tool_call(name=fn["name"], args=arguments if isinstance(arguments, str)
+                                             else json.dumps(arguments, default=str), id=cid, error=str(exc)))
+            ordered.append(invalid[-1])
+    return valid, invalid, ordered
+
+
+def _run_tool_call(call: dict, by_name: dict) -> tuple[Any, dict]:
+    """One tool call run against the session's tools: the ``ToolMessage`` for the agent and the
+    record ``{"name", "args", "result"}`` (``"error": True`` when the tools could not run it). The
+    error texts are LangGraph ``ToolNode``'s; a tool that raises anything but a validation error is
+    convsim's own bug and propagates."""
+    from langchain_core.messages import ToolMessage
+    from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE, TOOL_CALL_ERROR_TEMPLATE
+    from pydantic import ValidationError
+    name, cid = call["name"], call["id"]
+    if call.get("type") == "invalid_tool_call":  # arguments that are no JSON object
+        text = TOOL_CALL_ERROR_TEMPLATE.format(error=call.get("error"))
+        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
+                {"name": name, "args": call.get("args"), "result": text, "error": True})
+    tool = by_name.get(name)
+    if tool is None:
+        text = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(requested_tool=name, available_tools=", ".join(by_name))
+        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
+                {"name": name, "args": call["args"], "result": text, "error": True})
+    try:
+        result = tool.invoke(call["args"])
+    except ValidationError as exc:  # arguments that do not fit the tool's schema
+        text = TOOL_CALL_ERROR_TEMPLATE.format(error=repr(exc))
+        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
+                {"name": name, "args": call["args"], "result": text, "error": True})
+    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    return ToolMessage(content, name=name, tool_call_id=cid), {"name": name, "args": call["args"], "result": result}
 
 
 class LangGraphRemoteAgent(_Adapter):

@@ -8,6 +8,7 @@ spec                            kind
 ``pkg.mod:app``                 from a file or an importable module: decided when it is loaded
 ``graph:...``, ``callable:...``  the same, with the kind forced
 ``openai:<model>@<base_url>``   an OpenAI-compatible ``/v1/chat/completions`` endpoint that is the agent
+                                (``...#tool_rounds=N``: its tool-calling rounds per turn, default 8)
 ``langgraph:<url>#<assistant>``  a LangGraph deployment through ``RemoteGraph``, one thread per session
 ``a2a:<url>``                   an A2A agent (``a2a-sdk`` client), one context per session
 ==============================  ==================================================================
@@ -91,7 +92,15 @@ def parse_agent_spec(text: str, *, field: str = "agent") -> AgentSpec:
         model, at, base = rest.rpartition("@")
         if not at or not model.strip():
             raise _bad(text, field, "write openai:<model>@<base_url> (the endpoint's /v1 base URL)")
-        return AgentSpec("openai", rest, text, {"model": model.strip(), "base_url": _url(text, base.strip(), field)})
+        base, hashmark, option = base.partition("#")
+        options = {"model": model.strip(), "base_url": _url(text, base.strip(), field)}
+        if hashmark:
+            name, eq, value = option.partition("=")
+            if name.strip() != "tool_rounds" or not eq or not value.strip().isdigit() or int(value) < 1:
+                raise _bad(text, field, "the only option of an openai: spec is #tool_rounds=N (N >= 1: the "
+                                        "answers with tool calls one turn may give)")
+            options["tool_rounds"] = int(value)
+        return AgentSpec("openai", rest, text, options)
     if head == "langgraph":
         url, hashmark, assistant = rest.partition("#")
         if not hashmark or not assistant.strip():
