@@ -125,14 +125,16 @@ def test_malformed_tool_calls_are_answered_with_tool_errors_and_recorded(tmp_pat
 def test_an_agent_that_never_stops_calling_tools_fails_after_tool_rounds(tmp_path):
     loop = {"content": None, "tool_calls": [{"id": "x", "type": "function", "function": {
         "name": "lookup_entity", "arguments": '{"domain": "hotel", "name": "acorn guest house"}'}}]}
-    with serve(answer=lambda q: loop) as server:
+    requests: list = []
+    with serve(answer=lambda q: (requests.append(q), loop)[1]) as server:
         records = _run(tmp_path, "loop", "customer_service", "--sessions", "2",
-                       "--agent", f"service=openai:clerk@{server.url}#tool_rounds=2")
+                       "--agent", f"service=openai:clerk@{server.url}#tool_rounds=2&max_tokens=64&seed=5")
         served = server.served["ok"]
     assert {r["status"] for r in records} == {"agent_failure"}
     for r in records:
         assert "still calling tools after 2 round(s)" in r["error"] and "acorn guest house" in r["error"]
-        assert r["agents"] == {"service": f"openai:clerk@{server.url}#tool_rounds=2"}
+        assert r["agents"] == {"service": f"openai:clerk@{server.url}#tool_rounds=2&max_tokens=64&seed=5"}
+    assert all(q["max_tokens"] == 64 and q["seed"] == 5 for q in requests)  # the generation settings went
     assert served == 2 * 3  # two rounds of calls run, the third answer with calls refused: per session
     assert not (tmp_path / "loop" / "errors.jsonl").exists()
 
@@ -151,8 +153,10 @@ def test_a_transport_fault_inside_the_tool_loop_is_infrastructure(tmp_path):
     assert [e["kind"] for e in errors] == ["infrastructure"] and "ModelUnavailable" in errors[0]["error"]
 
 
-@pytest.mark.parametrize("option", ["#tool_rounds=0", "#tool_rounds=x", "#rounds=3"])
-def test_a_bad_tool_rounds_option_is_bad_input(tmp_path, option):
+@pytest.mark.parametrize("option, word", [("#tool_rounds=0", "tool_rounds"), ("#tool_rounds=x", "tool_rounds"),
+                                          ("#rounds=3", "tool_rounds"), ("#max_tokens=8&temperature=3", "temperature"),
+                                          ("#tool_rounds=2&", "max_tokens")])
+def test_a_bad_openai_option_is_bad_input(tmp_path, option, word):
     one_line(["run", "customer_service", "--sessions", "1", "--out", tmp_path, "--run-id", "x",
-              "--agent", f"service=openai:clerk@http://127.0.0.1:9/v1{option}"], "tool_rounds")
+              "--agent", f"service=openai:clerk@http://127.0.0.1:9/v1{option}"], word)
     assert not (tmp_path / "x").exists()

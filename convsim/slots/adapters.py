@@ -391,7 +391,8 @@ class OpenAIAgent(_Adapter):
     by ``langchain_core``'s ``convert_to_openai_tool``). An answer with ``tool_calls`` is executed
     here, against the session's tools, in call order; each result goes back as a ``tool`` message
     (JSON) and the endpoint is asked again, up to ``tool_rounds`` answers with tool calls per turn
-    (spec ``openai:<model>@<url>#tool_rounds=N``, default :data:`TOOL_ROUNDS`); one more is the
+    (spec ``openai:<model>@<url>#tool_rounds=N``, default :data:`TOOL_ROUNDS`; ``max_tokens``,
+    ``temperature``, ``seed`` beside it: the request's generation settings); one more is the
     agent's failure (``agent_failure``, the last answer kept). A call the tools cannot run (an
     unknown tool, arguments that are not a JSON object or do not fit the tool's schema) is answered
     with an error ``tool`` message as LangGraph's ``ToolNode`` words it, and recorded with
@@ -402,8 +403,9 @@ class OpenAIAgent(_Adapter):
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
         from convsim.providers.models import parse_model_spec
-        self.model_spec = parse_model_spec(f"openai:{spec.options['model']}@{spec.options['base_url']}",
-                                           where=f"agents.{slot.role}")
+        settings = {k: spec.options[k] for k in ("max_tokens", "seed", "temperature") if k in spec.options}
+        self.model_spec = parse_model_spec({"spec": f"openai:{spec.options['model']}@{spec.options['base_url']}",
+                                            **settings}, where=f"agents.{slot.role}")
         self.tool_rounds = int(spec.options.get("tool_rounds", TOOL_ROUNDS))
         self.sessions = _Sessions()
         self._schemas: dict[tuple, list] = {}
