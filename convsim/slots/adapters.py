@@ -12,13 +12,14 @@ the turn, and the scenario's domain tools. Faults (the contract in :mod:`convsim
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import json
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 from convsim.errors import AgentError, ConvsimError
 from convsim.providers.models import ModelUnavailable
@@ -408,15 +409,6 @@ class OpenAIAgent(_Adapter):
                                             **settings}, where=f"agents.{slot.role}")
         self.tool_rounds = int(spec.options.get("tool_rounds", TOOL_ROUNDS))
         self.sessions = _Sessions()
-        self._schemas: dict[tuple, list] = {}
-
-    def _tool_schemas(self, tools: Sequence) -> list[dict]:
-        key = tuple((t.name, id(getattr(t, "args_schema", None))) for t in tools)
-        schemas = self._schemas.get(key)
-        if schemas is None:
-            from langchain_core.utils.function_calling import convert_to_openai_tool
-            schemas = self._schemas[key] = [convert_to_openai_tool(t) for t in tools]
-        return schemas
 
     def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
         from langchain_core.messages import AIMessage, SystemMessage
@@ -432,7 +424,7 @@ class OpenAIAgent(_Adapter):
         history = list(messages) if known is None else list(known[0]) + list(messages[known[1]:])
         head = ([SystemMessage(f"Context: {json.dumps(context, ensure_ascii=False, default=str)}")]
                 if context else [])
-        kwargs = {"tools": self._tool_schemas(tools)} if tools else {}
+        kwargs = {"tools": tool_schemas(tools)} if tools else {}
         by_name = {t.name: t for t in tools}
         calls: list[dict] = []
         for n in range(self.tool_rounds + 1):
@@ -451,7 +443,7 @@ class OpenAIAgent(_Adapter):
             valid, invalid, ordered = _parse_tool_calls(self.spec, raw_calls, raw, n)
             history.append(AIMessage(content_text(content) or "", tool_calls=valid, invalid_tool_calls=invalid))
             for call in ordered:
-                reply, record = _run_tool_call(call, by_name)
+                reply, record = run_tool_call(call, by_name)
                 history.append(reply)
                 calls.append(record)
         raise AssertionError("unreachable")  # pragma: no cover — the loop returns or raises
@@ -466,6 +458,30 @@ class OpenAIAgent(_Adapter):
 
 
 TOOL_ROUNDS = 8  # answers with tool calls an openai: agent may give in one turn (spec #tool_rounds=N)
+_SCHEMAS: dict[tuple, list] = {}
+
+
+def tool_schemas(tools: Sequence) -> list[dict]:
+    """The tools' OpenAI function-calling schemas (``convert_to_openai_tool``), made once per tool set
+    (a scenario makes its tools anew each turn, from the same argument schemas)."""
+    key = tuple((t.name, t.description, id(getattr(t, "args_schema", None))) for t in tools)
+    schemas = _SCHEMAS.get(key)
+    if schemas is None:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+        schemas = _SCHEMAS[key] = [convert_to_openai_tool(t) for t in tools]
+    return schemas
+
+
+@contextlib.contextmanager
+def _tool_lease(tools: Sequence) -> Iterator[Any]:
+    """A remote agent's turn: the session's tools served over HTTP for the turn
+    (:mod:`convsim.slots.toolserver`), or None when the scenario offers none."""
+    if not tools:
+        yield None
+        return
+    from convsim.slots.toolserver import lease
+    with lease(tools, tool_schemas(tools)) as held:
+        yield held
 
 
 def _parse_tool_calls(spec: AgentSpec, raw_calls: object, raw: object, n: int) -> tuple[list, list, list]:
@@ -503,7 +519,7 @@ def _parse_tool_calls(spec: AgentSpec, raw_calls: object, raw: object, n: int) -
     return valid, invalid, ordered
 
 
-def _run_tool_call(call: dict, by_name: dict) -> tuple[Any, dict]:
+def run_tool_call(call: dict, by_name: dict) -> tuple[Any, dict]:
     """One tool call run against the session's tools: the ``ToolMessage`` for the agent and the
     record ``{"name", "args", "result"}`` (``"error": True`` when the tools could not run it). The
     error texts are LangGraph ``ToolNode``'s; a tool that raises anything but a validation error is
@@ -566,14 +582,19 @@ class LangGraphRemoteAgent(_Adapter):
         payload: dict = {"messages": new}
         if context:
             payload["context"] = dict(context)
-        config = {"configurable": {"thread_id": thread_id}}
-        try:
-            out = remote_call(self.endpoint, lambda: _bare(self.remote.invoke, payload, config), role=role)
-        except ModelUnavailable:
-            raise
-        except Exception as exc:  # noqa: BLE001 — the deployment answered: the agent's run failed
-            raise user_fault(self.spec, exc) from exc
+        config: dict = {"configurable": {"thread_id": thread_id}}
+        with _tool_lease(tools) as held:  # the session's tools, over HTTP for this turn
+            if held is not None:
+                config["configurable"]["convsim_tools"] = held.descriptor()
+            try:
+                out = remote_call(self.endpoint, lambda: _bare(self.remote.invoke, payload, config), role=role)
+            except ModelUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 — the deployment answered: the agent's run failed
+                raise user_fault(self.spec, exc) from exc
         turn = _state_answer(self.spec, self.slot, out, n_thread)
+        if held is not None and held.calls:  # what ran against the scenario's tools, as the tools saw it
+            turn.tool_calls = list(held.calls)
         self.sessions.put(key, (thread_id, len(messages) + 1, len(out["messages"])), messages, turn.text)
         return turn
 
@@ -607,7 +628,7 @@ class A2AAgent(_Adapter):
         from a2a.client import A2ACardResolver
         return await A2ACardResolver(http, self.url).get_agent_card()
 
-    async def _send(self, text: str, context_id: str, timeout: float) -> list:
+    async def _send(self, text: str, context_id: str, timeout: float, metadata: dict | None = None) -> list:
         import httpx
         from a2a.client import ClientConfig, ClientFactory
         from a2a.helpers.proto_helpers import new_text_message
@@ -617,6 +638,8 @@ class A2AAgent(_Adapter):
                 self.card = await self._card(http)
             client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(self.card)
             message = new_text_message(text, context_id=context_id, role=Role.ROLE_USER)
+            if metadata:
+                message.metadata.update(metadata)
             return [r async for r in client.send_message(SendMessageRequest(message=message))]
 
     def _reply(self, responses: list) -> AgentTurn:
@@ -651,14 +674,19 @@ class A2AAgent(_Adapter):
         new = [m for m in messages[seen:] if getattr(m, "type", None) == "human"] or messages[-1:]
         text = "\n".join(content_text(m.content) or "" for m in new)
         timeout = (session_handles().get("retry") or _default_retry()).timeout
-        try:
-            responses = remote_call(self.endpoint, lambda: run_coroutine(self._send(text, context_id, timeout)),
-                                    role=f"agent:{self.slot.role}")
-        except ModelUnavailable:
-            raise
-        except Exception as exc:  # noqa: BLE001 — the agent answered with an error: its failure
-            raise user_fault(self.spec, exc) from exc
+        with _tool_lease(tools) as held:  # the session's tools, over HTTP for this turn
+            metadata = {"convsim_tools": held.descriptor()} if held is not None else None
+            try:
+                responses = remote_call(self.endpoint, lambda: run_coroutine(self._send(text, context_id, timeout,
+                                                                                         metadata)),
+                                        role=f"agent:{self.slot.role}")
+            except ModelUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 — the agent answered with an error: its failure
+                raise user_fault(self.spec, exc) from exc
         turn = self._reply(responses)
+        if held is not None:
+            turn.tool_calls = list(held.calls)
         self.sessions.put(key, (context_id, len(messages) + 1), messages, turn.text)
         return turn
 
