@@ -551,7 +551,10 @@ class LangGraphRemoteAgent(_Adapter):
     """A LangGraph deployment (``langgraph dev``, LangGraph Platform) through LangGraph's own
     ``RemoteGraph``: one thread per session (made on its first turn), sent the user's new messages
     each turn (the thread keeps the rest); the reply is the last message of the thread's state,
-    structured outputs are the state keys named like ``Slot.structured``."""
+    structured outputs are the state keys named like ``Slot.structured``. The scenario's tools, when
+    it offers any, are served over HTTP for the turn (:mod:`convsim.slots.toolserver`) and named in
+    the run's ``config["configurable"]["convsim_tools"]``; the calls that reached them are the
+    turn's ``tool_calls``."""
 
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
@@ -608,7 +611,10 @@ class A2AAgent(_Adapter):
     """An A2A agent through the ``a2a-sdk`` client: one A2A context per session (made on its first
     turn), sent the user's new messages each turn as one text message (the agent keeps the rest of
     the context); the reply is the text of the message, or of the task's status message and
-    artifacts, the agent answers with. A task that ends failed or rejected is the agent's failure."""
+    artifacts, the agent answers with. A task that ends failed or rejected is the agent's failure.
+    The scenario's tools, when it offers any, are served over HTTP for the turn
+    (:mod:`convsim.slots.toolserver`) and named in the message's ``metadata["convsim_tools"]``;
+    the calls that reached them are the turn's ``tool_calls``."""
 
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
