@@ -153,3 +153,59 @@ def test_a_langgraph_deployment_books_through_the_served_tools(tmp_path, served,
 
 def test_an_a2a_agent_books_through_the_served_tools(tmp_path, served, a2a_agent):
     _run_and_check(tmp_path, served, a2a_agent)
+
+
+def test_the_tool_server_protocol_edges():
+    """A lease's URL: the schemas on GET, 400 for a body that is no call, a refused call answered
+    ok false and recorded, calls of one lease one at a time, 404 once the lease closed."""
+    import threading
+
+    from langchain_core.tools import tool
+
+    from convsim.slots.adapters import tool_schemas
+    from convsim.slots.toolserver import lease
+
+    inside, most = [0], [0]
+    lock = threading.Lock()
+
+    @tool
+    def slow_add(a: int, b: int) -> int:
+        """Add two numbers, slowly."""
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        threading.Event().wait(0.05)
+        with lock:
+            inside[0] -= 1
+        return a + b
+
+    def post(url, body: bytes):
+        request = urllib.request.Request(url + "/call", data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    with lease([slow_add], tool_schemas([slow_add])) as held:
+        url = held.url
+        with urllib.request.urlopen(url, timeout=10) as r:
+            assert json.loads(r.read())["tools"][0]["function"]["name"] == "slow_add"
+        assert post(url, b"not json")[0] == 400 and post(url, b'{"args": {}}')[0] == 400
+        status, body = post(url, b'{"name": "slow_add", "args": [1, 2]}')
+        assert status == 200 and body["ok"] is False and "not a JSON object" in body["error"]
+        status, body = post(url, b'{"name": "slow_sub", "args": {}}')
+        assert status == 200 and body == {"ok": False, "error": "Error: slow_sub is not a valid tool, try one of "
+                                                               "[slow_add]."}
+        status, body = post(url, b'{"name": "slow_add", "args": {"a": "x"}}')
+        assert status == 200 and not body["ok"] and "validation error" in body["error"]
+        answers = []
+        threads = [threading.Thread(target=lambda i=i: answers.append(
+            post(url, json.dumps({"name": "slow_add", "args": {"a": i, "b": 1}}).encode()))) for i in range(4)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert sorted(a[1]["result"] for a in answers) == [1, 2, 3, 4] and most[0] == 1
+        assert [c.get("error", False) for c in held.calls] == [True] * 3 + [False] * 4
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(url, timeout=10)
+    assert err.value.code == 404 and post(url, b'{"name": "slow_add", "args": {"a": 1, "b": 1}}')[0] == 404
