@@ -24,7 +24,7 @@ from openai_agent import as_endpoint
 
 pytest.importorskip("langchain.agents", reason="the in-process twin needs langchain>=1.0 (pip install 'convsim[examples]')")
 sys.path.insert(0, str(ROOT / "examples"))
-from scripted_models import service_policy  # noqa: E402
+from scripted_models import film_policy, service_policy  # noqa: E402
 
 FAST = '{"attempts": 2, "initial_wait": 0.01, "max_wait": 0.05, "timeout": 10.0}'
 
@@ -160,3 +160,20 @@ def test_a_bad_openai_option_is_bad_input(tmp_path, option, word):
     one_line(["run", "customer_service", "--sessions", "1", "--out", tmp_path, "--run-id", "x",
               "--agent", f"service=openai:clerk@http://127.0.0.1:9/v1{option}"], word)
     assert not (tmp_path / "x").exists()
+
+
+def test_a_recommender_behind_an_endpoint_searches_the_catalog(tmp_path):
+    """crs_shift: the example recommender's policy behind an endpoint calls search_films each turn;
+    the calls and their results are the turn's tool_calls, the films it names are read from its reply."""
+    with serve(answer=as_endpoint(film_policy)) as server:
+        records = _run(tmp_path, "crs", "crs_shift", "--sessions", "2", "--agent", f"crs=openai:rec@{server.url}")
+    assert {r["status"] for r in records} == {"ok"}
+    system = [e for r in records for e in _system_turns(r)]
+    searched = [c for e in system for c in e["meta"]["tool_calls"] if c["name"] == "search_films"]
+    assert searched and all(c["result"]["ok"] and isinstance(c["args"]["constraints"], dict) for c in searched)
+    assert all(e["meta"]["rec_ids_source"] == "reply text" for e in system)
+    named = [e for e in system if e["meta"]["mentioned_ids"]]
+    assert named  # the films it recommended, read through the catalog
+    for e in named:  # each recommended film came from a search result of that turn
+        found = {f["id"] for c in e["meta"]["tool_calls"] for f in c["result"].get("results", [])}
+        assert set(e["meta"]["mentioned_ids"]) & found

@@ -14,7 +14,7 @@ from convsim.agents.crs.recommender import off_catalog_titles
 from convsim.agents.crs.tools import FilmTools
 from convsim.running.prefix import scripted_pair
 from convsim.slots import Slot
-from convsim.slots.nodes import call_slot, tool_errors
+from convsim.slots.nodes import call_slot
 
 BUILTINS = ("template", "echo", "random", "titles_only", "oracle", "restating", "parrot", "echo_plus_fixed_film")
 
@@ -43,8 +43,6 @@ def slot_crs_update(state: dict, *, spec: str, session_id: str, catalog, extract
                              user_speakers=("user",), tools=films.tools())
     if films.calls and not meta.get("tool_calls"):  # a callable's calls of the tools it was handed
         meta["tool_calls"] = films.calls
-    if rejected := tool_errors(answer):  # calls the tools never ran (an unknown tool, bad arguments)
-        meta["tool_errors"] = rejected
     text = answer.text
     named = [i for i in extractor.extract_titles(text) if i in catalog.by_id]
     reported, unknown = reported_ids(answer.structured, catalog)
