@@ -16,7 +16,9 @@ Faults (each a probability in ``faults``, or an explicit ``script`` served in or
 * ``junk``     HTTP 200, a well-formed completion whose content is random bytes read as Latin-1
                with a NUL inside (what a broken model or server sends; not infrastructure); each is
                kept in ``server.junk``
-* ``ok``       HTTP 200, ``answer(request_json)`` as the content
+* ``ok``       HTTP 200, ``answer(request_json)`` as the content; an answer that is a dict is the
+               message itself (``{"content": ..., "tool_calls": [...]}``: a scripted tool-calling
+               agent, finish reason ``tool_calls``)
 
 Preflight's test request (``Reply with OK.``, convsim.running.model_check) is answered ``OK`` at
 once, outside the script, the draws and the delays (``served["ping"]`` counts it).
@@ -64,7 +66,7 @@ def junk_text(body: bytes, n: int) -> str:
 
 class FaultServer:
     def __init__(self, *, seed: int, faults: dict[str, float] | None, script: list[str] | None,
-                 retry_after: str, hang_s: float, answer: Callable[[dict], str],
+                 retry_after: str, hang_s: float, answer: Callable[[dict], str | dict],
                  delay: Callable[[int, dict], float] | None = None, slots: int | None = None,
                  models: set[str] | None = None, props: dict | None = None,
                  listing: dict | None = None) -> None:
@@ -102,10 +104,15 @@ class FaultServer:
         return "ok"
 
 
-def _completion(request: dict, content: str) -> dict:
+def _completion(request: dict, content: str | dict) -> dict:
+    """A completion whose message is ``content`` (text), or the message ``content`` is (a dict: a
+    scripted tool-calling answer, ``{"content": ..., "tool_calls": [...]}``)."""
+    message = ({"role": "assistant", "content": content} if not isinstance(content, dict)
+               else {"role": "assistant", **content})
+    finish = "tool_calls" if isinstance(content, dict) and content.get("tool_calls") else "stop"
     return {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0,
             "model": request.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
 
 
@@ -202,7 +209,7 @@ def _handler(server: FaultServer):
 @contextmanager
 def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, *,
           script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
-          answer: Callable[[dict], str] = default_answer, delay: Callable[[int, dict], float] | None = None,
+          answer: Callable[[dict], str | dict] = default_answer, delay: Callable[[int, dict], float] | None = None,
           slots: int | None = None, models: set[str] | None = None,
           props: dict | None = None, listing: dict | None = None) -> Iterator[FaultServer]:
     """Serve on 127.0.0.1 (``port=0``: a free port) until the block ends."""

@@ -97,17 +97,23 @@ def dumps(body: dict) -> bytes:
 
 
 class Answer:
-    """What :meth:`OpenAIChat.invoke` returns: the fields ChatModel reads from an ``AIMessage``."""
+    """What :meth:`OpenAIChat.invoke` returns: the fields ChatModel reads from an ``AIMessage``, and
+    the message's ``tool_calls`` as the server sent them (chat-completions dicts; None when it sent
+    none), read by the ``openai:`` agent adapter (convsim.slots.adapters)."""
 
-    __slots__ = ("content", "usage_metadata", "finish_reason")
+    __slots__ = ("content", "usage_metadata", "finish_reason", "tool_calls")
 
-    def __init__(self, content: str, usage_metadata: dict | None, finish_reason: str | None) -> None:
+    def __init__(self, content: str, usage_metadata: dict | None, finish_reason: str | None,
+                 tool_calls: list | None = None) -> None:
         self.content, self.usage_metadata, self.finish_reason = content, usage_metadata, finish_reason
+        self.tool_calls = tool_calls
 
 
 def message_dicts(messages: list) -> list[dict]:
     """LangChain messages as chat-completions messages (``{"content", "role"}``, ChatOpenAI's order);
-    a message that is such a dict already (``models.PlainMessage``) is kept as it is."""
+    a message that is such a dict already (``models.PlainMessage``) is kept as it is. An AI message's
+    tool calls (valid and invalid) and a tool message's ``tool_call_id`` go as ChatOpenAI sends them
+    (the tool-calling ``openai:`` agent's turns)."""
     out = []
     for m in messages:
         if isinstance(m, dict):
@@ -117,8 +123,17 @@ def message_dicts(messages: list) -> list[dict]:
         if role is None:
             raise ValueError(f"message type {m.type!r} has no chat-completions role")
         message = {"content": m.content, "role": role}
-        if getattr(m, "name", None):
+        if getattr(m, "name", None) and role != "tool":
             message["name"] = m.name
+        if role == "assistant" and (getattr(m, "tool_calls", None) or getattr(m, "invalid_tool_calls", None)):
+            message["tool_calls"] = (
+                [{"type": "function", "id": c["id"], "function": {
+                    "name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)}} for c in m.tool_calls]
+                + [{"type": "function", "id": c["id"], "function": {"name": c["name"], "arguments": c["args"]}}
+                   for c in m.invalid_tool_calls])
+            message["content"] = message["content"] or None  # ChatOpenAI: null, not "", beside tool calls
+        elif role == "tool":
+            message["tool_call_id"] = m.tool_call_id
         out.append(message)
     return out
 
@@ -183,8 +198,9 @@ class OpenAIChat:
             if finish == "length":
                 raise openai.LengthFinishReasonError(completion=completion)
             raise openai.ContentFilterFinishReasonError(completion=completion)
-        content = (choice.get("message") or {}).get("content")
-        return Answer(content or "", _usage(data.get("usage")), finish)
+        message = choice.get("message") or {}
+        return Answer(message.get("content") or "", _usage(data.get("usage")), finish,
+                      message.get("tool_calls") or None)
 
 
 def _raw_response_type() -> type:
