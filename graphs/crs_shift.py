@@ -452,7 +452,7 @@ METRIC_RANGES = {
                            "shift_detect_legacy_precision", "shift_detect_legacy_recall",
                            "adapt_shift_rate", "named_precision", "hit_rate", "accepted_any",
                            "target_recall_at_10", "restate_turn_share", "realism_reaction_rate",
-                           "realism_unseen_mention_share", "realism_bridge_share", "realism_forms",
+                           "realism_unseen_mention_share", "realism_bridge_share", "realism_forms", "realism_form_repeats",
                            "pc_final", "pc_mean", "recall_at_1", "recall_at_5", "recall_at_10",
                            "judge_failed", "judge_heuristic", "health_candidates_ge3_share", "health_repeat_rate")},
     # judges answer integers 1-5; the heuristic judge is 1 + 4 x a share

@@ -124,6 +124,8 @@ SHIFTS = (
     "You know what, still with {bridge}, I'd like {target} now.",
     "{bridge_cap} is great, but now I'm in the mood for {target}.",
 )
+FOCUS_SHIFTS = ("I'd now like to focus on {target}.", "Let's focus on {target} now.",
+                "From now on I'm after {target}.")
 PLAIN_SHIFTS = ("Let's change direction: show me {target}.", "I'd now rather see {target}.",
                 "New idea: {target}.", "Actually, I've changed my mind. I want {target}.")
 DROP_TAILS = (" I don't care about {values} anymore.", " Forget about {values}.",
@@ -327,33 +329,50 @@ def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
     return new_state, event
 
 
-def _shift_text(event: dict, rng) -> str:
+def _pick_form(rng, forms, last: str | None) -> str:
+    """One of ``forms``, never ``last`` (the form this family said the previous time) when another
+    exists: a contradiction or shift line is not repeated verbatim in consecutive occurrences."""
+    pool = [f for f in forms if f != last] or list(forms)
+    return rng.choice(pool)
+
+
+def _shift_text(event: dict, rng, last_forms: dict | None = None) -> tuple[str, dict]:
+    """The shift's line, and the forms it used (``last_forms`` updated: the next shift avoids them)."""
+    last_forms = dict(last_forms or {})
     bridge = _bridge_mention(event["bridge_field"], event["bridge_value"])
     target = value_phrase(*event["to_focus"])
-    text = rng.choice(SHIFTS).format(bridge=bridge, bridge_cap=bridge[:1].upper() + bridge[1:],
-                                     target=target)
     if (event["bridge_field"], event["bridge_value"]) == tuple(event["to_focus"]):
-        text = f"I'd now like to focus on {target}."
+        forms = FOCUS_SHIFTS
     elif not event.get("bridge_kept", True):
         # the bridge would leave too few films: the user does not ask for it
-        text = rng.choice(PLAIN_SHIFTS).format(target=target)
+        forms = PLAIN_SHIFTS
+    else:
+        forms = SHIFTS
+    form = _pick_form(rng, forms, last_forms.get("shift"))
+    last_forms["shift"] = form
+    text = form.format(bridge=bridge, bridge_cap=bridge[:1].upper() + bridge[1:], target=target)
     if event["dropped"]:
         values = " or ".join(str(v) for _, v in event["dropped"])
-        text += rng.choice(DROP_TAILS).format(values=values, values_cap=values[:1].upper() + values[1:])
-    return text
+        tail = _pick_form(rng, DROP_TAILS, last_forms.get("drop_tail"))
+        last_forms["drop_tail"] = tail
+        text += tail.format(values=values, values_cap=values[:1].upper() + values[1:])
+    return text, last_forms
 
 
 def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
                    params: UserSimParams) -> tuple[dict, str, str]:
     rng = rng_for(seed, turn, "contradiction_kind")
+    last = (state.get("last_forms") or {}).get("contradiction")  # not said again right away
     if state["wrong_start_pending"]:
         wrong, right = state["opening_genre"], state["true_genre"]
         focus = ["genre", right] if state["focus"][0] == "genre" else state["focus"]
         constraints, _ = relax(catalog, dict(state["constraints"], genre=right),
                                {"genre", focus[0]}, params.min_candidates)
-        text = rng.choice(CONTRADICTIONS["correct_genre"]).format(
+        form = _pick_form(rng, CONTRADICTIONS["correct_genre"], last)
+        text = form.format(
             wrong=wrong.lower(), right=right.lower(), right_cap=right[:1].upper() + right[1:].lower())
         return dict(state, constraints=constraints, focus=focus, wrong_start_pending=False,
+                    last_forms=dict(state.get("last_forms") or {}, contradiction=form),
                     anchor=_pick_anchor(catalog, constraints, rng_for(seed, turn, "anchor"),
                                         {state["anchor"], *state.get("targets", ())})), \
             "correct_genre", text
@@ -362,10 +381,13 @@ def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
         field = rng.choice(droppable)
         constraints = {k: v for k, v in state["constraints"].items() if k != field}
         value = state["constraints"][field]
-        text = rng.choice(CONTRADICTIONS["drop"]).format(
-            value=f"{value.lower()} films" if field == "genre" else value)
-        return dict(state, constraints=constraints), "drop", text
-    return state, "waver", rng.choice(CONTRADICTIONS["waver"]).format(focus=_focus_phrase(state))
+        form = _pick_form(rng, CONTRADICTIONS["drop"], last)
+        text = form.format(value=f"{value.lower()} films" if field == "genre" else value)
+        return dict(state, constraints=constraints,
+                    last_forms=dict(state.get("last_forms") or {}, contradiction=form)), "drop", text
+    form = _pick_form(rng, CONTRADICTIONS["waver"], last)
+    return dict(state, last_forms=dict(state.get("last_forms") or {}, contradiction=form)), "waver", \
+        form.format(focus=_focus_phrase(state))
 
 
 def rejection_reason(movie: Movie, constraints: dict, focus_field: str | None = None) -> str | None:
@@ -501,7 +523,8 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
           or rng_for(seed, turn, "shift").random() < params.shift_prob):
         stage = "shift"
         state, shift = _shift(state, turn, seed, catalog, params)
-        text = _shift_text(shift, template_rng)
+        text, last_forms = _shift_text(shift, template_rng, state.get("last_forms"))
+        state = dict(state, last_forms=last_forms)
     elif rng_for(seed, turn, "contradiction").random() < params.contradiction_prob:
         stage = "contradiction"
         state, contradiction, text = _contradiction(state, turn, seed, catalog, params)
