@@ -92,6 +92,10 @@ class Params(BaseModel):
         "reactive", description="reactive: the user reacts to the films named (accepts, rejects with a "
                                 "reason, asks again); strict: strict pairing, the same user turns for every "
                                 "agent (its would-be reaction logged, not said); accept_title_prob 0 = strict")
+    end_when_satisfied_prob: float = Field(
+        0.0, ge=0, le=1, description="reactive user: after accepting a hidden target it ends the session "
+                                     "satisfied with this probability (the recommender's closing reply is "
+                                     "the last turn); 0 = always n_turns; never in strict mode")
     min_candidates: int = Field(5, ge=1, description="films that must satisfy the user's "
                                                      "constraints after a shift")
     n_targets: int = Field(5, ge=1, description="hidden target films drawn per user")
@@ -146,7 +150,8 @@ class Params(BaseModel):
             drop_constraint_prob=self.drop_constraint_prob, sequential_bias=self.sequential_bias,
             details_per_anchor=self.details_per_anchor, accept_title_prob=self.accept_title_prob,
             min_candidates=self.min_candidates, n_targets=self.n_targets,
-            reveal_prob=self.reveal_prob, reactive=self.user_mode == "reactive")
+            reveal_prob=self.reveal_prob, reactive=self.user_mode == "reactive",
+            end_when_satisfied_prob=self.end_when_satisfied_prob)
 
     def crs_params(self) -> CRSParams:
         return CRSParams(top_k=self.top_k, n_mention=self.n_mention,
@@ -349,8 +354,14 @@ def check_simulator(state: State, runtime: Runtime[Context]) -> dict:
 DIALOGUE_STAGE_NODES.append(("check_simulator", check_simulator))
 
 
+def user_ended(transcript: list[dict]) -> bool:
+    """Whether the last user turn ended the session (a satisfied user, ``user_meta.end_session``)."""
+    last = next((e for e in reversed(transcript or []) if e.get("speaker") == "user"), None)
+    return bool(last and (last.get("meta") or {}).get("end_session"))
+
+
 def route(state: State, runtime: Runtime[Context]) -> str:
-    if state["turn"] < _params(runtime.context).n_turns:
+    if state["turn"] < _params(runtime.context).n_turns and not user_ended(state.get("transcript")):
         return "user"
     return DIALOGUE_STAGE_NODES[0][0] if DIALOGUE_STAGE_NODES else "evaluate_dialogue"
 

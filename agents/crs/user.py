@@ -15,6 +15,8 @@ its shifts (:func:`_retarget`; kept in ``UserTurn.hidden``, the graph's ``user_h
 wanted, ``satisfied``; else a liked one with ``accept_title_prob``), rejects one that does not with
 a reason from the film's attributes (:func:`rejection_reason`), says so when a film is repeated, and
 asks again when nothing was named. It names only films it was shown or states as its own example.
+Having accepted a target it may end the session, satisfied (``end_when_satisfied_prob``; stage
+``end``, ``meta.end_session``; the graph then stops after the recommender's closing reply).
 From the first reaction on, the wording and anchors (hence bridges and targets) differ between
 agents; the shift turns never do. Strict pairing (``reactive=False`` or ``accept_title_prob`` 0): a
 non-reactive user, the same turns for every agent; the reaction it would have had is logged in
@@ -53,10 +55,14 @@ class UserSimParams:
     target_temperature: float = 0.5   # new: softmax temperature of the target draw over utility
     reactive: bool = True             # new: the user says its reaction to the films named to it;
     # False (or accept_title_prob 0) = strict pairing: the same user turns whatever the system says
+    end_when_satisfied_prob: float = 0.0  # new: after accepting a hidden target (a film that fits its
+    # current preference and its taste) the user ends the session, satisfied, with this probability;
+    # 0 (default) = the fixed n_turns of the original; never in strict pairing
 
     def __post_init__(self):
         for name in ("shift_prob", "contradiction_prob", "wrong_genre_prob",
-                     "drop_constraint_prob", "sequential_bias", "accept_title_prob", "reveal_prob"):
+                     "drop_constraint_prob", "sequential_bias", "accept_title_prob", "reveal_prob",
+                     "end_when_satisfied_prob"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConvsimError(f"{name} must be a probability in [0, 1], got {value!r}", field=name)
@@ -160,6 +166,9 @@ REACTIONS = {
     "repeat": ("I already know {title}.", "{title} again? Something else, please.",
                "You mentioned {title} before."),
 }
+# the user found its film and leaves (``end_when_satisfied_prob``): said after the accept_target reaction
+CLOSINGS = ("That's all I needed, thanks for the help!", "I'll go and watch it now. Thanks, bye!",
+            "Great, I'm all set for tonight. Thank you!")
 OWN_EXAMPLES = ("One film I love is {title}.", "A favourite of mine is {title}.",
                 "I really enjoyed {title}.")
 
@@ -511,7 +520,12 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
                 said_by_user.append(reaction["film"])
     template_rng = rng_for(seed, turn, "template")
     shift, contradiction = None, None
-    if turn == 1:
+    ends = bool(reaction and reaction["kind"] == "accept_target" and params.end_when_satisfied_prob > 0
+                and rng_for(seed, turn, "end_satisfied").random() < params.end_when_satisfied_prob)
+    if ends:  # satisfied: it thanks and leaves (its agenda for this turn is not said; the session ends)
+        stage = "end"
+        text = template_rng.choice(CLOSINGS)
+    elif turn == 1:
         stage = "initial"
         genre = state["opening_genre"].lower()
         article = "an" if genre[:1] in "aeiou" else "a"
@@ -562,7 +576,7 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
             "anchor_title": anchor.title, "template": text, "contradiction": contradiction,
             "reaction": reaction, "would_react": would_react, "true_genre": state["true_genre"],
             "mentioned_ids": list(dict.fromkeys(said_by_user)), "own_example": own_example,
-            "satisfied": bool(reaction and reaction["kind"] == "accept_target"),
+            "satisfied": bool(reaction and reaction["kind"] == "accept_target"), "end_session": ends,
             "n_satisfying": _count(catalog, state["constraints"])}
     return UserTurn(template=text, state=state, meta=meta, hidden=hidden)
 
