@@ -196,7 +196,7 @@ def test_the_values_a_paraphrase_must_keep_are_in_a_fixed_order(monkeypatch):
 
     from convsim import load_graph_module
     mod = load_graph_module("crs_shift")
-    params = mod.Params(n_turns=2)
+    params = mod.Params(n_turns=2, user_llm="paraphrase")
     ctx = mod.Context(params=params, models={"user": ScriptedModel("unused")}, seed=1)
     ctx.extractor = SimpleNamespace(extract=lambda text: [("genre", "Mystery"), ("genre", "Biography"),
                                                          ("actor", "Mystery")])

@@ -324,6 +324,9 @@ def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
         if alts:
             bridge_field, bridge_value = rng_for(seed, turn, "shift_bridge_alt").choice(alts)
             constraints, bridge_kept = dict(constraints, **{bridge_field: bridge_value}), True
+    # a value kept as the bridge is not dropped ("Drama films is great ... Forget about Drama" said both)
+    dropped = [d for d in dropped if not (bridge_kept and (d[0], str(d[1])) == (bridge_field, str(bridge_value))
+                                          and constraints.get(d[0]) == d[1])]
     constraints, relaxed = relax(catalog, constraints, {target_field}, params.min_candidates)
     dropped += relaxed
     avoid = {state["anchor"], *state.get("targets", ())}
@@ -399,16 +402,25 @@ def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
         form.format(focus=_focus_phrase(state))
 
 
-def rejection_reason(movie: Movie, constraints: dict, focus_field: str | None = None) -> str | None:
-    """Why a film does not fit the user's constraints, from the film's own catalog attributes
-    (the focus field first): "that one is a comedy film and I asked for drama"; None when it fits.
-    (Never "not drama": that would read as the user retracting its own value.)"""
+def misfit(movie: Movie, constraints: dict, focus_field: str | None = None) -> tuple[str, str, list[str]] | None:
+    """The first constraint (the focus field first) a film does not satisfy: (field, the value asked
+    for, the film's own values of that field); None when it fits."""
     for field in [focus_field] + [f for f in FIELDS if f != focus_field]:
         if field not in constraints:
             continue
         value, have = str(constraints[field]), [str(v) for v in movie.values(field)]
-        if value.casefold() in {v.casefold() for v in have}:
-            continue
+        if value.casefold() not in {v.casefold() for v in have}:
+            return field, value, have
+    return None
+
+
+def rejection_reason(movie: Movie, constraints: dict, focus_field: str | None = None) -> str | None:
+    """Why a film does not fit the user's constraints, from the film's own catalog attributes
+    (the focus field first): "that one is a comedy film and I asked for drama"; None when it fits.
+    (Never "not drama": that would read as the user retracting its own value.)"""
+    found = misfit(movie, constraints, focus_field)
+    if found is not None:
+        field, value, have = found
         if field == "genre":
             own = have[0].lower() if have else "different"
             return f"that one is {'an' if own[:1] in 'aeiou' else 'a'} {own} film and I asked for {value.lower()}"
@@ -452,11 +464,12 @@ def react(state: dict, hidden: dict, turn: int, seed: int, catalog: MovieCatalog
     liked = sorted((i for i in fitting if u.get(i, 0.0) >= 1.0), key=lambda i: (-u.get(i, 0.0), i))
     if liked and rng_for(seed, turn, "accept_title").random() < params.accept_title_prob:
         return {"kind": "accept", "film": liked[0], "accepted": liked[0], "target": False}
-    misfit = [i for i in new if i not in fitting]
-    if misfit:
-        film = misfit[0]
+    misfits = [i for i in new if i not in fitting]
+    if misfits:
+        film = misfits[0]
         return {"kind": "reject", "film": film,
-                "reason": rejection_reason(catalog.by_id[film], state["constraints"], state["focus"][0])}
+                "reason": rejection_reason(catalog.by_id[film], state["constraints"], state["focus"][0]),
+                "misfit": list(misfit(catalog.by_id[film], state["constraints"], state["focus"][0]))}
     return {"kind": "pass", "film": None}
 
 
@@ -522,16 +535,20 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
     shift, contradiction = None, None
     ends = bool(reaction and reaction["kind"] == "accept_target" and params.end_when_satisfied_prob > 0
                 and rng_for(seed, turn, "end_satisfied").random() < params.end_when_satisfied_prob)
+    before_state = state
+    act: dict = {}
     if ends:  # satisfied: it thanks and leaves (its agenda for this turn is not said; the session ends)
         stage = "end"
         text = template_rng.choice(CLOSINGS)
     elif turn == 1:
         stage = "initial"
+        act = {"genre": state["opening_genre"]}
         genre = state["opening_genre"].lower()
         article = "an" if genre[:1] in "aeiou" else "a"
         text = template_rng.choice(OPENINGS).format(genre=genre, genre_article=f"{article} {genre}")
     elif state["last_stage"] == "shift":
         stage = "follow_up"
+        act = {"focus": list(state["focus"])}
         text = template_rng.choice(FOLLOW_UPS).format(focus=_focus_phrase(state))
     elif ((not state["shifted"] and turn >= params.first_shift_turn) or not state["details_left"]
           or rng_for(seed, turn, "shift").random() < params.shift_prob):
@@ -539,9 +556,16 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
         state, shift = _shift(state, turn, seed, catalog, params)
         text, last_forms = _shift_text(shift, template_rng, state.get("last_forms"))
         state = dict(state, last_forms=last_forms)
+        act = {"shift": shift}
     elif rng_for(seed, turn, "contradiction").random() < params.contradiction_prob:
         stage = "contradiction"
         state, contradiction, text = _contradiction(state, turn, seed, catalog, params)
+        act = {"kind": contradiction, "focus": list(state["focus"])}
+        if contradiction == "correct_genre":
+            act.update(wrong=before_state["opening_genre"], right=state["true_genre"])
+        elif contradiction == "drop":
+            act["dropped"] = [[f, v] for f, v in before_state["constraints"].items()
+                              if f not in state["constraints"]]
     else:
         stage = "details"
         kind = state["details_left"][0]
@@ -550,6 +574,7 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
             anchor=anchor.title, focus=_focus_phrase(state),
             constraints=constraints_phrase(state["constraints"]))
         state = dict(state, details_left=state["details_left"][1:])
+        act = {"kind": kind, "anchor": anchor.id, "focus": list(state["focus"])}
         if kind != "recap":  # the user names its anchor: a film it was shown, or its own example
             seen = state["shown"] if not strict(params) else []  # strict: the same words for every system
             if anchor.id not in seen and anchor.id not in state["introduced"]:
@@ -577,6 +602,7 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
             "reaction": reaction, "would_react": would_react, "true_genre": state["true_genre"],
             "mentioned_ids": list(dict.fromkeys(said_by_user)), "own_example": own_example,
             "satisfied": bool(reaction and reaction["kind"] == "accept_target"), "end_session": ends,
+            "act": act,
             "n_satisfying": _count(catalog, state["constraints"])}
     return UserTurn(template=text, state=state, meta=meta, hidden=hidden)
 
