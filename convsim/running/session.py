@@ -98,6 +98,10 @@ class _Session:
         # what an agent slot's adapter (convsim.slots) records its calls in and keys its per-session state by
         self.ctx.agent_session = {"key": scope, "calls": self.calls, "unavailable": self.unavailable,
                                   "retry": cfg.retry, "call_tasks": tasks}
+        if resume and (resume["fork"] or {}).get("inner"):
+            # a fork inside a graph agent: its adapter resumes the agent's graph from that checkpoint
+            # (once: the session's later turns run it as usual; see GraphAgent)
+            self.ctx.agent_session["resume_inner"] = dict(resume["fork"]["inner"])
         # a graph agent runs inside a node: its inner steps come on the subgraph stream (traced runs only)
         self.subgraphs = bool(getattr(self.vp, "subgraphs", False)) and self.recorder is not None
         self.final: dict = self.init
@@ -121,6 +125,8 @@ class _Session:
             self.handle(mode, chunk)
         elif mode == "updates":
             self.recorder.on_inner_updates(namespace, chunk)
+        elif mode == "tasks":
+            self.recorder.on_inner_task(namespace, chunk)
 
     def handle(self, mode: str, chunk: Any) -> None:
         if mode == "values":
