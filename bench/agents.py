@@ -20,8 +20,11 @@
   once more with ``executor: process`` and ``--workers`` (2) worker processes, in the same bench
   run. Each row also prints the CPU each session cost the driver process and the worker processes
   (``getrusage`` of the finished children; worker start-up included), the cores that CPU would
-  take at the ideal rate, and the 1-minute load average before and after the row (the machine may
-  be shared: a share is only as good as the cores the run got).
+  take at the ideal rate, when the first session landed and the share in the sessions landed between
+  the first and the last ``n`` landings ("steady", as bench/concurrency.py: without start-up, the
+  first wave and the tail; ``--waves`` 3 or more), and the 1-minute load
+  average before and after the row (the machine may be shared: a share is only as good as the cores
+  the run got).
 
 Usage: python bench/agents.py [--turns 6] [--sessions 50] [--repeats 5] [--latency 0.5]
        [--in-flight 32 128 256] [--waves 3] [--run-turns 2] [--process-at 128] [--workers 2]
@@ -136,7 +139,10 @@ def throughput(args) -> list[dict]:
     """Per in-flight count: the endpoint as the agent (``agents:``), and the same calls made by the
     built-in agent through the same server as its chat model (``models:``), the runner's own rate;
     at ``--process-at``, the endpoint arm again on ``executor: process``."""
+    from unittest import mock
+
     from convsim import api
+    from convsim.running import runner
     rows = []
     with LatencyServerProcess(args.latency, idle_s=120) as base_url, tempfile.TemporaryDirectory() as tmp:
         for arm in ("agents", "models"):  # warm: the first run of a process imports and builds what all share
@@ -155,13 +161,25 @@ def throughput(args) -> list[dict]:
                 if executor == "process":
                     cfg["workers"] = args.workers
                 load_before, (me0, kids0) = loadavg(), cpu_seconds()
+                landed: list[float] = []
+
+                def land(*a, **kw):
+                    real_land(*a, **kw)
+                    landed.append(time.perf_counter())
+                real_land = runner.land
                 start = time.perf_counter()
-                api.run(cfg, analyze=False)
+                with mock.patch.object(runner, "land", land):
+                    api.run(cfg, analyze=False)
                 elapsed = time.perf_counter() - start
                 me1, kids1 = cpu_seconds()
                 rows.append({"in_flight": n, "arm": arm, "executor": executor, "sessions": sessions,
                              "rate": sessions / elapsed, "ideal": n / (args.run_turns * args.latency),
-                             "elapsed": elapsed, "driver_ms": (me1 - me0) / sessions * 1e3,
+                             "elapsed": elapsed, "first_landed": landed[0] - start,
+                             # as bench/concurrency.py: the sessions landed between the first and the last
+                             # n landings (no start-up, first wave or tail); needs more than two waves
+                             "steady": ((sessions - 2 * n) / (landed[-n - 1] - landed[n - 1])
+                                        if sessions > 2 * n and len(landed) == sessions else None),
+                             "driver_ms": (me1 - me0) / sessions * 1e3,
                              "workers_ms": (kids1 - kids0) / sessions * 1e3,
                              "load": f"{load_before}->{loadavg()}"})
     return rows
@@ -201,12 +219,15 @@ def main() -> None:
     print(f"  process: the endpoint arm on executor: process, {args.workers} workers; driver / workers ms: CPU per "
           "session of this process / of the worker processes; cores: that CPU at the ideal rate; load: "
           "1-minute load average before->after")
+    print("  first s: when the first session landed; steady: the share in the sessions landed between the first "
+          "and the last n landings (no start-up, first wave or tail; - with fewer than 3 waves)")
     print(f"{'in flight':>10}{'arm':>8}{'executor':>9}{'sessions':>9}{'elapsed s':>10}{'sessions/s':>11}"
-          f"{'ideal':>7}{'share':>7}{'driver ms':>10}{'workers ms':>11}{'cores':>6}  load")
+          f"{'ideal':>7}{'share':>7}{'first s':>8}{'steady':>7}{'driver ms':>10}{'workers ms':>11}{'cores':>6}  load")
     for r in rows:
         cores = (r["driver_ms"] + r["workers_ms"]) / 1e3 * r["ideal"]
         print(f"{r['in_flight']:>10}{r['arm']:>8}{r['executor']:>9}{r['sessions']:>9}{r['elapsed']:>10.2f}"
-              f"{r['rate']:>11.1f}{r['ideal']:>7.1f}{r['rate'] / r['ideal']:>6.0%}{r['driver_ms']:>10.2f}"
+              f"{r['rate']:>11.1f}{r['ideal']:>7.1f}{r['rate'] / r['ideal']:>6.0%}{r['first_landed']:>8.2f}"
+              + (f"{r['steady'] / r['ideal']:>7.0%}" if r["steady"] else f"{'-':>7}") + f"{r['driver_ms']:>10.2f}"
               f"{r['workers_ms']:>11.2f}{cores:>6.2f}  {r['load']}"
               + ("   (goal >= 90%)" if r["in_flight"] == 128 and r["arm"] == "agents" else ""))
 

@@ -1,7 +1,7 @@
 """Where one session's CPU goes in the asyncio runner: the same hello_chat sessions (2 turns; the agent
 slot filled by an OpenAI-compatible endpoint, bench/latency_server.py answering at once) run layer
-by layer, one at a time on this thread, CPU per session (``time.thread_time``; the fastest of
-``--repeats``):
+by layer, one at a time on this thread, the layers interleaved session by session, CPU per
+session (``time.thread_time``; the fastest of ``--repeats``):
 
 1. ``stream(values)``: the compiled graph's bare ``stream`` (LangGraph, the nodes, the agent's HTTP calls);
 2. ``+ updates, tasks``: with the stream modes a traced session asks for;
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sys
 import tempfile
 import time
@@ -86,11 +87,15 @@ def main() -> None:
         async def inline(fn, *a, **kw):  # the runner's hop to a worker thread, made on this thread
             return fn(*a, **kw)
         for r in range(args.repeats):
-            for name, fn in layers.items():
-                start = time.thread_time()
-                for unit in units:
+            spent = dict.fromkeys(layers, 0.0)
+            gc.collect()
+            for unit in units:  # the layers interleaved session by session: load and garbage weigh alike
+                for name, fn in layers.items():
+                    start = time.thread_time()
                     fn(unit)
-                best[name] = min(best.get(name, float("inf")), (time.thread_time() - start) / n)
+                    spent[name] += time.thread_time() - start
+            for name, total in spent.items():
+                best[name] = min(best.get(name, float("inf")), total / n)
             real, asyncio.to_thread = asyncio.to_thread, inline
             try:
                 start = time.thread_time()
