@@ -9,6 +9,10 @@ and lands each outcome through the run's single writer, so results, traces and r
 exactly as with the asyncio executor. Session seeds do not depend on where a session runs:
 the executor changes throughput, never results.
 
+Once every session has landed, a worker ends with ``os._exit(0)`` after flushing its output: the
+interpreter's teardown took ~3 s per worker on a loaded machine, which the driver waited for.
+Exit handlers (``atexit``) registered in a worker do not run (tests/test_process_worker_exit.py).
+
 Workers end when the parent dies, even by ``kill -9``: on Linux they ask the kernel for SIGKILL
 on the parent's death (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread watches ``os.getppid()``.
 """
