@@ -322,7 +322,14 @@ class GraphAgent(_Adapter):
     in the session's trace (convsim.traces.tracing, ``on_inner_updates``). It keeps its own state across
     a session's turns: each turn it gets the state it ended the last one with plus the user's new
     messages (the conversation so far when it has none for the session: a fork, a resumed run).
-    A ``context`` key in its state, when it has one, gets the scenario's context."""
+    A ``context`` key in its state, when it has one, gets the scenario's context.
+
+    Compiled without a checkpointer of its own, it inherits the session's (``--checkpoint``): its
+    inner checkpoints are kept under the node's checkpoint namespace. A fork at one of its inner
+    steps (``convsim fork --step N``, convsim.traces.time_travel) resumes it from its checkpoint
+    before that step's inner superstep, copied into the fork's run: the agent is invoked with
+    ``None`` and that checkpoint's ``checkpoint_ns``/``checkpoint_id`` (LangGraph time travel of a
+    nested graph), so its nodes before the step do not run again."""
 
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
@@ -353,26 +360,57 @@ class GraphAgent(_Adapter):
         self.sessions.put(key, (dict(out), len(messages) + 1), messages, turn.text)  # the reply joins it
         return turn
 
-    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
-        from convsim.slots.calls import session_key
-        key = session_key(session_id)
+    def _call(self, session_id: str, messages: list, context: dict) -> tuple[str, dict | None, dict | None, int]:
+        """The session's key, then either the state to invoke the graph with (and None), or (a fork
+        inside this agent) None and the config resuming it from the fork's inner checkpoint; then the
+        index where this turn's messages start."""
+        from convsim.slots.calls import session_handles
+        h = session_handles()
+        key = h.get("key") or str(session_id)
+        if h.get("resume_inner") is not None:
+            resumed = _resume_config(h)
+            if resumed is not None:
+                config, n_in = resumed
+                return key, None, config, n_in
         state, n_in = self._input(key, messages, context)
+        return key, state, None, n_in
+
+    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
+        key, state, config, n_in = self._call(session_id, messages, context)
         try:
-            out = self.graph.invoke(state)
+            out = self.graph.invoke(state) if config is None else self.graph.invoke(None, config)
         except Exception as exc:  # noqa: BLE001 — the user's graph failed
             raise _graph_fault(self.spec, exc) from exc
         return self._done(key, out, n_in, messages)
 
     async def ainvoke(self, messages: list, *, session_id: str, context: dict,
                       tools: Sequence = ()) -> AgentTurn:
-        from convsim.slots.calls import session_key
-        key = session_key(session_id)
-        state, n_in = self._input(key, messages, context)
+        key, state, config, n_in = self._call(session_id, messages, context)
         try:
-            out = await self.graph.ainvoke(state)
+            out = await (self.graph.ainvoke(state) if config is None else self.graph.ainvoke(None, config))
         except Exception as exc:  # noqa: BLE001 — the user's graph failed
             raise _graph_fault(self.spec, exc) from exc
         return self._done(key, out, n_in, messages)
+
+
+def _resume_config(handles: dict) -> tuple[dict, int] | None:
+    """For the first graph-agent call of a fork inside a graph agent (``handles["resume_inner"]``,
+    set by convsim.running.session from the fork's ``inner``), made in the node the fork names: the
+    config invoking the agent's graph from the copied inner checkpoint (the node's own config, as
+    a nested graph inherits it, with that checkpoint's namespace and id), and the number of
+    messages the agent was handed that turn. None elsewhere (another node, outside a graph run)."""
+    from langgraph.config import get_config
+    inner = handles["resume_inner"]
+    try:
+        config = get_config()
+    except RuntimeError:  # not inside a graph run
+        return None
+    configurable = config.get("configurable") or {}
+    here = str(configurable.get("checkpoint_ns") or "").split("|")[0].partition(":")[0]
+    if here != inner["path"] or handles.pop("resume_inner", None) is None:  # taken once
+        return None
+    return ({"configurable": {**configurable, "checkpoint_ns": inner["checkpoint_ns"],
+                              "checkpoint_id": inner["checkpoint_id"]}}, int(inner["messages_in"]))
 
 
 def _graph_fault(spec: AgentSpec, exc: Exception) -> BaseException:
