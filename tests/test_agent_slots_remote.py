@@ -2,6 +2,7 @@
 (langgraph-cli's in-memory runtime) evaluated through LangGraph's ``RemoteGraph`` (one thread per
 session), and an A2A server (a2a-sdk) wrapping an agent evaluated through the A2A client (one
 context per session). Each server is started on 127.0.0.1 on a free port by a fixture."""
+import contextlib
 import json
 import os
 import shutil
@@ -84,44 +85,57 @@ def agent_file(tmp_path):
     return path
 
 
-@pytest.fixture
-def langgraph_dev(agent_file):
+@contextlib.contextmanager
+def serve_langgraph_dev(served: Path, graph: str):
+    """``langgraph dev`` (the in-memory runtime) on 127.0.0.1 serving ``served/agent.py:graph`` as
+    ``graph``; yields its base URL. Skips where langgraph-cli or its runtime is not installed."""
     exe = shutil.which("langgraph")
     if exe is None:
         pytest.skip("langgraph-cli is not installed (pip install 'langgraph-cli[inmem]', in the dev extra)")
-    try:
-        import langgraph_api  # noqa: F401  the in-memory runtime `langgraph dev` needs
-    except ImportError:
-        pytest.skip("langgraph-cli's in-memory runtime is not installed (pip install 'langgraph-cli[inmem]')")
-    served = agent_file.parent
-    (served / "langgraph.json").write_text(json.dumps({"dependencies": ["."], "graphs": {"facts": "./agent.py:graph"}}))
-    port = free_port()
-    log = open(served / "langgraph_dev.log", "w")
+    pytest.importorskip("langgraph_api", reason="langgraph-cli's in-memory runtime is not installed "
+                                                "(pip install 'langgraph-cli[inmem]')")
+    (served / "langgraph.json").write_text(json.dumps({"dependencies": ["."], "graphs": {graph: "./agent.py:graph"}}))
     env = {**os.environ, "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1"}
-    proc = subprocess.Popen([exe, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
-                             "--config", str(served / "langgraph.json")], cwd=served, stdout=log,
-                            stderr=subprocess.STDOUT, env=env)
-    try:
-        wait_for(f"http://127.0.0.1:{port}/ok", proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
-        log.close()
+    with _served([exe, "dev", "--host", "127.0.0.1", "--port", "{port}", "--no-browser", "--no-reload",
+                  "--config", str(served / "langgraph.json")], "/ok", served / "langgraph_dev.log", cwd=served,
+                 env=env) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve_a2a(served: Path, agent_ref: str):
+    """tests/a2a_server.py on 127.0.0.1 wrapping the callable ``agent_ref`` (``file.py:app``), run from
+    ``served`` with it on the path; yields its base URL."""
+    pytest.importorskip("a2a.server", reason="the a2a-sdk server side is not installed (pip install 'a2a-sdk[http-server]')")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(served), os.environ.get("PYTHONPATH", "")])}
+    with _served([sys.executable, str(HERE / "a2a_server.py"), "{port}", agent_ref], "/.well-known/agent-card.json",
+                 served / "a2a.log", cwd=served, env=env) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _served(argv: list[str], ready_path: str, log_path: Path, *, cwd: Path, env: dict):
+    port = free_port()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([a.replace("{port}", str(port)) for a in argv], cwd=cwd, stdout=log,
+                                stderr=subprocess.STDOUT, env=env)
+        try:
+            wait_for(f"http://127.0.0.1:{port}{ready_path}", proc)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop(proc)
+
+
+@pytest.fixture
+def langgraph_dev(agent_file):
+    with serve_langgraph_dev(agent_file.parent, "facts") as url:
+        yield url
 
 
 @pytest.fixture
 def a2a_server(agent_file):
-    pytest.importorskip("a2a.server", reason="the a2a-sdk server side is not installed (pip install 'a2a-sdk[http-server]')")
-    port = free_port()
-    log = open(agent_file.parent / "a2a.log", "w")
-    proc = subprocess.Popen([sys.executable, str(HERE / "a2a_server.py"), str(port), f"{agent_file}:app"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_for(f"http://127.0.0.1:{port}/.well-known/agent-card.json", proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
-        log.close()
+    with serve_a2a(agent_file.parent, f"{agent_file}:app") as url:
+        yield url
 
 
 def _run(tmp_path, run_id, spec):

@@ -12,10 +12,7 @@ once the turn is over.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 import urllib.error
 import urllib.request
@@ -24,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import cli
-from test_agent_slots_remote import HERE, free_port, stop, wait_for
+from test_agent_slots_remote import serve_a2a, serve_langgraph_dev
 
-ROOT = HERE.parent
+ROOT = Path(__file__).resolve().parents[1]
 
 AGENT = textwrap.dedent('''
     import json
@@ -85,39 +82,14 @@ def served(tmp_path):
 
 @pytest.fixture
 def langgraph_dev(served):
-    exe = shutil.which("langgraph")
-    if exe is None:
-        pytest.skip("langgraph-cli is not installed (pip install 'langgraph-cli[inmem]', in the dev extra)")
-    pytest.importorskip("langgraph_api", reason="langgraph-cli's in-memory runtime is not installed")
-    (served / "langgraph.json").write_text(json.dumps({"dependencies": ["."], "graphs": {"clerk": "./agent.py:graph"}}))
-    port = free_port()
-    log = open(served / "langgraph_dev.log", "w")
-    env = {**os.environ, "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1"}
-    proc = subprocess.Popen([exe, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
-                             "--config", str(served / "langgraph.json")], cwd=served, stdout=log,
-                            stderr=subprocess.STDOUT, env=env)
-    try:
-        wait_for(f"http://127.0.0.1:{port}/ok", proc)
-        yield f"langgraph:http://127.0.0.1:{port}#clerk"
-    finally:
-        stop(proc)
-        log.close()
+    with serve_langgraph_dev(served, "clerk") as url:
+        yield f"langgraph:{url}#clerk"
 
 
 @pytest.fixture
 def a2a_agent(served):
-    pytest.importorskip("a2a.server", reason="the a2a-sdk server side is not installed (pip install 'a2a-sdk[http-server]')")
-    port = free_port()
-    log = open(served / "a2a.log", "w")
-    proc = subprocess.Popen([sys.executable, str(HERE / "a2a_server.py"), str(port), f"{served / 'agent.py'}:app"],
-                            stdout=log, stderr=subprocess.STDOUT, cwd=served,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(served), os.environ.get("PYTHONPATH", "")])})
-    try:
-        wait_for(f"http://127.0.0.1:{port}/.well-known/agent-card.json", proc)
-        yield f"a2a:http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
-        log.close()
+    with serve_a2a(served, f"{served / 'agent.py'}:app") as url:
+        yield f"a2a:{url}"
 
 
 def _run_and_check(tmp_path, served, spec):

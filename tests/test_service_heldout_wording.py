@@ -8,12 +8,11 @@ sharing a 2-gram with the templates and the rule triage reading 36 of 50 slot-be
 the rules of this file the old pool shares 59 2-grams (62 forms), and the triage matched a 2-gram in
 17 of its 54 slot-bearing forms and read 39 of them."""
 import copy
-import json
 
 import pytest
 
 import convsim.graphs.customer_service as cs
-from convsim import stable_seed
+from test_service_simulator import run_sessions
 from convsim.agents.service.paraphrase import SPOKEN, load_pool
 from convsim.agents.service.user_simulator import SPOKEN_TYPE
 from convsim.catalog.service.db import load_service_db
@@ -93,13 +92,7 @@ def test_fewer_slot_bearing_forms_are_read_than_with_the_old_pool(db):
 # ------------------------------------------------------------------ what the simulator really says
 
 def _run(surface, **params):
-    p = cs.Params(n_sessions=24, judge=False, surface=surface, policy_request_rate=0.5, **params)
-    out = []
-    for init in cs.sessions(p, cs.Context(params=p, seed=7)):
-        c = cs.Context(params=p, seed=stable_seed(7, init["session_id"]), session_id=init["session_id"])
-        out.append(cs.graph.invoke({**init, "transcript": [], "turn_metrics": [], "dialogue_metrics": {}},
-                                   context=c, config={"recursion_limit": 10_000}))
-    return out
+    return run_sessions(cs.Params(n_sessions=24, judge=False, surface=surface, policy_request_rate=0.5, **params))
 
 
 def _said(records):

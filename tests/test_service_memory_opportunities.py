@@ -6,7 +6,7 @@ Before, opportunities were read off the gold state the dialogue happened to reac
 that lost the user before the second domain had fewer of them (3 -> 0 below) and its
 memory_transfer was None instead of 0."""
 import convsim.graphs.customer_service as cs
-from convsim import stable_seed
+from test_service_simulator import run_sessions
 from convsim.agents.service.user_simulator import sample_goal
 from convsim.catalog.service.db import load_service_db
 from convsim.evaluation.service import metrics as m
@@ -66,13 +66,7 @@ def test_the_referred_value_is_said_in_the_earlier_domains_opening():
 
 
 def _run(**params):
-    p = cs.Params(n_sessions=30, judge=False, goal_domains=["restaurant", "hotel", "attraction"], **params)
-    out = []
-    for init in cs.sessions(p, cs.Context(params=p, seed=7)):
-        c = cs.Context(params=p, seed=stable_seed(7, init["session_id"]), session_id=init["session_id"])
-        out.append(cs.graph.invoke({**init, "transcript": [], "turn_metrics": [], "dialogue_metrics": {}},
-                                   context=c, config={"recursion_limit": 10_000}))
-    return out
+    return run_sessions(cs.Params(n_sessions=30, judge=False, goal_domains=["restaurant", "hotel", "attraction"], **params))
 
 
 def test_two_agents_get_the_same_denominator():

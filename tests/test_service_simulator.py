@@ -47,7 +47,11 @@ def test_heldout_pool_shares_no_phrase_with_the_triage_rules():
 
 
 def _run(n=16, **params):
-    p = cs.Params(n_sessions=n, judge=False, **params)
+    return run_sessions(cs.Params(n_sessions=n, judge=False, **params))
+
+
+def run_sessions(p: "cs.Params") -> list[dict]:
+    """Every session of ``p`` through the customer-service graph in process (seed 7), final states."""
     out = []
     for init in cs.sessions(p, cs.Context(params=p, seed=7)):
         c = cs.Context(params=p, seed=stable_seed(7, init["session_id"]), session_id=init["session_id"])
