@@ -125,6 +125,12 @@ class Params(BaseModel):
     recovery_shifts: Literal["simulator", "detector"] = Field(
         "simulator", description="TAS/CAS recovery on the simulator's true shifts, or on the "
                                  "detected ones (paper)")
+    recovery_search: Literal["segment", "to_end"] = Field(
+        "segment", description="TAS/CAS recovery searched inside the shift's new segment, or from the "
+                               "shift's reply to the end of the dialogue (paper)")
+    tas_cas_tfidf: Literal["project", "paper"] = Field(
+        "project", description="TAS/CAS TF-IDF similarity (embedder tfidf): sublinear TF on 'title plot' "
+                               "documents, or raw TF on titles and plots apart (paper)")
     judge: bool = Field(True, description="run the PEPPER-style judge (heuristic with model none)")
     report_heuristic_judge: bool = Field(
         False, description="put the heuristic judge's scores (judge_heuristic_*, model none) in "
@@ -306,7 +312,8 @@ def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
                               topic_mode=params.topic_mode, run_dir=ctx.run_dir,
                               model=ctx.model("topics"), rule=params.shift_rule,
                               compare=params.shift_compare, recovery_on=params.recovery_shifts, details=details,
-                              top_k=params.top_k)
+                              top_k=params.top_k, recovery_search=params.recovery_search,
+                              tfidf=params.tas_cas_tfidf)
     if not details:
         return merge_dialogue_metrics(state, metrics)
     return {**merge_dialogue_metrics(state, metrics),
