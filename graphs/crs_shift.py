@@ -114,6 +114,9 @@ class Params(BaseModel):
     recovery_rule: Literal["cc", "original"] = Field(
         "cc", description="cc: CC >= tau (spec); original: CC >= cc_floor or CR >= tau (code)")
     cc_floor: float = Field(0.35, ge=0, le=1, description="CC threshold of the original rule")
+    user_negation: Literal["drop", "keep"] = Field(
+        "drop", description="E(U) of the grounded metrics: without the values the user turn retracts "
+                            "('I don't care about X anymore'), or with them (paper: its extractor kept them)")
     # TAS/CAS of the multi-model CRS experiment and the PEPPER-style judge (docs/analysis.md)
     topic_mode: Literal["lda", "keyword", "llm"] = Field(
         "lda", description="TAS/CAS topics: LDA on the catalog, keyword heuristic, or the 'topics' model")
@@ -161,7 +164,7 @@ class Params(BaseModel):
     def tas_settings(self) -> TASSettings:
         return TASSettings(alpha=self.alpha, beta=self.beta, gamma=self.gamma,
                            window=self.recovery_window, tau=self.tau, rule=self.recovery_rule,
-                           cc_floor=self.cc_floor)
+                           cc_floor=self.cc_floor, user_negation=self.user_negation)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from convsim.catalog.movies.phrasing import echo_reply
 from convsim.evaluation.reporting.records import scored
 from convsim.evaluation.crs.health import HealthTally, health_metrics
+from convsim.evaluation.crs.negation import NEGATIONS, affirmed_concepts
 from convsim.evaluation.crs.near_copy import NEAR_COPY, content_words_of, near_copy_words
 from convsim.evaluation.crs.tas import (
     binary_cosines, concept_gaps, copy_share, jaccard, dialogue_tas, dst_scores,
@@ -38,6 +39,7 @@ class TASSettings:
     tau: float = 0.65
     rule: str = "cc"
     cc_floor: float = 0.35
+    user_negation: str = "drop"  # E(U) without the values the user turn retracts (evaluation/crs/negation.py); "keep": the original's
 
 
 def failed_reply(entry: dict) -> bool:
@@ -83,6 +85,10 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     :func:`recommended_films`).
     """
     u = sorted(user_concepts) if user_concepts is not None else grounded_concepts(extractor, user["text"])
+    if settings.user_negation == "drop":  # a value the turn retracts ("I don't care about X anymore") is not E(U)
+        u = affirmed_concepts(user["text"], u)
+    elif settings.user_negation != "keep":
+        raise ValueError(f"user_negation must be one of {NEGATIONS}, got {settings.user_negation!r}")
     s = grounded_concepts(extractor, system["text"])
     u_set, s_set = _pairs(u), _pairs(s)
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
