@@ -5,7 +5,8 @@
 For every variant of the run and every (recovery search, TF-IDF) pair, prints the recovery rate, the
 average recovery delay (two ways: the mean over sessions that recovered a shift, as convsim reports
 it; and the paper's, where a session with no recovery counts 0.0 and every session is averaged),
-the pooled delay over all recovered shifts, the shifts per session and the cross coherence. The
+a 95 % bootstrap CI of the first over sessions, the pooled delay over all recovered shifts, the
+shifts per session and the TAS/CAS cross coherence. The
 transcripts, shift detector settings (``shift_rule``, ``shift_compare``, ``recovery_shifts``), catalog
 and topic model are the run's own (its ``topics_lda.joblib``), so only the two settings vary.
 docs/crs_shift.md "Paper mode" quotes its output.
@@ -21,6 +22,16 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _ci(values, n_boot: int = 2000, seed: int = 0):
+    """95 % percentile bootstrap CI of the mean over sessions; None with fewer than 2 values."""
+    import numpy as np
+    if len(values) < 2:
+        return None
+    x = np.asarray(values, dtype=float)
+    means = x[np.random.default_rng(seed).integers(0, len(x), (n_boot, len(x)))].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def main(argv=None) -> int:
@@ -50,7 +61,7 @@ def main(argv=None) -> int:
     print(f"run {run.name}: rule={params.get('shift_rule')} compare={params.get('shift_compare')} "
           f"recovery_on={params.get('recovery_shifts')} topics={topics.name}")
     print(f"{'variant':14} {'search':8} {'tfidf':8} {'n':>3} {'shifts':>6} {'rate':>6} "
-          f"{'delay':>6} {'paper':>6} {'pooled':>6} {'cc':>6}")
+          f"{'delay':>6} {'delay 95% CI':>13} {'paper':>6} {'pooled':>6} {'cc':>6}")
     for variant, transcripts in by_variant.items():
         for search in args.search:
             for tfidf in args.tfidf:
@@ -65,8 +76,10 @@ def main(argv=None) -> int:
                 pooled_num = sum(d * k for d, k in zip(delays, recovered) if d is not None)
                 pooled = pooled_num / sum(recovered) if sum(recovered) else None
                 fmt = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
+                ci = _ci(have)
                 print(f"{variant:14} {search:8} {tfidf:8} {len(out):>3} {statistics.mean(shifts):>6.2f} "
                       f"{fmt(statistics.mean(rates) if rates else None):>6} {fmt(statistics.mean(have) if have else None):>6} "
+                      f"{'—' if ci is None else f'[{ci[0]:.2f}, {ci[1]:.2f}]':>13} "
                       f"{fmt(statistics.mean([d or 0.0 for d in delays])):>6} {fmt(pooled):>6} "
                       f"{fmt(statistics.mean(o['tas_cas_cross_coherence'] for o in out)):>6}")
     return 0
