@@ -88,6 +88,9 @@ MUTATIONS = [
     # retracted values
     ("retractions kept in E(U) (drop mode does nothing)", "evaluation/crs/nodes.py",
      '    if settings.user_negation == "drop":', '    if False:', 1, [NEG]),
+    ("retractions kept in E(S)", "evaluation/crs/nodes.py",
+     'u, s = affirmed_concepts(user["text"], u), affirmed_concepts(system["text"], s)',
+     'u, s = affirmed_concepts(user["text"], u), s', 1, [NEG]),
     ("retraction cue before the value ignored", "evaluation/crs/negation.py",
      "return bool(_BEFORE.search(clause) or _AFTER.match(text[m.end():]))",
      "return bool(_AFTER.match(text[m.end():]))", 1, [NEG]),

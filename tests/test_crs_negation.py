@@ -39,6 +39,10 @@ def test_cc_no_longer_rewards_repeating_a_retracted_value(cat_ex):
     # the original behaviour (paper mode): both 0.5, the retracted value rewarded like the kept one
     assert _cc(cat, ex, RETRACTION, repeat, "keep") == (0.5, [["genre", "Animation"], ["genre", "Comedy"]])
     assert _cc(cat, ex, RETRACTION, follow, "keep")[0] == 0.5
+    # the reply's concepts are read the same way: acknowledging the retraction is no reward for it,
+    # and a verbatim copy keeps CC 1 (E(S) = E(U))
+    assert _cc(cat, ex, RETRACTION, "No more animation films, then: here are some comedy films.", "drop")[0] == 1.0
+    assert _cc(cat, ex, RETRACTION, RETRACTION, "drop")[0] == 1.0
     with pytest.raises(ValueError, match="user_negation"):
         _cc(cat, ex, RETRACTION, follow, "ignore")
 

@@ -1,8 +1,9 @@
 """Retracted values: concepts a user turn mentions only to take them back.
 
-E(U), the user concepts the grounded metrics (CC, CR, TAS, segments, recovery, restating) compare
-the reply with, is the extractor's set minus the values the turn retracts
-(:func:`affirmed_concepts`). Without this, "I want comedy films. I don't care about Animation
+E(x), the concept sets the grounded metrics (CC, CR, TAS, segments, recovery, restating) compare,
+is the extractor's set minus the values the turn retracts (:func:`affirmed_concepts`), for the user
+turn and for the reply alike (a reply that says "no more animation films" does not offer
+animation; a verbatim copy of the user still has the user's E(U)). Without this, "I want comedy films. I don't care about Animation
 anymore." put (genre, Animation) in E(U), and a reply saying "animation films" shared a concept
 with the user: CC rewarded repeating the value the user had just dropped (the review counted 65 of
 400 user turns holding such a value). ``TASSettings.user_negation``: ``"drop"`` (default) applies

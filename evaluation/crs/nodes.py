@@ -39,7 +39,7 @@ class TASSettings:
     tau: float = 0.65
     rule: str = "cc"
     cc_floor: float = 0.35
-    user_negation: str = "drop"  # E(U) without the values the user turn retracts (evaluation/crs/negation.py); "keep": the original's
+    user_negation: str = "drop"  # E(U), E(S) without the values the turn retracts (evaluation/crs/negation.py); "keep": the original's
 
 
 def failed_reply(entry: dict) -> bool:
@@ -85,11 +85,11 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     :func:`recommended_films`).
     """
     u = sorted(user_concepts) if user_concepts is not None else grounded_concepts(extractor, user["text"])
-    if settings.user_negation == "drop":  # a value the turn retracts ("I don't care about X anymore") is not E(U)
-        u = affirmed_concepts(user["text"], u)
+    s = grounded_concepts(extractor, system["text"])
+    if settings.user_negation == "drop":  # a value a turn retracts ("I don't care about X anymore") is not in E(x)
+        u, s = affirmed_concepts(user["text"], u), affirmed_concepts(system["text"], s)
     elif settings.user_negation != "keep":
         raise ValueError(f"user_negation must be one of {NEGATIONS}, got {settings.user_negation!r}")
-    s = grounded_concepts(extractor, system["text"])
     u_set, s_set = _pairs(u), _pairs(s)
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
     # the formulas of convsim.evaluation.crs.tas, from what this turn computes once: each text's tokens
