@@ -39,6 +39,9 @@ def main(argv=None) -> int:
     ap.add_argument("run_dir")
     ap.add_argument("--search", nargs="+", default=["segment", "to_end"])
     ap.add_argument("--tfidf", nargs="+", default=["project", "paper"])
+    ap.add_argument("--lda-dominant", action="store_true",
+                    help="topics = the 5 words of the dominant LDA topic with p >= 0.1 (the paper's), "
+                         "not of every topic with p >= 0.2")
     args = ap.parse_args(argv)
 
     from convsim.catalog.movies.catalog import load_movie_catalog
@@ -55,11 +58,15 @@ def main(argv=None) -> int:
     params = records[0].get("params") or {}
     catalog = load_movie_catalog(catalog_location(params.get("catalog_path")))
     topics = topic_extractor(params.get("topic_mode", "lda"), catalog, str(run))
+    if args.lda_dominant:
+        from convsim.evaluation.crs.topics import LdaTopics
+        topics = LdaTopics(topics.vectorizer, topics.lda, top_words=5, min_prob=0.1, dominant=True)
     by_variant: dict[str, list] = defaultdict(list)
     for r in records:
         by_variant[r["variant"]].append(scored_transcript(r["transcript"]))
     print(f"run {run.name}: rule={params.get('shift_rule')} compare={params.get('shift_compare')} "
-          f"recovery_on={params.get('recovery_shifts')} topics={topics.name}")
+          f"recovery_on={params.get('recovery_shifts')} topics={topics.name}"
+          f"{' (dominant topic, p >= 0.1)' if args.lda_dominant else ''}")
     print(f"{'variant':14} {'search':8} {'tfidf':8} {'n':>3} {'shifts':>6} {'rate':>6} "
           f"{'delay':>6} {'delay 95% CI':>13} {'paper':>6} {'pooled':>6} {'cc':>6}")
     for variant, transcripts in by_variant.items():

@@ -154,3 +154,26 @@ def test_each_mode_has_its_settings():
     assert (cfg["recovery_search"], cfg["tas_cas_tfidf"], cfg["user_negation"]) == ("to_end", "paper", "keep")
     paper = Params(**{k: v for k, v in cfg.items() if k in Params.model_fields})
     assert paper.tas_settings().user_negation == "keep"
+
+
+class _FixedLda:
+    """Two topics over six words; every text weighs them 0.6 / 0.4."""
+
+    def __init__(self):
+        self.components_ = np.array([[9.0, 8.0, 7.0, 0.1, 0.1, 0.1], [0.1, 0.1, 0.1, 9.0, 8.0, 7.0]])
+
+    def transform(self, X):
+        return np.tile([0.6, 0.4], (X.shape[0], 1))
+
+
+def test_lda_topics_dominant_keeps_the_best_topic_only():
+    """The paper's extract_topics_lda: the words of the dominant topic (p >= 0.1); the project's: the
+    words of every topic with p >= 0.2."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from convsim.evaluation.crs.topics import LdaTopics
+    vec = CountVectorizer().fit(["alpha beta gamma delta epsilon zeta"])
+    union = LdaTopics(vec, _FixedLda(), top_words=3, min_prob=0.2)
+    dominant = LdaTopics(vec, _FixedLda(), top_words=3, min_prob=0.1, dominant=True)
+    assert union.topics("alpha delta") == {"alpha", "beta", "delta", "epsilon", "gamma", "zeta"}
+    assert dominant.topics("alpha delta") == {"alpha", "beta", "delta"}
+    assert LdaTopics(vec, _FixedLda(), top_words=3, min_prob=0.7, dominant=True).topics("alpha") == frozenset()
