@@ -86,8 +86,8 @@ MUTATIONS = [
     ("embedder ignores sublinear_tf", "convsim/providers/embedders.py",
      'stop_words="english", sublinear_tf=sublinear_tf,', 'stop_words="english", sublinear_tf=True,', 1, [PAPER]),
     # retracted values
-    ("retractions kept in E(U) (drop mode does nothing)", "evaluation/crs/nodes.py",
-     '    if settings.user_negation == "drop":', '    if False:', 1, [NEG]),
+    ("retractions kept in E(U) and E(S) (drop mode does nothing)", "evaluation/crs/nodes.py",
+     'u, s = affirmed_concepts(user["text"], u), affirmed_concepts(system["text"], s)', 'u, s = u, s', 1, [NEG]),
     ("retractions kept in E(S)", "evaluation/crs/nodes.py",
      'u, s = affirmed_concepts(user["text"], u), affirmed_concepts(system["text"], s)',
      'u, s = affirmed_concepts(user["text"], u), s', 1, [NEG]),
