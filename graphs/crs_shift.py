@@ -115,7 +115,7 @@ class Params(BaseModel):
         "cc", description="cc: CC >= tau (spec); original: CC >= cc_floor or CR >= tau (code)")
     cc_floor: float = Field(0.35, ge=0, le=1, description="CC threshold of the original rule")
     user_negation: Literal["drop", "keep"] = Field(
-        "drop", description="E(U) of the grounded metrics: without the values the user turn retracts "
+        "drop", description="E(U), E(S) of the grounded metrics: without the values a turn retracts "
                             "('I don't care about X anymore'), or with them (paper: its extractor kept them)")
     # TAS/CAS of the multi-model CRS experiment and the PEPPER-style judge (docs/analysis.md)
     topic_mode: Literal["lda", "keyword", "llm"] = Field(
