@@ -125,6 +125,9 @@ class Params(BaseModel):
     recovery_rule: Literal["cc", "original"] = Field(
         "cc", description="cc: CC >= tau (spec); original: CC >= cc_floor or CR >= tau (code)")
     cc_floor: float = Field(0.35, ge=0, le=1, description="CC threshold of the original rule")
+    user_negation: Literal["drop", "keep"] = Field(
+        "drop", description="E(U), E(S) of the grounded metrics: without the values a turn retracts "
+                            "('I don't care about X anymore'), or with them (paper: its extractor kept them)")
     # TAS/CAS of the multi-model CRS experiment and the PEPPER-style judge (docs/analysis.md)
     topic_mode: Literal["lda", "keyword", "llm"] = Field(
         "lda", description="TAS/CAS topics: LDA on the catalog, keyword heuristic, or the 'topics' model")
@@ -136,6 +139,12 @@ class Params(BaseModel):
     recovery_shifts: Literal["simulator", "detector"] = Field(
         "simulator", description="TAS/CAS recovery on the simulator's true shifts, or on the "
                                  "detected ones (paper)")
+    recovery_search: Literal["segment", "to_end"] = Field(
+        "segment", description="TAS/CAS recovery searched inside the shift's new segment, or from the "
+                               "shift's reply to the end of the dialogue (paper)")
+    tas_cas_tfidf: Literal["project", "paper"] = Field(
+        "project", description="TAS/CAS TF-IDF similarity (embedder tfidf): sublinear TF on 'title plot' "
+                               "documents, or raw TF on titles and plots apart (paper)")
     judge: bool = Field(True, description="run the PEPPER-style judge (heuristic with model none)")
     report_heuristic_judge: bool = Field(
         False, description="put the heuristic judge's scores (judge_heuristic_*, model none) in "
@@ -167,7 +176,7 @@ class Params(BaseModel):
     def tas_settings(self) -> TASSettings:
         return TASSettings(alpha=self.alpha, beta=self.beta, gamma=self.gamma,
                            window=self.recovery_window, tau=self.tau, rule=self.recovery_rule,
-                           cc_floor=self.cc_floor)
+                           cc_floor=self.cc_floor, user_negation=self.user_negation)
 
 
 @dataclass
@@ -321,7 +330,8 @@ def evaluate_tas_cas(state: State, runtime: Runtime[Context]) -> dict:
                               topic_mode=params.topic_mode, run_dir=ctx.run_dir,
                               model=ctx.model("topics"), rule=params.shift_rule,
                               compare=params.shift_compare, recovery_on=params.recovery_shifts, details=details,
-                              top_k=params.top_k)
+                              top_k=params.top_k, recovery_search=params.recovery_search,
+                              tfidf=params.tas_cas_tfidf)
     if not details:
         return merge_dialogue_metrics(state, metrics)
     return {**merge_dialogue_metrics(state, metrics),

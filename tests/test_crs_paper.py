@@ -18,7 +18,8 @@ def test_paper_config_states_the_papers_settings():
         ("or", "consecutive", "detector", "lda")
     assert p["tau"] == 0.65 and p["catalog_path"].endswith("opendialkg/opendialkg_movie_data.json")
     models = yaml.safe_load((ROOT / "configs" / "crs_models.yaml").read_text())["params"]
-    for key in ("shift_rule", "shift_compare", "recovery_shifts", "catalog_path"):
+    for key in ("shift_rule", "shift_compare", "recovery_shifts", "catalog_path", "recovery_search",
+                "tas_cas_tfidf", "user_negation"):
         assert models[key] == p[key], f"the six-model config runs in paper mode ({key})"
     assert models["accept_title_prob"] == 0.0
 
@@ -34,6 +35,7 @@ def test_paper_mode_runs_two_short_sessions_on_the_kb(tmp_path):
     for r in records:
         dm = r["dialogue_metrics"]
         assert dm["tas_cas_shift_source"] == "detector" and dm["tas_cas_topic_mode"] == "lda"
+        assert dm["tas_cas_recovery_search"] == "to_end"
         named = [e["meta"]["mentioned_ids"] for e in r["transcript"] if e["speaker"] == "system"]
         assert any(named)
         assert all(i in kb_titles for ids in named for i in ids), "films come from the KB"

@@ -45,12 +45,17 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 
 
 class TfidfEmbedder(Embedder):
-    def __init__(self, corpus: list[str] | None = None, *, max_features: int | None = 4096) -> None:
+    """``sublinear_tf=True`` (default) weighs a term 1 + ln(tf); ``False`` uses the raw count, as the
+    original CAS embedder did (scikit-learn's default; the CRS paper mode, docs/crs_shift.md)."""
+
+    def __init__(self, corpus: list[str] | None = None, *, max_features: int | None = 4096,
+                 sublinear_tf: bool = True) -> None:
         from sklearn.feature_extraction.text import HashingVectorizer, TfidfVectorizer
+        self.sublinear_tf = sublinear_tf
         if corpus:
-            self._vec = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True,
+            self._vec = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=sublinear_tf,
                                         max_features=max_features).fit(corpus)
-            self.name = f"tfidf(corpus={len(corpus)})"
+            self.name = f"tfidf(corpus={len(corpus)}{'' if sublinear_tf else ',raw-tf'})"
         else:
             self._vec = HashingVectorizer(ngram_range=(1, 2), stop_words="english", n_features=2 ** 14,
                                           alternate_sign=False, norm="l2")
@@ -133,14 +138,14 @@ def _st(spec: str) -> SentenceTransformerEmbedder:
 
 
 def make_embedder(spec: str = "tfidf", *, corpus: list[str] | None = None,
-                  max_features: int | None = 4096) -> Embedder:
+                  max_features: int | None = 4096, sublinear_tf: bool = True) -> Embedder:
     """Build an embedder from its spec (``tfidf``, ``st:minilm``, ``st:<path>``).
 
     ``max_features`` caps the TF-IDF vocabulary (4096 as in the original CAS); ``None`` keeps
-    every term of the corpus.
+    every term of the corpus. ``sublinear_tf`` (TF-IDF only): 1 + ln(tf) (default) or raw counts.
     """
     if spec == "tfidf":
-        return TfidfEmbedder(corpus, max_features=max_features)
+        return TfidfEmbedder(corpus, max_features=max_features, sublinear_tf=sublinear_tf)
     if isinstance(spec, str) and spec.startswith("st:"):
         return _st(spec)
     raise ConvsimError(f"unknown embedder {spec!r}: expected tfidf, st:minilm or st:<path>",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from convsim.catalog.movies.phrasing import echo_reply
 from convsim.evaluation.reporting.records import scored
 from convsim.evaluation.crs.health import HealthTally, health_metrics
+from convsim.evaluation.crs.negation import NEGATIONS, affirmed_concepts
 from convsim.evaluation.crs.near_copy import NEAR_COPY, content_words_of, near_copy_words
 from convsim.evaluation.crs.tas import (
     binary_cosines, concept_gaps, copy_share, jaccard, dialogue_tas, dst_scores,
@@ -38,6 +39,7 @@ class TASSettings:
     tau: float = 0.65
     rule: str = "cc"
     cc_floor: float = 0.35
+    user_negation: str = "drop"  # E(U), E(S) without the values the turn retracts (evaluation/crs/negation.py); "keep": the original's
 
 
 def failed_reply(entry: dict) -> bool:
@@ -84,6 +86,10 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     """
     u = sorted(user_concepts) if user_concepts is not None else grounded_concepts(extractor, user["text"])
     s = grounded_concepts(extractor, system["text"])
+    if settings.user_negation == "drop":  # a value a turn retracts ("I don't care about X anymore") is not in E(x)
+        u, s = affirmed_concepts(user["text"], u), affirmed_concepts(system["text"], s)
+    elif settings.user_negation != "keep":
+        raise ValueError(f"user_negation must be one of {NEGATIONS}, got {settings.user_negation!r}")
     u_set, s_set = _pairs(u), _pairs(s)
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
     # the formulas of convsim.evaluation.crs.tas, from what this turn computes once: each text's tokens

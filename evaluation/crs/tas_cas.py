@@ -11,7 +11,8 @@ Reported as ``tas_cas`` (and ``tas_cas_<component>``), beside the grounded TAS o
   ``"or"`` is available). The simulator's true shifts, when logged, drive the recovery
   components (``shift_source="simulator"``); the detector is then scored against them.
 * Recovery is searched inside the new segment only (recovering after the user moved on again is
-  not recovery); no shifts gives None components, not trr = 0 and delay = 0 (which made
+  not recovery; ``recovery_search="to_end"`` is the paper's search to the end of the dialogue,
+  :func:`shift_outcomes_to_end`); no shifts gives None components, not trr = 0 and delay = 0 (which made
   rd_norm = 1 reward non-recovery); shifts with no recovery give rd_norm = 0.
 * Interference has one definition (below) instead of hits / max(1, min(sys_seen, 4)).
 """
@@ -181,6 +182,66 @@ def shift_outcomes(shifts: Sequence[int], user_topics: Sequence[set], system_top
     return out
 
 
+RECOVERY_SEARCHES = ("segment", "to_end")
+
+
+def paper_alignment(system_topics: set, target_topics: set, *, sim: Sim | None = None) -> float:
+    """The paper code's ``align`` / ``leak`` (context-aware/evaluate.py): 0.0 when the target topics are
+    empty; else jaccard(sys, target), *replaced* by sim(join(sys), join(target)) when it is below 0.3
+    (replaced, not maxed: a similarity below the Jaccard wins). Called only for non-empty ``system_topics``."""
+    if not target_topics:
+        return 0.0
+    j = len(system_topics & target_topics) / len(system_topics | target_topics)
+    if j < ALIGN_JACCARD_FALLBACK and sim is not None:
+        return sim(" ".join(sorted(system_topics)), " ".join(sorted(target_topics)))
+    return j
+
+
+def shift_outcomes_to_end(shifts: Sequence[int], user_topics: Sequence[set], system_topics: Sequence[set], *,
+                          sim: Sim | None = None, threshold: float = ALIGNMENT_THRESHOLD,
+                          segment_topics: Sequence[set] | None = None) -> list[dict]:
+    """The paper's recovery search (``compute_recovery_and_interference`` of the thesis code, crs.md §1.4),
+    per shift at 0-based turn i (segments: [0] + shifts):
+
+    * new topics N = the new segment's topics, old topics O = the previous segment's (``segment_topics[k]``
+      for segment k when given: the paper took the topics of the segment's joined user text; else the
+      union of the segment's user topics);
+    * the search starts at the shift turn's own reply (system turn i) and runs **to the end of the
+      dialogue**, through later segments: no window;
+    * every system turn scanned counts in the delay (``sys_seen``, from 1), a turn without topics too,
+      but only a turn with topics can recover or leak;
+    * recovered at the first scanned turn t with paper_alignment(S_t, N) >= threshold (0.65);
+      delay = t - i + 1;
+    * leak hits: scanned turns with topics (the recovery turn included) with paper_alignment(S_t, O) >=
+      threshold; interference = hits / max(1, delay if recovered else min(scanned, NON_RECOVERY_WINDOW)),
+      which can exceed 1 when no recovery came (hits over the whole rest of the dialogue, divided by at
+      most 4), as in the paper (ti_norm clamps it).
+    """
+    n = len(system_topics)
+    bounds = [0, *shifts, len(user_topics)]
+    out = []
+    for k, i in enumerate(shifts, start=1):
+        if segment_topics is not None:
+            new, old = set(segment_topics[k]), set(segment_topics[k - 1])
+        else:
+            new = set().union(*user_topics[i:bounds[k + 1]]) if bounds[k + 1] > i else set()
+            old = set().union(*user_topics[bounds[k - 1]:i]) if i > bounds[k - 1] else set()
+        delay, hits, seen = None, 0, 0
+        for t in range(i, n):
+            seen += 1
+            sys_t = set(system_topics[t])
+            if not sys_t:
+                continue
+            if old and paper_alignment(sys_t, old, sim=sim) >= threshold:
+                hits += 1
+            if paper_alignment(sys_t, new, sim=sim) >= threshold:
+                delay = seen
+                break
+        denom = max(1, delay if delay is not None else min(seen, NON_RECOVERY_WINDOW))
+        out.append({"turn": i, "recovered": delay is not None, "delay": delay, "interference": hits / denom})
+    return out
+
+
 def _clamp(x: float) -> float:
     return min(1.0, max(0.0, x))
 
@@ -213,13 +274,22 @@ def tas_cas_dialogue(user_texts: Sequence[str], system_texts: Sequence[str], use
                      system_topics: Sequence[set], *, sim: Sim, true_shifts: Sequence[int] | None = None,
                      weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and",
                      segment_sim: Callable[[Sequence[int], int], float] | None = None,
-                     compare: str = "segment", recovery_on: str = "simulator") -> dict:
+                     compare: str = "segment", recovery_on: str = "simulator",
+                     recovery_search: str = "segment",
+                     segment_topics_of: Callable[[Sequence[str]], Sequence[set]] | None = None) -> dict:
     """All TAS/CAS outputs of one dialogue, keys prefixed ``tas_cas``; shift detection (ours and the
     legacy detector) scored against ``true_shifts`` (0-based user turns) when the simulator logged them.
     Recovery uses the true shifts when given and ``recovery_on="simulator"``, else the detected
-    ones (``tas_cas_shift_source``; the paper recovered on detected shifts)."""
+    ones (``tas_cas_shift_source``; the paper recovered on detected shifts).
+
+    ``recovery_search="segment"`` (default) searches each shift's recovery inside its new segment
+    (:func:`shift_outcomes`); ``"to_end"`` is the paper's search from the shift's reply to the end of
+    the dialogue (:func:`shift_outcomes_to_end`), the segments' topics then read from their joined
+    user texts by ``segment_topics_of`` (texts -> topic sets) when given, as the paper's code did."""
     if recovery_on not in ("simulator", "detector"):
         raise ValueError(f"recovery_on must be 'simulator' or 'detector', got {recovery_on!r}")
+    if recovery_search not in RECOVERY_SEARCHES:
+        raise ValueError(f"recovery_search must be one of {RECOVERY_SEARCHES}, got {recovery_search!r}")
     n = min(len(user_texts), len(system_texts))
     u, s = list(user_texts[:n]), list(system_texts[:n])
     ut, st = [set(x) for x in user_topics[:n]], [set(x) for x in system_topics[:n]]
@@ -230,11 +300,20 @@ def tas_cas_dialogue(user_texts: Sequence[str], system_texts: Sequence[str], use
     true = sorted(t for t in true_shifts if 0 < t < n) if true_shifts is not None else None
     use_true = true is not None and recovery_on == "simulator"
     shifts = true if use_true else detected
-    comps = recovery_components(shift_outcomes(shifts, ut, st, sim=sim))
+    if recovery_search == "to_end":
+        seg_topics = None
+        if segment_topics_of is not None:
+            bounds = [0, *shifts, n]
+            seg_topics = segment_topics_of([" ".join(u[a:b]) for a, b in zip(bounds, bounds[1:])])
+        outcomes = shift_outcomes_to_end(shifts, ut, st, sim=sim, segment_topics=seg_topics)
+    else:
+        outcomes = shift_outcomes(shifts, ut, st, sim=sim)
+    comps = recovery_components(outcomes)
     comps.update(cross_coherence=cc, context_retention=cr)
     out = {"tas_cas": tas_cas_score(comps, weights)}
     out.update({f"tas_cas_{k}": v for k, v in comps.items()})
     out.update(tas_cas_n_shifts=len(shifts), tas_cas_shift_source="simulator" if use_true else "detector",
+               tas_cas_recovery_search=recovery_search,
                shift_detected_n=len(detected), shift_detected_legacy_n=len(legacy))
     if true_shifts is not None:
         ours, old = shift_detection_scores(detected, true), shift_detection_scores(legacy, true)

@@ -101,7 +101,7 @@ def _texts(pairs) -> list[str]:
 
 
 def _tas_cas(pairs, topic_sets, sim: VectorSim, topic_name: str, weights, rule, compare="segment",
-             recovery_on="simulator") -> dict:
+             recovery_on="simulator", recovery_search="segment", segment_topics_of=None) -> dict:
     if not pairs:
         return {"tas_cas": None}
     n = len(pairs)
@@ -110,24 +110,29 @@ def _tas_cas(pairs, topic_sets, sim: VectorSim, topic_name: str, weights, rule, 
     true = [i for i, p in enumerate(pairs) if _user_meta(p[0]).get("shift_event")] if has_meta else None
     out = tas_cas_dialogue(texts[:n], texts[n:], topic_sets[:n], topic_sets[n:], sim=sim, true_shifts=true,
                            weights=weights, rule=rule, segment_sim=sim.segment(texts[:n]),
-                           compare=compare, recovery_on=recovery_on)
+                           compare=compare, recovery_on=recovery_on, recovery_search=recovery_search,
+                           segment_topics_of=segment_topics_of)
     out["tas_cas_topic_mode"] = topic_name
     return out
 
 
 def tas_cas_for_transcript(transcript: Sequence[Mapping], *, topics, embedder,
                            weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and",
-                           compare: str = "segment", recovery_on: str = "simulator") -> dict:
+                           compare: str = "segment", recovery_on: str = "simulator",
+                           recovery_search: str = "segment") -> dict:
     """The ``tas_cas*`` and ``shift_detect*`` metrics of one transcript (convsim.evaluation.crs.tas_cas)."""
     return tas_cas_many([transcript], topics=topics, embedder=embedder, weights=weights, rule=rule,
-                        compare=compare, recovery_on=recovery_on)[0]
+                        compare=compare, recovery_on=recovery_on, recovery_search=recovery_search)[0]
 
 
 def tas_cas_many(transcripts: Sequence[Sequence[Mapping]], *, topics, embedder,
                  weights: Mapping[str, float] = CAS_WEIGHTS, rule: str = "and", batch: int = 64,
-                 compare: str = "segment", recovery_on: str = "simulator") -> list[dict]:
+                 compare: str = "segment", recovery_on: str = "simulator",
+                 recovery_search: str = "segment") -> list[dict]:
     """``tas_cas_for_transcript`` over many transcripts, topics and embeddings computed per batch
-    (one vectoriser / LDA call per batch instead of per dialogue)."""
+    (one vectoriser / LDA call per batch instead of per dialogue). With ``recovery_search="to_end"``
+    (the paper's) a segment's topics are those of its joined user text, as the paper's code took them."""
+    segment_topics_of = topics.topics_many if recovery_search == "to_end" else None
     out: list[dict] = []
     for start in range(0, len(transcripts), batch):
         chunk = [turn_pairs(t) for t in transcripts[start:start + batch]]
@@ -141,17 +146,29 @@ def tas_cas_many(transcripts: Sequence[Sequence[Mapping]], *, topics, embedder,
             k = 2 * len(pairs)
             sim = VectorSim(embedder, texts[pos:pos + k], vectors if k else None, index=row)
             out.append(_tas_cas(pairs, topic_sets[pos:pos + k], sim, topics.name, weights, rule,
-                                compare, recovery_on))
+                                compare, recovery_on, recovery_search, segment_topics_of))
             pos += k
     return out
 
 
 # --------------------------------------------------------------------------- graph nodes
 
+TFIDF_MODES = ("project", "paper")
+
+
 @functools.lru_cache(maxsize=4)
-def _embedder(spec: str, catalog) -> object:
+def _embedder(spec: str, catalog, tfidf: str = "project") -> object:
+    """The TAS/CAS similarity embedder. For ``spec="tfidf"``, ``tfidf="project"`` fits one document
+    per film ("title plot") with sublinear TF (1 + ln tf); ``"paper"`` is the original CAS embedder:
+    titles and plots as separate documents, raw term counts (scikit-learn's default). Both: word 1-2
+    grams, English stop words, 4,096 features, L2 rows."""
+    if tfidf not in TFIDF_MODES:
+        raise ValueError(f"tfidf must be one of {TFIDF_MODES}, got {tfidf!r}")
+    if tfidf == "paper":
+        corpus = [x for m in catalog.movies for x in (m.title, m.plot) if x]
+        return make_embedder(spec, corpus=corpus, sublinear_tf=False)
     corpus = [f"{m.title} {m.plot}" for m in catalog.movies]
-    return make_embedder(spec, corpus=corpus)
+    return make_embedder(spec, corpus=corpus, sublinear_tf=True)
 
 
 _TOPICS: "OrderedDict[tuple, tuple[object, object]]" = OrderedDict()  # key -> (catalog, extractor)
@@ -178,7 +195,7 @@ def topic_extractor(mode: str, catalog, run_dir, model=None):
 def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", topic_mode: str = "lda",
                     run_dir=None, model=None, rule: str = "and", compare: str = "segment",
                     recovery_on: str = "simulator", details: dict | None = None,
-                    top_k: int = 10) -> dict:
+                    top_k: int = 10, recovery_search: str = "segment", tfidf: str = "project") -> dict:
     """TAS/CAS + PEPPER coverage / Recall@K of a finished session's state (each logged top-k list
     read to its first ``top_k`` ids, the run's K).
 
@@ -188,8 +205,9 @@ def tas_cas_metrics(state: Mapping, *, catalog, embedder_spec: str = "tfidf", to
     """
     transcript = state.get("transcript") or []
     topics = topic_extractor(topic_mode, catalog, run_dir, model)
-    out = tas_cas_for_transcript(transcript, topics=topics, embedder=_embedder(embedder_spec, catalog),
-                                 rule=rule, compare=compare, recovery_on=recovery_on)
+    out = tas_cas_for_transcript(transcript, topics=topics, embedder=_embedder(embedder_spec, catalog, tfidf),
+                                 rule=rule, compare=compare, recovery_on=recovery_on,
+                                 recovery_search=recovery_search)
     out.update(coverage_metrics(transcript, hidden_targets(state), top_k=top_k))  # lists cut to the run's K
     if topic_mode == "llm":
         failures = list(getattr(topics, "failures", None) or [])  # this session's extractor (not shared)

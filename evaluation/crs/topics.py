@@ -178,9 +178,12 @@ def lda_transform(lda, X) -> np.ndarray:
 class LdaTopics:
     name = "lda"
 
-    def __init__(self, vectorizer, lda, *, top_words: int = 5, min_prob: float = 0.2):
+    def __init__(self, vectorizer, lda, *, top_words: int = 5, min_prob: float = 0.2, dominant: bool = False):
+        """``dominant=False``: a text's topics are the words of every LDA topic with weight >=
+        ``min_prob``; ``True``: the words of its one dominant topic when its weight is >= ``min_prob``
+        (the paper's ``extract_topics_lda``: top-5 words of the best topic, minimum probability 0.1)."""
         self.vectorizer, self.lda = vectorizer, lda
-        self.top_words, self.min_prob = top_words, min_prob
+        self.top_words, self.min_prob, self.dominant = top_words, min_prob, dominant
         self._counts = FastCounts(vectorizer).transform  # vectorizer.transform's matrix, less Python
         vocab = np.array(vectorizer.get_feature_names_out())
         # A topic that learned nothing has a flat word distribution; its "top words" would be
@@ -223,7 +226,12 @@ class LdaTopics:
         out = [frozenset()] * counts.shape[0]
         if not len(filled):
             return out
-        chosen = lda_transform(self.lda, counts[filled]) >= self.min_prob
+        weights = lda_transform(self.lda, counts[filled])
+        chosen = weights >= self.min_prob
+        if self.dominant:  # only the best topic (the first on a tie, as max() over the paper's list)
+            best = np.zeros_like(chosen)
+            best[np.arange(len(weights)), np.argmax(weights, axis=1)] = True
+            chosen &= best
         # A text's topics are the union of its chosen topics' words: one union per distinct choice
         # (a few dozen in thousands of texts), each row's choice read as the bytes of its bits.
         width = (chosen.shape[1] + 7) // 8
