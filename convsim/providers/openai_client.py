@@ -137,12 +137,16 @@ def _usage(usage: Any) -> dict | None:
 class OpenAIChat:
     """One model on one OpenAI-compatible server with fixed generation settings (thread-safe)."""
 
-    def __init__(self, spec: Any, timeout: float = 120.0, transport: str | None = None) -> None:
+    def __init__(self, spec: Any, timeout: float = 120.0, transport: str | None = None,
+                 stream: Any = None) -> None:
         transport = transport or TRANSPORT
         if transport == "sdk" or proxied(spec.base_url):
             self.client, self.poster = shared_client(spec.base_url, timeout), None
         else:
             self.client, self.poster = None, shared_poster(spec.base_url, timeout)
+        # the timeouts of a streamed answer (convsim.providers.retry.StreamTimeouts), or None: not
+        # streamed. Through the SDK's client (a proxied URL) answers are not streamed.
+        self.stream = stream if self.poster is not None else None
         self.model = spec.model
         # ChatOpenAI's body: the settings it sends, in the (sorted) order it sends them
         settings: dict[str, Any] = {"temperature": spec.temperature}
@@ -170,11 +174,16 @@ class OpenAIChat:
 
     def invoke(self, messages: list, **kwargs: Any) -> Answer:
         body = self.body(messages, **kwargs)
-        if self.poster is not None:
-            response = self.poster.post("/chat/completions", dumps(body))
+        if self.stream is not None:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}  # the token counts, in the last event
+            data = self._streamed(body)
         else:
-            response = self.client.post("/chat/completions", body=body, cast_to=_raw_response_type())
-        data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
+            if self.poster is not None:
+                response = self.poster.post("/chat/completions", dumps(body))
+            else:
+                response = self.client.post("/chat/completions", body=body, cast_to=_raw_response_type())
+            data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
         choice = _first_choice(data)
         finish = choice.get("finish_reason")
         if "response_format" in body and finish in ("length", "content_filter"):
@@ -185,6 +194,86 @@ class OpenAIChat:
             raise openai.ContentFilterFinishReasonError(completion=completion)
         content = (choice.get("message") or {}).get("content")
         return Answer(content or "", _usage(data.get("usage")), finish)
+
+
+    def _streamed(self, body: dict) -> Any:
+        """The completion a streamed request (``stream: true``) answers, assembled from its
+        server-sent events as the one JSON object the same request without streaming answers:
+        the content deltas joined, the last ``finish_reason``, the ``usage`` of the last event
+        (``stream_options.include_usage``; a server that leaves it out leaves the counts unknown).
+        A server that answers one JSON object instead is read as that object."""
+        stream = self.poster.post_stream("/chat/completions", dumps(body), self.stream, progress=_sse_data)
+        try:
+            if stream.content_type != "text/event-stream":
+                return json.loads(stream.read_all())  # a server that ignored "stream"
+            return assemble_sse(stream.lines(), stream)
+        finally:
+            stream.close()
+
+
+def _sse_data(line: bytes) -> bool:
+    """Whether a stripped line of an event stream carries data (a comment, ``: ping``, does not)."""
+    return line.startswith(b"data:")
+
+
+def assemble_sse(lines: Any, where: Any = None) -> dict:
+    """The chat completion the server-sent events ``lines`` (each a line, its end stripped) stream:
+    ``{"id", "object", "created", "model", "choices": [{"index", "finish_reason", "message"}],
+    "usage"}``. An event carrying ``error`` raises :class:`MalformedCompletion`; an event that is
+    not JSON raises ``JSONDecodeError`` (an unreadable body); a stream that ends before its
+    ``[DONE]`` and before a ``finish_reason`` raises ``RemoteProtocolError`` (the answer was cut)."""
+    from convsim.providers.httpjson import RemoteProtocolError
+    head: dict = {}
+    pieces: list[str] = []
+    finish = usage = None
+    role, chosen, ended = "assistant", False, False
+    data: list[bytes] = []
+
+    def event(payload: bytes) -> None:
+        nonlocal finish, usage, role, chosen, ended
+        if payload.strip() == b"[DONE]":
+            ended = True
+            return
+        chunk = json.loads(payload)
+        if not isinstance(chunk, dict):
+            raise MalformedCompletion(f"unexpected event from the server: {str(chunk)[:200]!r}")
+        if chunk.get("error"):
+            raise MalformedCompletion(f"the server streamed an error: {str(chunk['error'])[:300]}")
+        for key in ("id", "created", "model"):
+            if key not in head and key in chunk:
+                head[key] = chunk[key]
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            chosen = True
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                pieces.append(delta["content"])
+            if delta.get("role"):
+                role = delta["role"]
+            if choice.get("finish_reason") is not None:
+                finish = choice["finish_reason"]
+
+    for line in lines:
+        if not line:  # the end of an event
+            if data:
+                event(b"\n".join(data))
+                data = []
+            if ended:
+                break
+        elif line.startswith(b"data:"):
+            data.append(line[6:] if line[5:6] == b" " else line[5:])
+        # (a comment ": ..." or an event:/id:/retry: field carries no completion)
+    if data:
+        event(b"\n".join(data))
+    if not ended and finish is None:
+        raise RemoteProtocolError("the stream ended before the answer did (no finish_reason, no [DONE])")
+    choices = [{"index": 0, "finish_reason": finish, "message": {"role": role, "content": "".join(pieces)}}] \
+        if chosen else []
+    return {"id": head.get("id", ""), "object": "chat.completion", "created": head.get("created", 0),
+            "model": head.get("model", ""), "choices": choices, "usage": usage}
 
 
 def _raw_response_type() -> type:
