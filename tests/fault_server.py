@@ -24,7 +24,8 @@ Streamed answers: a request with ``"stream": true`` is answered as OpenAI's serv
 (chunked): a first event with the role, one event per piece of the content (:func:`pieces`: a word
 with the spaces after it), an event with the ``finish_reason``, then, when the request asked for
 ``stream_options.include_usage``, an event with no choices and the usage, and ``data: [DONE]``.
-``token_s``: seconds between two pieces (a model generating). ``ping_s``: the head is sent at once
+``token_s``: seconds between two pieces (a model generating), or ``token_s(n, request_json)`` for
+the n-th request. ``ping_s``: the head is sent at once
 and an SSE comment ``: ping`` every ``ping_s`` seconds while the answer's ``delay`` runs (what
 llama-cpp-python's server does). ``server.stream_cut`` counts streams the client left before their
 end (a cancelled call). Faults other than ``stall``, ``garbage`` and ``junk`` answer as unstreamed.
@@ -54,7 +55,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 FAULTS = ("500", "429", "hang", "nonjson", "nonutf8", "garbage", "junk", "stall")
 GARBAGE = "%% lorem ipsum, the model lost its mind %%"
@@ -79,7 +80,7 @@ class FaultServer:
                  retry_after: str, hang_s: float, answer: Callable[[dict], str],
                  delay: Callable[[int, dict], float] | None = None, slots: int | None = None,
                  models: set[str] | None = None, props: dict | None = None,
-                 listing: dict | None = None, token_s: float = 0.0, ping_s: float | None = None) -> None:
+                 listing: dict | None = None, token_s: Any = 0.0, ping_s: float | None = None) -> None:
         unknown = set(faults or {}) - set(FAULTS) | set(script or []) - set(FAULTS) - {"ok"}
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
@@ -99,6 +100,7 @@ class FaultServer:
         self.in_service = self.max_in_service = 0
         self.token_s, self.ping_s = token_s, ping_s
         self.stream_cut = 0  # streams the client left before their end
+        self.stream_started = 0  # streamed answers whose first piece was sent
         self.streamed = 0  # streamed answers sent to their end
 
     def choose(self, body: bytes) -> str:
@@ -177,17 +179,21 @@ def _handler(server: FaultServer):
             text = payload if isinstance(payload, str) else json.dumps(payload)
             self._write_chunk(f"data: {text}\n\n".encode())
 
-        def _stream(self, request: dict, content: str, stall: bool) -> None:
+        def _stream(self, request: dict, content: str, stall: bool, n: int = -1) -> None:
             """Answer ``content`` as server-sent events (see the module's docstring)."""
+            token_s = server.token_s(n, request) if callable(server.token_s) else server.token_s
             try:
                 self._stream_head()
                 self._event(_chunk(request, {"role": "assistant", "content": ""}))
                 for i, piece in enumerate(pieces(content)):
                     if i == 1 and stall:
                         time.sleep(server.hang_s)
-                    elif i and server.token_s:
-                        time.sleep(server.token_s)
+                    elif i and token_s:
+                        time.sleep(token_s)
                     self._event(_chunk(request, {"content": piece}))
+                    if i == 0:
+                        with server.lock:
+                            server.stream_started += 1
                 self._event(_chunk(request, {}, "stop"))
                 if (request.get("stream_options") or {}).get("include_usage"):
                     self._event(_chunk(request, None, usage={"prompt_tokens": 5, "completion_tokens": 5,
@@ -248,7 +254,7 @@ def _handler(server: FaultServer):
                     server.max_in_service = max(server.max_in_service, server.in_service)
                 if server.delay is not None:
                     self._wait(server.delay(n, request), request.get("stream") is True)
-                self._answer(body)
+                self._answer(body, n)
             finally:
                 with server.lock:
                     server.in_service -= 1
@@ -256,7 +262,7 @@ def _handler(server: FaultServer):
                 if server.slots is not None:
                     server.slots.release()
 
-        def _answer(self, body: bytes) -> None:
+        def _answer(self, body: bytes, n: int = -1) -> None:
             fault = server.choose(body)
             with server.lock:
                 server.served[fault] += 1
@@ -281,7 +287,7 @@ def _handler(server: FaultServer):
             else:
                 content = GARBAGE if fault == "garbage" else server.answer(request)
             if streaming:
-                return self._stream(request, content, fault == "stall")
+                return self._stream(request, content, fault == "stall", n)
             return self._send(200, json.dumps(_completion(request, content)).encode())
 
     return Handler
@@ -292,7 +298,7 @@ def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, 
           script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
           answer: Callable[[dict], str] = default_answer, delay: Callable[[int, dict], float] | None = None,
           slots: int | None = None, models: set[str] | None = None,
-          props: dict | None = None, listing: dict | None = None, token_s: float = 0.0,
+          props: dict | None = None, listing: dict | None = None, token_s: Any = 0.0,
           ping_s: float | None = None) -> Iterator[FaultServer]:
     """Serve on 127.0.0.1 (``port=0``: a free port) until the block ends."""
     server = FaultServer(seed=seed, faults=faults, script=script, retry_after=retry_after,

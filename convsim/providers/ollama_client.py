@@ -95,14 +95,17 @@ class OllamaChat:
 
 
 def _message(m: Any) -> dict:
+    """A message as the ollama client sends it: its role and content, an empty content left out
+    (the client drops a message's empty fields)."""
     if isinstance(m, dict):
-        return {"role": m["role"], "content": m["content"]}
-    role = _ROLES.get(m.type)
-    if role is None:
-        raise ValueError(f"message type {m.type!r} has no Ollama role")
-    if not isinstance(m.content, str):
+        role, content = m["role"], m["content"]
+    else:
+        role, content = _ROLES.get(m.type), m.content
+        if role is None:
+            raise ValueError(f"message type {m.type!r} has no Ollama role")
+    if not isinstance(content, str):
         raise ValueError("an Ollama message's content must be text")
-    return {"role": role, "content": m.content}
+    return {"role": role, "content": content} if content else {"role": role}
 
 
 def assemble_ndjson(lines: Any) -> Answer:
