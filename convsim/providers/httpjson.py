@@ -16,6 +16,8 @@ or opens a new one; an idle connection the server has closed is dropped before r
 does, and a request that finds a reused connection closed under it is sent once more on a fresh
 one); one timeout per connect / send / read, like httpx's; TLS for ``https://``; no redirects, no
 proxies (convsim.providers.openai_client sends proxied URLs through the openai SDK instead).
+Streamed answers (:meth:`JSONPoster.post_stream`: server-sent events, NDJSON) are read line by line
+with a first-token, an idle and a total deadline instead of the one timeout (docs/real_models.md).
 
 Failures raise exceptions named as httpx names them, so :func:`convsim.providers.retry.infra_fault` reads
 them the same way: :class:`ConnectError`, :class:`ConnectTimeout`, :class:`ReadTimeout`,

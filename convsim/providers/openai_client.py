@@ -22,6 +22,12 @@ Behaviour kept from ``ChatOpenAI`` (tests/test_openai_client.py compares the two
   ``openai.LengthFinishReasonError`` with the completion (so the cut text and its tokens are kept),
   and one stopped by a content filter ``openai.ContentFilterFinishReasonError``;
 
+With ``retry.stream`` the request asks for a streamed answer (``"stream": true`` and
+``stream_options.include_usage``: the one field ChatOpenAI's body would differ by) and
+:func:`assemble_sse` builds, from its server-sent events, the completion the unstreamed request
+returns; the first-token, idle and total timeouts of :class:`convsim.providers.retry.StreamTimeouts`
+replace the request timeout (docs/real_models.md).
+
 Two deviations, both about a server's malformed 200, which ChatOpenAI turned into errors that read as
 a bug in graph code (``code_error``, never retried):
 
