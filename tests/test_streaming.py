@@ -135,6 +135,10 @@ def test_assembling_events_and_a_stream_cut_short():
     # the defect: a stream cut before its end (no finish_reason, no [DONE]) is no shorter answer
     with pytest.raises(httpjson.RemoteProtocolError, match="ended before"):
         assemble_sse(_events("a b c")[:7])
+    # llama-cpp-python's server cuts a stream when another request arrives: a bare [DONE], no finish_reason
+    cut = _events("a b c")[:6] + [b"data: [DONE]", b""]
+    with pytest.raises(httpjson.RemoteProtocolError, match="no finish_reason"):
+        assemble_sse(cut)
     with pytest.raises(Exception, match="streamed an error"):
         assemble_sse([b'data: {"error": {"message": "out of memory"}}', b""])
 

@@ -138,7 +138,7 @@ def _backend(spec: ModelSpec, timeout: float = 120.0, stream: Any = None):
     if backend is None:
         with _BACKENDS_LOCK:
             if key not in _BACKENDS:
-                _BACKENDS[key] = _make_backend(spec, timeout, stream)
+                _BACKENDS[key] = _make_backend(spec, timeout) if stream is None else _make_backend(spec, timeout, stream)
             backend = _BACKENDS[key]
     return backend
 

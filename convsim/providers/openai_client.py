@@ -227,7 +227,8 @@ def assemble_sse(lines: Any, where: Any = None) -> dict:
     ``{"id", "object", "created", "model", "choices": [{"index", "finish_reason", "message"}],
     "usage"}``. An event carrying ``error`` raises :class:`MalformedCompletion`; an event that is
     not JSON raises ``JSONDecodeError`` (an unreadable body); a stream that ends before its
-    ``[DONE]`` and before a ``finish_reason`` raises ``RemoteProtocolError`` (the answer was cut)."""
+    ``[DONE]`` and before a ``finish_reason``, or whose choice never got a ``finish_reason``, raises
+    ``RemoteProtocolError`` (the answer was cut)."""
     from convsim.providers.httpjson import RemoteProtocolError
     head: dict = {}
     pieces: list[str] = []
@@ -274,6 +275,12 @@ def assemble_sse(lines: Any, where: Any = None) -> dict:
         # (a comment ": ..." or an event:/id:/retry: field carries no completion)
     if data:
         event(b"\n".join(data))
+    if finish is None and chosen:
+        # every complete answer says why it ended before its [DONE]; llama-cpp-python's server, when
+        # another request arrives (its interrupt_requests, on by default), ends a stream mid-answer
+        # with a bare [DONE]: that is a cut answer, never a short one
+        raise RemoteProtocolError("the stream ended before the answer did (no finish_reason"
+                                  + (")" if ended else ", no [DONE])"))
     if not ended and finish is None:
         raise RemoteProtocolError("the stream ended before the answer did (no finish_reason, no [DONE])")
     choices = [{"index": 0, "finish_reason": finish, "message": {"role": role, "content": "".join(pieces)}}] \
