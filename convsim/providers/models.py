@@ -447,7 +447,10 @@ class ChatModel:
                 with (call_guard(self.spec, msgs) if call_guard is not None else nullcontext()) as charge:
                     started, sent = time.perf_counter(), True  # latency is the server's, not the wait for a slot
                     try:
-                        msg = _backend(self.spec, policy.timeout, policy.stream_timeouts()).invoke(msgs, **kwargs)
+                        stream = policy.stream_timeouts()
+                        backend = _backend(self.spec, policy.timeout) if stream is None else \
+                            _backend(self.spec, policy.timeout, stream)
+                        msg = backend.invoke(msgs, **kwargs)
                     except Exception as exc:  # noqa: BLE001 — re-raised below
                         if charge is not None and cut_answer(exc) is not None:
                             charge(_cut_usage(exc))  # served, then cut at max_tokens: its tokens count

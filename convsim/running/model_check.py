@@ -54,7 +54,8 @@ def ping(spec: Any, timeout: float, stream: Any = None) -> None:
     """One tiny chat request to the spec's server through the sessions' backend (no retries;
     ``stream``: the timeouts of streamed answers, as the sessions send them)."""
     from langchain_core.messages import HumanMessage
-    models._backend(spec, timeout, stream).invoke([HumanMessage(PING)], **_ping_kwargs(spec))
+    backend = models._backend(spec, timeout) if stream is None else models._backend(spec, timeout, stream)
+    backend.invoke([HumanMessage(PING)], **_ping_kwargs(spec))
 
 
 def _get_json(url: str, timeout: float) -> Any:
