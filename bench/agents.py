@@ -16,10 +16,19 @@
   Ideal: ``in_flight / (run_turns * latency)`` sessions/s; the share of it reached over the whole
   run (planning, ramp-up and tail included; goal at 128: >= 90%); beside it the same calls made by
   hello_chat's built-in agent through the same server as its chat model (``models:``): the runner's
-  own rate, without the adapter.
+  own rate, without the adapter. At ``--process-at`` sessions in flight (128) the endpoint arm runs
+  once more with ``executor: process`` and ``--workers`` (2) worker processes, in the same bench
+  run. Each row also prints the CPU each session cost the driver process and the worker processes
+  (``getrusage`` of the finished children; worker start-up included), the cores that CPU would
+  take at the ideal rate, when the first session landed and the share in the sessions landed between
+  the first and the last ``n`` landings ("steady", as bench/concurrency.py: without start-up, the
+  first wave and the tail; ``--waves`` 3 or more), and the 1-minute load
+  average before and after the row (the machine may be shared: a share is only as good as the cores
+  the run got).
 
 Usage: python bench/agents.py [--turns 6] [--sessions 50] [--repeats 5] [--latency 0.5]
-       [--in-flight 32 128 256] [--waves 3] [--run-turns 2] [--skip-runs]
+       [--in-flight 32 128 256] [--waves 3] [--run-turns 2] [--process-at 128] [--workers 2]
+       [--skip-runs]
 """
 from __future__ import annotations
 
@@ -111,10 +120,29 @@ def cost_per_turn(args, agent_file: Path) -> list[tuple[str, float, float]]:
     return rows
 
 
-def throughput(args) -> list[tuple[int, str, float, float, float]]:
+def loadavg() -> str:
+    """The 1-minute load average (``-`` where /proc/loadavg is not)."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "-"
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds of this process (all threads) and of its finished, reaped child processes."""
+    import resource
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def throughput(args) -> list[dict]:
     """Per in-flight count: the endpoint as the agent (``agents:``), and the same calls made by the
-    built-in agent through the same server as its chat model (``models:``), the runner's own rate."""
+    built-in agent through the same server as its chat model (``models:``), the runner's own rate;
+    at ``--process-at``, the endpoint arm again on ``executor: process``."""
+    from unittest import mock
+
     from convsim import api
+    from convsim.running import runner
     rows = []
     with LatencyServerProcess(args.latency, idle_s=120) as base_url, tempfile.TemporaryDirectory() as tmp:
         for arm in ("agents", "models"):  # warm: the first run of a process imports and builds what all share
@@ -122,15 +150,38 @@ def throughput(args) -> list[tuple[int, str, float, float, float]]:
                      "params": {"n_turns": 1}, "analysis": [], arm: {"agent": f"openai:fake@{base_url}"}},
                     analyze=False)
         for n in args.in_flight:
-            for arm in ("agents", "models"):
+            runs = [("agents", "async"), ("models", "async")]
+            if n == args.process_at:
+                runs.append(("agents", "process"))
+            for arm, executor in runs:
                 sessions = args.waves * n
                 cfg = {"graph": "hello_chat", "sessions": sessions, "concurrency": n, "out_dir": tmp,
-                       "run_id": f"{arm}-{n}", "params": {"n_turns": args.run_turns}, "analysis": [],
-                       arm: {"agent": f"openai:fake@{base_url}"}}
+                       "run_id": f"{arm}-{executor}-{n}", "params": {"n_turns": args.run_turns}, "analysis": [],
+                       arm: {"agent": f"openai:fake@{base_url}"}, "executor": executor}
+                if executor == "process":
+                    cfg["workers"] = args.workers
+                load_before, (me0, kids0) = loadavg(), cpu_seconds()
+                landed: list[float] = []
+
+                def land(*a, **kw):
+                    real_land(*a, **kw)
+                    landed.append(time.perf_counter())
+                real_land = runner.land
                 start = time.perf_counter()
-                api.run(cfg, analyze=False)
+                with mock.patch.object(runner, "land", land):
+                    api.run(cfg, analyze=False)
                 elapsed = time.perf_counter() - start
-                rows.append((n, arm, sessions / elapsed, n / (args.run_turns * args.latency), elapsed))
+                me1, kids1 = cpu_seconds()
+                rows.append({"in_flight": n, "arm": arm, "executor": executor, "sessions": sessions,
+                             "rate": sessions / elapsed, "ideal": n / (args.run_turns * args.latency),
+                             "elapsed": elapsed, "first_landed": landed[0] - start,
+                             # as bench/concurrency.py: the sessions landed between the first and the last
+                             # n landings (no start-up, first wave or tail); needs more than two waves
+                             "steady": ((sessions - 2 * n) / (landed[-n - 1] - landed[n - 1])
+                                        if sessions > 2 * n and len(landed) == sessions else None),
+                             "driver_ms": (me1 - me0) / sessions * 1e3,
+                             "workers_ms": (kids1 - kids0) / sessions * 1e3,
+                             "load": f"{load_before}->{loadavg()}"})
     return rows
 
 
@@ -143,6 +194,9 @@ def main() -> None:
     p.add_argument("--in-flight", type=int, nargs="+", default=[32, 128, 256])
     p.add_argument("--waves", type=int, default=3)
     p.add_argument("--run-turns", type=int, default=2)
+    p.add_argument("--process-at", type=int, default=128,
+                   help="the in-flight count at which the endpoint arm also runs on executor: process")
+    p.add_argument("--workers", type=int, default=2, help="worker processes of that run")
     p.add_argument("--skip-runs", action="store_true", help="only the cost per turn")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -162,10 +216,20 @@ def main() -> None:
           f"(hello_chat, {args.run_turns} turns, {args.waves} waves, trace on)")
     print("  agents: the endpoint fills the agent slot (the adapter); models: the built-in agent calls the same "
           "server as its chat model (the runner without the adapter)")
-    print(f"{'in flight':>10}{'arm':>8}{'sessions':>10}{'elapsed s':>11}{'sessions/s':>12}{'ideal':>8}{'share':>8}")
-    for n, arm, rate, ideal, elapsed in rows:
-        print(f"{n:>10}{arm:>8}{args.waves * n:>10}{elapsed:>11.2f}{rate:>12.1f}{ideal:>8.1f}{rate / ideal:>7.0%}"
-              + ("   (goal >= 90%)" if n == 128 and arm == "agents" else ""))
+    print(f"  process: the endpoint arm on executor: process, {args.workers} workers; driver / workers ms: CPU per "
+          "session of this process / of the worker processes; cores: that CPU at the ideal rate; load: "
+          "1-minute load average before->after")
+    print("  first s: when the first session landed; steady: the share in the sessions landed between the first "
+          "and the last n landings (no start-up, first wave or tail; - with fewer than 3 waves)")
+    print(f"{'in flight':>10}{'arm':>8}{'executor':>9}{'sessions':>9}{'elapsed s':>10}{'sessions/s':>11}"
+          f"{'ideal':>7}{'share':>7}{'first s':>8}{'steady':>7}{'driver ms':>10}{'workers ms':>11}{'cores':>6}  load")
+    for r in rows:
+        cores = (r["driver_ms"] + r["workers_ms"]) / 1e3 * r["ideal"]
+        print(f"{r['in_flight']:>10}{r['arm']:>8}{r['executor']:>9}{r['sessions']:>9}{r['elapsed']:>10.2f}"
+              f"{r['rate']:>11.1f}{r['ideal']:>7.1f}{r['rate'] / r['ideal']:>6.0%}{r['first_landed']:>8.2f}"
+              + (f"{r['steady'] / r['ideal']:>7.0%}" if r["steady"] else f"{'-':>7}") + f"{r['driver_ms']:>10.2f}"
+              f"{r['workers_ms']:>11.2f}{cores:>6.2f}  {r['load']}"
+              + ("   (goal >= 90%)" if r["in_flight"] == 128 and r["arm"] == "agents" else ""))
 
 
 if __name__ == "__main__":

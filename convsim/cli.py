@@ -370,6 +370,15 @@ def fork(run: str = typer.Argument(..., help="run directory or run id under runs
                         set_params=set_, run_id=run_id, out=out, analyze=not no_analysis)
     run_dir = comp["run_dir"]
     status = comp.get("status") or {}
+    forked_at = comp.get("fork") or {}
+    if forked_at.get("inner"):
+        inner = forked_at["inner"]
+        console.print(f"the agent's graph in node {inner['path']} resumed from its checkpoint before "
+                      f"{inner['node']} (its superstep {inner['inner_superstep']}): its steps before it did not "
+                      "run again", markup=False, highlight=False, soft_wrap=True)
+    elif forked_at.get("inner_fallback"):
+        console.print(f"the whole node ran again, not from inside its agent: {forked_at['inner_fallback']}",
+                      markup=False, highlight=False, soft_wrap=True)
     if status.get("forked", "ok") != "ok":
         # the forked session failed: say how, not only that its metrics became None
         err_console.print(f"the forked session ended {status['forked']} (the original: {status.get('original')}):\n"

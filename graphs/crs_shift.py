@@ -3,8 +3,10 @@
 Topology: START -> user -> crs -> evaluate_turn -> (user ... until n_turns) -> [dialogue-stage
 nodes] -> evaluate_dialogue -> END.
 
-- ``user``: the rule-based simulator (agents/crs/user.py), optionally paraphrased by the "user"
-  model; writes ``user_meta`` (focus, constraints, shift event) on its transcript entry.
+- ``user``: the rule-based simulator (agents/crs/user.py) decides the turn; with a "user" model the
+  model writes it from the user's goal and reaction (agents/crs/user_goal.py; or paraphrases the rule
+  turn, ``user_llm: paraphrase``); writes ``user_meta`` (focus, constraints, shift event) on its
+  transcript entry. A satisfied user may end the session (``end_when_satisfied_prob``).
 - ``crs``: the catalog-grounded recommender (agents/crs/recommender.py), templates with model
   ``none`` or the "crs" model with prompts/crs_respond.txt.
 - ``evaluate_turn``: grounded CC, CR, copy penalty and TAS of the turn (evaluation/crs/tas.py),
@@ -32,6 +34,7 @@ from convsim.agents.crs.recommender import CRSParams, crs_turn, new_crs_state, o
 from convsim.agents.crs.slot import CRS_SLOT, slot_crs_update
 from convsim.slots.nodes import builtin_name, is_builtin
 from convsim.agents.crs.user import UserSimParams, paraphrase, profile_genres, user_turn
+from convsim.agents.crs.user_goal import goal_turn
 from convsim.catalog.movies.concepts import ConceptExtractor
 from convsim.catalog.movies.catalog import MovieCatalog, load_movie_catalog
 from convsim.agents.crs.pepper_judge import judge_conversation, labelled_judge_metrics
@@ -92,11 +95,19 @@ class Params(BaseModel):
         "reactive", description="reactive: the user reacts to the films named (accepts, rejects with a "
                                 "reason, asks again); strict: strict pairing, the same user turns for every "
                                 "agent (its would-be reaction logged, not said); accept_title_prob 0 = strict")
+    end_when_satisfied_prob: float = Field(
+        0.0, ge=0, le=1, description="reactive user: after accepting a hidden target it ends the session "
+                                     "satisfied with this probability (the recommender's closing reply is "
+                                     "the last turn); 0 = always n_turns; never in strict mode")
     min_candidates: int = Field(5, ge=1, description="films that must satisfy the user's "
                                                      "constraints after a shift")
     n_targets: int = Field(5, ge=1, description="hidden target films drawn per user")
     reveal_prob: float = Field(0.5, ge=0, le=1, description="a shift asks for a liked value")
-    paraphrase_user: bool = Field(True, description="paraphrase templates when a user model is set")
+    paraphrase_user: bool = Field(True, description="let the user model write the user's turns when one is set")
+    user_llm: Literal["goal", "paraphrase"] = Field(
+        "goal", description="with a user model: goal = it writes each turn from the user's preference, "
+                            "planned act and reaction (prompts/user_goal.txt, agents/crs/user_goal.py); "
+                            "paraphrase = it rephrases the rule turn (prompts/user_paraphrase.txt)")
     # recommender (agents/crs/recommender.py; references in agents/crs/references.py)
     crs_agent: Literal["template", "echo", "random", "titles_only", "oracle", "restating", "parrot",
                        "echo_plus_fixed_film", "restate_titles", "paraphrase"] = Field(
@@ -146,7 +157,8 @@ class Params(BaseModel):
             drop_constraint_prob=self.drop_constraint_prob, sequential_bias=self.sequential_bias,
             details_per_anchor=self.details_per_anchor, accept_title_prob=self.accept_title_prob,
             min_candidates=self.min_candidates, n_targets=self.n_targets,
-            reveal_prob=self.reveal_prob, reactive=self.user_mode == "reactive")
+            reveal_prob=self.reveal_prob, reactive=self.user_mode == "reactive",
+            end_when_satisfied_prob=self.end_when_satisfied_prob)
 
     def crs_params(self) -> CRSParams:
         return CRSParams(top_k=self.top_k, n_mention=self.n_mention,
@@ -218,6 +230,9 @@ def user(state: State, runtime: Runtime[Context]) -> dict:
     pair = scripted_pair(state, turn)
     if pair:  # a scripted opening turn: its text is said; the simulator's own agenda still advances
         text, meta = pair["user"], dict(meta, scripted=True)
+    elif params.paraphrase_user and not model.is_none and params.user_llm == "goal":
+        # the model writes the turn from the user's goal and reaction; the rule turn when it fails a check
+        text, meta = goal_turn(model, _prompt("user_goal.txt"), out, catalog, _extractor(ctx), _history(state))
     elif params.paraphrase_user and not model.is_none:
         # sorted: extract() gives a set, whose order follows string hashing (PYTHONHASHSEED)
         values = sorted({v for _, v in _extractor(ctx).extract(out.template)})
@@ -349,8 +364,14 @@ def check_simulator(state: State, runtime: Runtime[Context]) -> dict:
 DIALOGUE_STAGE_NODES.append(("check_simulator", check_simulator))
 
 
+def user_ended(transcript: list[dict]) -> bool:
+    """Whether the last user turn ended the session (a satisfied user, ``user_meta.end_session``)."""
+    last = next((e for e in reversed(transcript or []) if e.get("speaker") == "user"), None)
+    return bool(last and (last.get("meta") or {}).get("end_session"))
+
+
 def route(state: State, runtime: Runtime[Context]) -> str:
-    if state["turn"] < _params(runtime.context).n_turns:
+    if state["turn"] < _params(runtime.context).n_turns and not user_ended(state.get("transcript")):
         return "user"
     return DIALOGUE_STAGE_NODES[0][0] if DIALOGUE_STAGE_NODES else "evaluate_dialogue"
 
@@ -452,7 +473,8 @@ METRIC_RANGES = {
                            "shift_detect_legacy_precision", "shift_detect_legacy_recall",
                            "adapt_shift_rate", "named_precision", "hit_rate", "accepted_any",
                            "target_recall_at_10", "restate_turn_share", "realism_reaction_rate",
-                           "realism_unseen_mention_share", "realism_bridge_share", "realism_forms",
+                           "realism_unseen_mention_share", "realism_bridge_share", "realism_forms", "realism_form_repeats",
+                           "realism_user_model_fallback_share",
                            "pc_final", "pc_mean", "recall_at_1", "recall_at_5", "recall_at_10",
                            "judge_failed", "judge_heuristic", "health_candidates_ge3_share", "health_repeat_rate")},
     # judges answer integers 1-5; the heuristic judge is 1 + 4 x a share
@@ -463,6 +485,7 @@ METRIC_RANGES = {
                            "n_segments", "n_shifts", "n_recovered", "missing_concepts_total",
                            "hallucinated_concepts_total", "recommended_titles_total", "off_catalog_titles_total",
                            "crs_generation_failures", "user_paraphrase_fallbacks", "tas_cas_n_shifts",
+                           "realism_user_model_unseen_rejected",
                            "shift_detected_n", "shift_detected_legacy_n", "health_candidates_min",
                            "health_n_shifts", "health_shifts_focus_changed", "health_shifts_anchor_changed",
                            "health_first_reaction_turn")},

@@ -112,6 +112,9 @@ class Params(BaseModel):
         "templates", description="simulate: the simulator's own wording, or held-out paraphrases the triage never saw")
     policy_request_rate: float = Field(0.0, ge=0, le=1, description="simulate: share of goal domains with an "
                                        "impossible constraint first / a bare 'book it' without details")
+    check_booking: bool = Field(False, description="simulate: the customer checks a booking's details against "
+                                "its own and asks again when one is missing or different (off: any reference "
+                                "is accepted)")
     agents: dict[str, str] = Field(default_factory=dict, description="agent slots: {'service': SPEC} puts your agent "
                                    "in place of the built-in pipeline (docs/agents.md)")
     goal_domains: list[Literal["restaurant", "hotel", "attraction", "train"]] | None = Field(
@@ -164,7 +167,8 @@ def user(state: State, runtime: Runtime[Context]) -> Command[Literal["triage", "
             info, update = _scripted_user_info(state, turn + 1), {}
         else:
             us, out = user_turn(state["user_state"], state.get("action") if turn else None, db=_db(ctx),
-                                seed=ctx.seed, max_turns=ctx.params.max_turns)
+                                seed=ctx.seed, max_turns=ctx.params.max_turns,
+                                check_booking=ctx.params.check_booking)
             info = dict(out, gold_act_types=None)
             update = {"user_state": us}
             if out["text"] and out.get("move") != "none":
@@ -355,7 +359,12 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
 def finish(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     turns, log = state.get("turn_metrics", []), state.get("turn_log", [])
-    events = metrics.memory_transfer_events(log)
+    if state.get("mode") == "simulate" and state.get("goal"):  # opportunities from the goal, not the agent
+        transfer_all = metrics.memory_transfer_goal_events(state["goal"], log)
+        events = [e for e in transfer_all if not e.get("restated")]
+        restated = len(transfer_all) - len(events)
+    else:  # replay: the recording's gold state (fixed, whatever the agent does)
+        events, restated = metrics.memory_transfer_events(log), metrics.memory_transfer_restated(log)
     final = log[-1]["pred_state"] if log else {}
     booking_goals, requested = _customer_goal(state, ctx)
     outcomes = state.get("outcomes", {})
@@ -379,7 +388,8 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
              "simulator_misstatements": sum(bool((e.get("meta") or {}).get("misstated"))
                                             for e in state.get("transcript", []) if e.get("speaker") == "user"),
              "supervisor_blocks": sum(t.get("supervisor_blocks", 0) for t in turns),
-             "memory_transfer_restated": metrics.memory_transfer_restated(log),
+             "memory_transfer_restated": restated,
+             "memory_transfer_unreached": sum(not e.get("reached", 1) for e in events),
              # user turns whose LLM wording was invalid, said by the rule user instead
              "user_model_fallbacks": sum(bool((e.get("meta") or {}).get("user_model_fallback"))
                                          for e in state.get("transcript", []) if e.get("speaker") == "user")}
@@ -587,7 +597,7 @@ METRIC_RANGES = {
     **{m: (0.0, None) for m in ("db_mentions", "text_mentions", "response_acts_checked", "response_ungrounded_turns",
                                 "supervisor_corrections", "booking_unconfirmed", "unsupported_turns",
                                 "system_correct_unscored", "memory_transfer_opportunities", "memory_transfer_restated",
-                                "policy_violations",
+                                "memory_transfer_unreached", "policy_violations",
                                 "n_turns", "judge_failures", "judge_calls", "llm_failures",
                                 "refusals_unscored_by_judge", "agent_errors", "simulator_errors",
                                 "simulator_misstatements", "supervisor_blocks", "bookings_made", "bookings_expected",

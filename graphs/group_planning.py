@@ -4,7 +4,7 @@ travel database, and M1–M16 / W1–W3 are computed before END.
 
 Conditions C1–C5 are presets of four flags (reference group_and_retrieval.md §1b):
 C1 one spokesperson, no synthesis; C2 all members speak, silent merge; C3 raw synthesis
-(approval with coverage, or a model's own merge); C4 guided synthesis (canonical strategy, vote
+(a plain merge without a social-choice rule, or a model's own merge); C4 guided synthesis (canonical strategy, vote
 round, subgroups, coverage); C5 = C4 + feedback loop. C3–C5 choose at most ``option_budget``
 options per slot, so they differ only in how they choose. Model roles: ``synthesis``,
 ``planner``, ``member`` (all ``none`` by default: rules).
@@ -507,7 +507,8 @@ METRIC_NOTES = dict(UNCOMPARED_METRICS)
 # which can be negative with a sentence embedder). A mean's 95% CI is clipped to it (ci_clipped) and a
 # value outside it is a warning (docs/ENGINE_API.md).
 METRIC_RANGES = {
-    **{m: (0.0, 1.0) for m in ("M1", "M2", "M2_false_alarm", "M3", "M4", "M4b", "M5", "M6",
+    **{m: (0.0, 1.0) for m in ("M1", "M2", "M2_precision", "M2_recall", "M2_false_alarm", "M3", "M3_reported",
+                               "M4", "M4_reported", "M4b", "M5", "M5_reported", "M6",
                                "M7_feedback_turn_overhead", "M8", "M8a", "M8b", "M8_placed", "M9", "M10", "M10b",
                                "M11", "M15", "M16", "W1", "W2", "W3", "W1_all_members", "W2_all_members",
                                "W3_all_members", "M11_all_members")},
@@ -526,12 +527,12 @@ METRIC_DESCRIPTIONS = {
     "W3_zero_members": "members whose preferences the plan meets not at all (count)",
     "options_in_plan": "options the plan's decisions hold per slot (diagnostic beside W1-W3)",
     "M1": "share of members who stated a preference (voice coverage)",
-    "M2": "share of conflicting slots the planner reports as conflicts (conflict detection)",
+    "M2": "conflict detection: F1 of the slots the planner flags against the slots where the members' wishes differ",
     "M2_false_alarm": "share of agreeing slots the planner wrongly reports as conflicts",
-    "M3": "share of synthesised slots with an explanation of the resolution",
-    "M4": "share of synthesised slots naming a resolution strategy",
+    "M3": "share of synthesised slots whose explanation names the members' wishes and the decision, in its own words",
+    "M4": "share of synthesised slots whose named strategy shows in the plan (include_both: two wishes met)",
     "M4b": "share of synthesis and plan turns leaking the theory's vocabulary",
-    "M5": "share of conflict slots followed by a feedback turn",
+    "M5": "share of slots where wishes differ on which a member gave feedback about its own wish",
     "M6": "share of members who accept the plan",
     "M9": "share of the plan's places found in the catalog (grounding)",
     "M9_repairs": "places a validator had to replace after the plan was proposed (count)",

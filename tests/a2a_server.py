@@ -2,7 +2,9 @@
 
 ``python tests/a2a_server.py PORT MODULE.py:ATTR`` serves ``ATTR`` (openevals ``app`` convention:
 ``app({"messages": [...], "context": {}})`` -> text) on 127.0.0.1:PORT; the server keeps each A2A
-context's conversation, so the agent sees the whole dialogue of a session.
+context's conversation, so the agent sees the whole dialogue of a session. The scenario's tools,
+when convsim serves them for the turn (the message's ``metadata["convsim_tools"]``), are handed on
+as ``inputs["convsim_tools"]`` (examples/remote_tools.py reads them).
 """
 from __future__ import annotations
 
@@ -27,7 +29,11 @@ class WrappedAgent(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         history = self.history.setdefault(context.context_id, [])
         history.append({"role": "user", "content": context.get_user_input()})
-        reply = self.app({"messages": list(history), "context": {}})
+        inputs = {"messages": list(history), "context": {}}
+        if context.message is not None and "convsim_tools" in context.message.metadata:  # the session's tools
+            from google.protobuf.json_format import MessageToDict
+            inputs["convsim_tools"] = MessageToDict(context.message.metadata)["convsim_tools"]
+        reply = self.app(inputs)
         history.append({"role": "assistant", "content": reply})
         await event_queue.enqueue_event(new_text_message(reply, context_id=context.context_id,
                                                          task_id=context.task_id))

@@ -2,7 +2,8 @@
 
 
 class ScriptedModel:
-    """A chat-model double answering a fixed string; records the system prompts it was given."""
+    """A chat-model double answering a fixed string, or ``answer(prompt)`` when it is callable;
+    records the system prompts it was given."""
     is_none = False
 
     def __init__(self, answer):
@@ -10,7 +11,15 @@ class ScriptedModel:
 
     def invoke(self, messages, purpose="generate"):
         self.prompts.append(messages[0][1])
-        return self.answer
+        return self.answer(messages[0][1]) if callable(self.answer) else self.answer
+
+
+def goal_answer(prompt: str) -> str:
+    """What a faithful user model answers to the CRS user's goal prompt (prompts/user_goal.txt): the
+    act it was given, said as one message (its "- " lines joined): it names exactly the films and
+    values the act names, so it passes every check of agents/crs/user_goal.py."""
+    act = prompt.split("What your message does:\n", 1)[1].split("\n\nRules:", 1)[0]
+    return " ".join(line.removeprefix("- ").strip() for line in act.splitlines() if line.strip())
 
 
 class Backend:

@@ -18,7 +18,9 @@ Faults (each a probability in ``faults``, or an explicit ``script`` served in or
                kept in ``server.junk``
 * ``stall``    streamed: the first piece of the answer, then nothing for ``hang_s`` seconds (a
                server stalled mid-stream), then the rest; not streamed: as ``hang``
-* ``ok``       HTTP 200, ``answer(request_json)`` as the content
+* ``ok``       HTTP 200, ``answer(request_json)`` as the content; an answer that is a dict is the
+               message itself (``{"content": ..., "tool_calls": [...]}``: a scripted tool-calling
+               agent, finish reason ``tool_calls``)
 
 Streamed answers: a request with ``"stream": true`` is answered as OpenAI's server-sent events
 (chunked): a first event with the role, one event per piece of the content (:func:`pieces`: a word
@@ -77,7 +79,7 @@ def junk_text(body: bytes, n: int) -> str:
 
 class FaultServer:
     def __init__(self, *, seed: int, faults: dict[str, float] | None, script: list[str] | None,
-                 retry_after: str, hang_s: float, answer: Callable[[dict], str],
+                 retry_after: str, hang_s: float, answer: Callable[[dict], str | dict],
                  delay: Callable[[int, dict], float] | None = None, slots: int | None = None,
                  models: set[str] | None = None, props: dict | None = None,
                  listing: dict | None = None, token_s: Any = 0.0, ping_s: float | None = None) -> None:
@@ -119,10 +121,15 @@ class FaultServer:
         return "ok"
 
 
-def _completion(request: dict, content: str) -> dict:
+def _completion(request: dict, content: str | dict) -> dict:
+    """A completion whose message is ``content`` (text), or the message ``content`` is (a dict: a
+    scripted tool-calling answer, ``{"content": ..., "tool_calls": [...]}``)."""
+    message = ({"role": "assistant", "content": content} if not isinstance(content, dict)
+               else {"role": "assistant", **content})
+    finish = "tool_calls" if isinstance(content, dict) and content.get("tool_calls") else "stop"
     return {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0,
             "model": request.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
 
 
@@ -185,6 +192,8 @@ def _handler(server: FaultServer):
             try:
                 self._stream_head()
                 self._event(_chunk(request, {"role": "assistant", "content": ""}))
+                calls = content.get("tool_calls") or [] if isinstance(content, dict) else []
+                content = (content.get("content") or "") if isinstance(content, dict) else content
                 for i, piece in enumerate(pieces(content)):
                     if i == 1 and stall:
                         time.sleep(server.hang_s)
@@ -194,7 +203,16 @@ def _handler(server: FaultServer):
                     if i == 0:
                         with server.lock:
                             server.stream_started += 1
-                self._event(_chunk(request, {}, "stop"))
+                for i, call in enumerate(calls):  # a tool call: its id and name, then its arguments in pieces
+                    function = call.get("function") or {}
+                    self._event(_chunk(request, {"tool_calls": [{"index": i, "id": call.get("id"), "type": "function",
+                                                                 "function": {"name": function.get("name"),
+                                                                              "arguments": ""}}]}))
+                    arguments = function.get("arguments") or ""
+                    for at in range(0, len(arguments), 7):
+                        self._event(_chunk(request, {"tool_calls": [{"index": i, "function": {
+                            "arguments": arguments[at:at + 7]}}]}))
+                self._event(_chunk(request, {}, "tool_calls" if calls else "stop"))
                 if (request.get("stream_options") or {}).get("include_usage"):
                     self._event(_chunk(request, None, usage={"prompt_tokens": 5, "completion_tokens": 5,
                                                              "total_tokens": 10}))
@@ -296,7 +314,7 @@ def _handler(server: FaultServer):
 @contextmanager
 def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, *,
           script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
-          answer: Callable[[dict], str] = default_answer, delay: Callable[[int, dict], float] | None = None,
+          answer: Callable[[dict], str | dict] = default_answer, delay: Callable[[int, dict], float] | None = None,
           slots: int | None = None, models: set[str] | None = None,
           props: dict | None = None, listing: dict | None = None, token_s: Any = 0.0,
           ping_s: float | None = None) -> Iterator[FaultServer]:

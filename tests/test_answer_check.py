@@ -14,6 +14,7 @@ from convsim.providers.answer_check import answer_defect, checked_invoke, value_
 from convsim.providers.models import ChatModel, parse_model_spec
 from convsim.running.runner import run
 from convsim.running.store import read_jsonl
+from doubles import goal_answer
 from fault_server import junk_text, serve
 
 
@@ -92,6 +93,8 @@ def _crs_answer(request: dict) -> str:
         return json.dumps({"proactiveness": 3, "coherence": 4, "personalization": 2})
     prompt = request["messages"][-1]["content"]
     m = re.search(r"Message to rewrite:\n(.*?)\n\nRules:", prompt, re.S)
+    if "What your message does:" in prompt:  # the user's goal prompt (prompts/user_goal.txt)
+        return goal_answer(prompt)
     return m.group(1) if m else "You might enjoy Cast Away, a drama with Tom Hanks."
 
 

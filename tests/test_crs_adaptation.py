@@ -128,3 +128,25 @@ def test_turns_to_accept_cannot_be_won_by_one_lucky_early_accept():
     steady = [metrics(session([["c1"], ["c2"], ["d1"], ["d2"]], reactions={3: {"accepted": "c2"}}))
               for _ in range(6)]
     assert mean(m["turns_to_accept"] for m in lucky) > mean(m["turns_to_accept"] for m in steady)
+
+
+def test_a_session_the_user_ended_is_read_up_to_its_closing_turn():
+    """A satisfied user accepts c2 in turn 3 and leaves; the recommender's reply to its goodbye (a
+    misfit, no target) is no recommendation the user saw: it moves no metric; the accepted turn is
+    judged."""
+    t = session([["c1"], ["c2"], ["x1"]], shift_at=9, reactions={3: {"accepted": "c2"}})
+    t[4]["meta"]["end_session"] = True
+    m = metrics(t, targets={"c2"})
+    assert m["hit_rate"] == pytest.approx(1 / 2) and m["turns_to_accept"] == 2
+    assert m["named_precision"] == 1.0  # x1 (Western) of the closing reply is left out
+    assert m["target_recall_at_10"] == 1.0  # the list the user accepted from, not the closing reply's
+    # the defect: the same transcript read to the end, as a session of fixed length
+    del t[4]["meta"]["end_session"]
+    fixed = metrics(t, targets={"c2"})
+    assert fixed["named_precision"] < 1.0 and fixed["target_recall_at_10"] == 0.0
+    # it ended at its first accept: judged over the turns before, the accept counted, nothing censored
+    quick = session([["c2"], ["x1"]], shift_at=9, reactions={2: {"accepted": "c2"}})
+    quick[2]["meta"]["end_session"] = True
+    q = metrics(quick, targets={"c2"})
+    assert q["hit_rate"] == 1.0 and q["turns_to_accept"] == 1 and q["accepted_any"] == 1
+    assert acceptance([True], last_judged=True)["hit_rate"] == 1.0

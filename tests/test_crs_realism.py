@@ -41,3 +41,23 @@ def test_bridge_share_and_forms():
     assert realism_metrics(same)["realism_bridge_share"] == 0.0
     assert realism_metrics(varied)["realism_forms"] == 1.0
     assert realism_metrics(same)["realism_forms"] == 0.5
+
+
+def test_a_line_said_again_right_away_is_a_form_repeat():
+    def waver(turn, text):
+        return user(turn, stage="contradiction", text=text)
+    again = [waver(3, "Hmm, maybe not 1992... no, actually 1992 it is."),
+             waver(4, "Hmm, maybe not 1992... no, actually 1992 it is.")]
+    varied = [waver(3, "Hmm, maybe not 1992... no, actually 1992 it is."),
+              waver(4, "I'm having second thoughts about 1992. No, I'll stay with 1992."),
+              waver(5, "Hmm, maybe not 1992... no, actually 1992 it is.")]  # not consecutive: allowed
+    assert realism_metrics(again)["realism_form_repeats"] == 1.0
+    assert realism_metrics(varied)["realism_form_repeats"] == 0.0
+    assert realism_metrics(again[:1])["realism_form_repeats"] is None
+
+
+def test_a_reaction_counts_as_said_only_when_the_turn_names_its_film():
+    said = [user(1), system(1, ["B"]), user(2, mentioned=["B"], reaction={"kind": "reject", "film": "B"})]
+    unsaid = [user(1), system(1, ["B"]), user(2, mentioned=[], reaction={"kind": "reject", "film": "B"})]
+    assert realism_metrics(said)["realism_reaction_rate"] == 1.0
+    assert realism_metrics(unsaid)["realism_reaction_rate"] == 0.0

@@ -196,7 +196,7 @@ def test_the_values_a_paraphrase_must_keep_are_in_a_fixed_order(monkeypatch):
 
     from convsim import load_graph_module
     mod = load_graph_module("crs_shift")
-    params = mod.Params(n_turns=2)
+    params = mod.Params(n_turns=2, user_llm="paraphrase")
     ctx = mod.Context(params=params, models={"user": ScriptedModel("unused")}, seed=1)
     ctx.extractor = SimpleNamespace(extract=lambda text: [("genre", "Mystery"), ("genre", "Biography"),
                                                          ("actor", "Mystery")])
@@ -206,3 +206,17 @@ def test_the_values_a_paraphrase_must_keep_are_in_a_fixed_order(monkeypatch):
     init = next(iter(mod.sessions(params, ctx)))
     mod.user({"transcript": [], **init}, SimpleNamespace(context=ctx))
     assert seen == [["Biography", "Mystery"]]
+
+
+def test_no_contradiction_or_shift_line_is_said_twice_in_a_row(catalog):
+    # before: "Hmm, maybe not films from 1992... no, actually films from 1992 are exactly what I want."
+    # in turns 13, 14 and 15 of seed 7 (5 of 242 such turns over 40 seeds repeated the previous one)
+    from convsim.evaluation.crs.realism import realism_metrics
+    repeats = []
+    for seed in range(40):
+        turns = simulate(catalog, seed, UserSimParams(accept_title_prob=0))
+        transcript = [{"speaker": "user", "turn": t.meta["turn"], "text": t.template, "meta": t.meta}
+                      for t in turns]
+        repeats.append(realism_metrics(transcript)["realism_form_repeats"])
+    assert all(r in (None, 0.0) for r in repeats), repeats
+    assert sum(r is not None for r in repeats) >= 30  # the figure was computed, not skipped

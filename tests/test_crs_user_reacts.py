@@ -105,3 +105,58 @@ def test_simulator_checks_read_titles_as_films_not_words():
     assert _check_profile(state("Not 2001, please.", []))
     assert _check_ending(state("Good Bye Lenin! sounds good.", ["Good Bye Lenin!"])) == []
     assert _check_ending(state("Good bye, that's all.", []))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_satisfied_user_may_end_the_session(catalog, seed):
+    """Having accepted a hidden target (a film that fits its preference and its taste), the user thanks
+    and leaves with ``end_when_satisfied_prob``; a film that is no target, or probability 0, or the
+    strict user, never ends it."""
+    base = dict(shift_prob=0.0, contradiction_prob=0.0, first_shift_turn=3)
+    leaves, stays = UserSimParams(**base, end_when_satisfied_prob=1.0), UserSimParams(**base)
+    state, hidden = first_turns(catalog, seed, leaves, 3)
+    target = next(t for t in hidden["targets"] if t in {m.id for m in catalog.search(state["constraints"])})
+    other = next(m.id for m in catalog.search(state["constraints"])
+                 if m.id not in hidden["targets"] and m.id != state["anchor"])
+    ended = next_turn(catalog, seed, leaves, state, hidden, 4, [target])
+    assert ended.meta["end_session"] and ended.meta["stage"] == "end" and ended.meta["satisfied"]
+    assert catalog.by_id[target].title in ended.template
+    assert not next_turn(catalog, seed, leaves, state, hidden, 4, [other]).meta["end_session"]
+    assert not next_turn(catalog, seed, stays, state, hidden, 4, [target]).meta["end_session"]
+    strict = UserSimParams(**base, end_when_satisfied_prob=1.0, reactive=False)
+    s_state, s_hidden = first_turns(catalog, seed, strict, 3)
+    s = next_turn(catalog, seed, strict, s_state, s_hidden, 4, [target])
+    plain = next_turn(catalog, seed, UserSimParams(**base, reactive=False), s_state, s_hidden, 4, [target])
+    assert not s.meta["end_session"] and s.template == plain.template and s.meta == plain.meta
+
+
+def _run(module, **params):
+    p = module.Params(judge=False, topic_mode="keyword", **params)
+    out = []
+    for init in list(module.sessions(p, None))[:3]:
+        ctx = module.Context(params=p, seed=int(init["session_id"][1:]), session_id=init["session_id"])
+        out.append(module.graph.invoke({**init, "transcript": [], "turn_metrics": [], "dialogue_metrics": {}},
+                                       context=ctx))
+    return out
+
+
+def test_the_graph_stops_when_the_user_ends_and_strict_pairing_is_unchanged():
+    module = load_graph_module("crs_shift")
+    ended = _run(module, n_turns=12, crs_agent="oracle", end_when_satisfied_prob=1.0)
+    assert any(len(o["transcript"]) < 24 for o in ended)
+    for o in ended:
+        users = [e for e in o["transcript"] if e["speaker"] == "user"]
+        assert o["transcript"][-1]["speaker"] == "system"  # the recommender's closing reply
+        assert [u["meta"]["end_session"] for u in users[:-1]] == [False] * (len(users) - 1)
+        if users[-1]["meta"]["end_session"]:
+            first = next(u["turn"] for u in users if (u["meta"]["reaction"] or {}).get("accepted"))
+            assert o["dialogue_metrics"]["turns_to_accept"] == first - 1
+            assert o["dialogue_metrics"]["accepted_any"] == 1
+            assert o["dialogue_metrics"]["n_turns"] == users[-1]["turn"]
+    # strict pairing: the non-reactive user never ends; its turns are those of end_when_satisfied_prob 0
+    for prob_1, prob_0 in zip(_run(module, n_turns=12, crs_agent="oracle", user_mode="strict",
+                                   end_when_satisfied_prob=1.0),
+                              _run(module, n_turns=12, crs_agent="oracle", user_mode="strict")):
+        assert len(prob_1["transcript"]) == 24
+        assert [e["text"] for e in prob_1["transcript"]] == [e["text"] for e in prob_0["transcript"]]
+        assert prob_1["dialogue_metrics"]["turns_to_accept"] == prob_0["dialogue_metrics"]["turns_to_accept"]

@@ -57,7 +57,7 @@ def test_human_against_a_held_out_half_of_itself_is_indistinguishable(human):
     rows = {r["measure"]: r for r in features.distance_table(b, a, n_boot=BOOT, seed=3)}
     near_zero = {"words_per_turn": 0.5, "turns_per_dialogue": 0.3, "slots_per_turn": 0.06, "first_turn_slots": 0.1,
                  "constraint_order": 0.12, "act_mix": 0.05, "request_share": 0.04, "distinct_1": 0.02,
-                 "distinct_2": 0.03, "oov_share": 0.01}
+                 "distinct_2": 0.03, "word_mix": 0.2, "oov_share": 0.01}
     for m, bound in near_zero.items():
         assert abs(rows[m]["distance"]) < bound, (m, rows[m])
 
@@ -71,7 +71,7 @@ def test_rule_templates_are_told_apart_and_far_from_the_floor(human, templates, 
     floor = {r["measure"]: r["distance"] for r in features.distance_table(b, a, n_boot=2, seed=3)}
     rows = _distances(human, templates, ctx)
     for m in ("words_per_turn", "slots_per_turn", "constraint_order", "act_mix", "request_share", "distinct_2",
-              "oov_share"):
+              "word_mix", "oov_share"):
         assert rows[m]["distance"] > 2 * abs(floor[m]), (m, rows[m]["distance"], floor[m])
 
 
@@ -88,7 +88,7 @@ def test_a_simulator_repeating_one_utterance_moves_every_distance_away(human, te
     clean = _distances(human, templates, ctx)
     broken = _distances(human, _repeat_one_utterance(templates), ctx)
     # oov_share measures the words, not their repetition: an in-vocabulary utterance repeated lowers
-    # it (its own defect test follows)
+    # it (its own defect test follows); word_mix, the words' frequencies, catches the repetition
     for m in features.MEASURES:
         if m != "oov_share":
             assert broken[m]["distance"] > clean[m]["distance"], (m, clean[m]["distance"], broken[m]["distance"])

@@ -19,7 +19,10 @@ def test_external_csv_metrics_by_hand():
                             "enable_feedback": False, "member_count": 2}   # C3 from the file name
     assert m["M1"] == 1.0
     # divergent (lexical): cuisine and attraction; lodging token sets differ too ("smoking")
-    assert m["M2"] == pytest.approx(1 / 3)        # only cuisine's text says "different"
+    # only cuisine's text says "different": recall 1/3 (the spec's M2), precision 1, M2 = F1 =
+    # 2 TP / (2 TP + FP + FN) = 2 / (2 + 0 + 2)
+    assert m["M2_recall"] == pytest.approx(1 / 3) and m["M2_precision"] == 1.0
+    assert m["M2"] == pytest.approx(0.5)
     assert m["M2_false_alarm"] is None and m["M2_agreeing_slots"] == 0   # no slot where both agree
     assert m["M4"] == 0.0 and m["M5"] == 0.0 and m["M6"] == 1.0
     assert m["M9"] == 1.0

@@ -51,8 +51,10 @@ def test_true_false_strings_are_booleans_and_give_the_hand_values(tmp_path, writ
     assert [t["meta"]["has_conflict"] for t in synth] == [True, True, True, True, False]
     assert data["flags"]["enable_feedback"] is True and data["flags"]["use_social_theory"] is False
     m = evaluate_group_csv(path)["metrics"]
-    assert m["M2"] == pytest.approx(4 / 5)   # 5 divergent slots, 4 flagged
-    assert m["M5"] == pytest.approx(2 / 4)   # feedback on 2 of the 4 flagged slots
+    assert m["M2_recall"] == pytest.approx(4 / 5)   # 5 divergent slots, 4 flagged (the spec's M2)
+    assert m["M2"] == pytest.approx(8 / 9)          # F1: 2 TP / (2 TP + FP + FN) = 8 / (8 + 0 + 1)
+    assert m["M5_reported"] == pytest.approx(2 / 4)  # feedback turns on 2 of the 4 flagged slots
+    assert m["M5"] == 0.0   # "Fine by me." says nothing about the member's own wish: not feedback
 
 
 def test_booleans_inside_the_meta_json_column(tmp_path):

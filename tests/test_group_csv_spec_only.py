@@ -76,7 +76,10 @@ def test_a_spec_only_csv_reads_and_matches_hand_values(tmp_path):
     m = out["metrics"]
     assert out["flags"] == {**{k: v for k, v in C4.items()}}  # from the first turn's constraint_state
     assert m["M1"] == 1.0                 # 4 distinct preference speakers / member_count 4
-    assert m["M4"] == pytest.approx(0.75)  # the spec's own C4 example
+    assert m["M4_reported"] == pytest.approx(0.75)  # the spec's own C4 example (named strategies)
+    # M4 from behaviour: "Include Both" counts only when two different wishes are met by the plan;
+    # it holds the zoo alone, so only cuisine (Italian met) and event (music met) count: 2 / 4
+    assert m["M4"] == pytest.approx(0.5)
     assert m["M5"] == 0.0                 # feedback off (C1-C4): 0.0 as the spec fixes
     assert m["M9"] == pytest.approx(0.8)  # 4 of 5 plan places in the catalog
     assert m["M16"] == pytest.approx(0.8)  # 4 of 5 checks
@@ -86,7 +89,7 @@ def test_a_spec_only_csv_reads_and_matches_hand_values(tmp_path):
 
 def test_flags_in_the_first_turn_win_over_the_file_name_with_one_warning_line(tmp_path):
     out = evaluate_group_csv(_write(tmp_path, "family_C3.csv", _rows()))
-    assert out["flags"]["use_social_theory"] is True and out["metrics"]["M4"] == pytest.approx(0.75)
+    assert out["flags"]["use_social_theory"] is True and out["metrics"]["M4_reported"] == pytest.approx(0.75)
     assert len(out["warnings"]) == 1 and "disagree with C3 in the file name" in out["warnings"][0]
     # without flags in the first turn, the file name decides (and says so)
     named = evaluate_group_csv(_write(tmp_path, "family_C3_b.csv", _rows(flags_in_state=False)))
@@ -121,7 +124,9 @@ def test_more_of_the_specs_worked_examples(tmp_path):
     rows[at:at] = [{"speaker": "system", "intent": f"sys_feedback_{slot}", "utterance": f"How does the {slot} sound?"}
                    for slot in ("cuisine", "event", "attraction")]
     m = evaluate_group_csv(_write(tmp_path, "family.csv", rows))["metrics"]
-    assert m["M3"] == 1.0 and m["M4b"] == pytest.approx(0.125)
+    assert m["M3_reported"] == 1.0 and m["M4b"] == pytest.approx(0.125)
+    # M3 from behaviour: "the cuisine suits the whole family" names no member's wish: not grounded
+    assert m["M3"] == 0.0
     # M1: "C1 single-user -> M1 = 1/4 = 0.25": one spokesperson for a family of four
     c1 = {**C4, "multi_user": False, "enable_synthesis": False, "use_social_theory": False}
     rows = [dict(r) for r in _rows() if not r["intent"].startswith("sys_synthesize_")]

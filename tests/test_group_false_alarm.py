@@ -164,6 +164,9 @@ def test_m2_false_alarm_is_defined_and_separates_the_alarmist(false_alarm_runs):
     pooled = {name: dataset_metrics(rs)["M2_false_alarm_pooled_over_sessions"] for name, rs in records.items()}
     assert pooled["alarmist"] == 1.0
     assert pooled["C4"] == 0.0 and pooled["degraded"] == 0.0
-    # M2 (recall on the designed conflicts) still separates the degraded mediator
+    # the spec's recall on the designed conflicts separates only the degraded mediator; M2 (F1
+    # against the members' divergence) separates the alarmist too
+    recall = {name: statistics.fmean(st["dialogue_metrics"]["M2_recall"] for st in rs) for name, rs in records.items()}
+    assert recall["degraded"] == 0.0 < recall["C4"] == recall["alarmist"] == 1.0
     m2 = {name: statistics.fmean(st["dialogue_metrics"]["M2"] for st in rs) for name, rs in records.items()}
-    assert m2["degraded"] == 0.0 < m2["C4"] == m2["alarmist"] == 1.0
+    assert m2["degraded"] == 0.0 < m2["alarmist"] < m2["C4"] == 1.0

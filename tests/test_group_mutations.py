@@ -127,7 +127,7 @@ def spouses():
     return p, state
 
 
-def test_an_invented_conflict_raises_m2_false_alarm_and_leaves_m2(spouses):
+def test_an_invented_conflict_raises_m2_false_alarm_and_lowers_m2(spouses):
     p, state = spouses
     turns = transcript_to_turns(state["transcript"])
     base = score(p, state, turns=turns)
@@ -138,7 +138,9 @@ def test_an_invented_conflict_raises_m2_false_alarm_and_leaves_m2(spouses):
         if t["intent"].startswith("sys_synthesize_"):
             t["meta"]["has_conflict"] = True
     after = score(p, state, turns=mutated)
-    assert after["M2"] == 1.0 and after["M2_false_alarm"] == 1.0
+    # the spec's recall cannot see it; M2 (F1 against the members' divergence) loses precision
+    assert after["M2_recall"] == 1.0 and after["M2_false_alarm"] == 1.0
+    assert after["M2_precision"] < 1.0 and after["M2"] < base["M2"]
 
 
 def test_system_texts_never_print_internal_ids_and_an_id_raises_m4b(session):

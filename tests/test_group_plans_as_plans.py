@@ -116,7 +116,7 @@ def test_the_plan_that_places_everything_loses_to_the_honest_plan():
     assert gaming["W3"] <= honest["W3"] and gaming["M11"] <= honest["M11"]
 
 
-def test_the_self_reporting_talker_ties_at_best_on_process_and_loses_on_outcomes():
+def test_the_self_reporting_talker_loses_on_process_and_outcomes():
     from convsim.evaluation.gaming import gaming_rows
     from convsim.evaluation.group.gaming_refs import HEADLINE
     from convsim.graphs.group_planning import Context, Params, graph, sessions
@@ -139,6 +139,6 @@ def test_the_self_reporting_talker_ties_at_best_on_process_and_loses_on_outcomes
     rows = gaming_rows({"variants": variants}, {"self_reporter": "C4"}, HEADLINE)
     assert not [r for r in rows if r["beats"]], [r for r in rows if r["beats"]]
     by = {r["metric"]: r for r in rows}
-    for k in ("W1", "W2", "M6"):
+    for k in ("W1", "W2", "M6", "M3", "M4"):   # M3, M4 from behaviour: its claims no longer score
         assert by[k]["gaming_value"] < by[k]["baseline_value"], k
     assert by["M2_false_alarm"]["gaming_value"] > by["M2_false_alarm"]["baseline_value"]

@@ -174,7 +174,8 @@ def test_the_reference_config_runs_these_variants():
     # place_everything: tested in tests/test_group_plans_as_plans.py (the fixture here stays at 9 variants)
     assert {v["name"]: v["params"] for v in cfg["variants"]} == {
         **VARIANTS, "place_everything": {"condition": "C4", "reference": "place_everything"},
-        "self_reporter": {"condition": "C4", "reference": "self_reporter"}}
+        "self_reporter": {"condition": "C4", "reference": "self_reporter"},
+        "self_reporter_c5": {"condition": "C5", "reference": "self_reporter"}}
     assert cfg["graph"] == "group_planning" and set(cfg["models"].values()) == {"none"}
 
 
@@ -214,13 +215,15 @@ def test_the_gaming_reference_is_caught(reference_runs):
         assert st["dialogue_metrics"]["M8_placed"] == stripped["M8_placed"]
 
 
-def test_the_alarmist_mediator_keeps_m2_and_fails_m2_false_alarm(reference_runs):
+def test_the_alarmist_mediator_keeps_m2_recall_and_fails_m2_and_m2_false_alarm(reference_runs):
     r = reference_runs
     pairs = list(zip(r["C4"], r["alarmist"]))
     for (_, c4), (_, alarm) in pairs:     # the same sessions, decisions and plan; only the report differs
         c4m, am = c4["dialogue_metrics"], alarm["dialogue_metrics"]
         assert c4["plan"]["days"] == alarm["plan"]["days"]
-        assert am["M2"] == c4m["M2"] == 1.0 and am["M2_agreeing_slots"] == c4m["M2_agreeing_slots"]
+        assert am["M2_recall"] == c4m["M2"] == 1.0 and am["M2_agreeing_slots"] == c4m["M2_agreeing_slots"]
+        # M2 is the F1 against the members' divergence: the alarmist loses precision where they agree
+        assert am["M2"] < 1.0 if am["M2_agreeing_slots"] else am["M2"] == 1.0
         assert am["M2_false_alarm"] in (None, 1.0) and c4m["M2_false_alarm"] in (None, 0.0)
     agreeing = sum(st["dialogue_metrics"]["M2_agreeing_slots"] for _, st in r["alarmist"])
     assert agreeing >= 2                  # the catch is not vacuous

@@ -251,3 +251,44 @@ def test_plain_messages_stand_for_the_langchain_messages_they_replace():
         assert prompt_bound(plain) == prompt_bound(langchain)
     with pytest.raises(models.ConvsimError):
         models._to_chat_messages([("robot", "hi")])
+
+
+TOOL_REPLY = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+              "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                  "role": "assistant", "content": None, "tool_calls": [
+                      {"id": "c9", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]}}],
+              "usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}}
+
+
+@pytest.mark.parametrize("settings", [{}, {"max_tokens": 7, "seed": 3}])
+def test_a_tool_calling_request_is_the_one_chatopenai_sends(monkeypatch, settings):
+    """The openai: agent's tool rounds (convsim.slots.adapters.OpenAIAgent): the tools' schemas, an
+    assistant message with valid and invalid tool calls, the tool messages answering them; the same
+    bytes as ChatOpenAI.bind_tools(...) sends, and the server's tool calls read back."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    history = [SystemMessage("Context: {}"), HumanMessage("1+2? Ünïcode ✓"),
+               AIMessage("", tool_calls=[{"name": "add", "args": {"a": 1, "b": 2}, "id": "c1"}],
+                         invalid_tool_calls=[{"name": "add", "args": '{"a": ', "id": "c2", "error": "bad json",
+                                              "type": "invalid_tool_call"}]),
+               ToolMessage("3", tool_call_id="c1", name="add"),
+               ToolMessage("Error: bad json\n Please fix your mistakes.", tool_call_id="c2", name="add", status="error")]
+    with CaptureServer(reply=TOOL_REPLY) as server:
+        spec = parse_model_spec({"spec": f"openai:m@{server.url}", **settings})
+        monkeypatch.setattr(models, "_BACKENDS", {})
+        ours = openai_client.OpenAIChat(spec).invoke(history, tools=[convert_to_openai_tool(add)])
+        theirs = _chat_openai(spec).bind_tools([add]).invoke(history)
+    assert server.bodies[0] == server.bodies[1]
+    body = json.loads(server.bodies[0])
+    assert body["messages"][2]["content"] is None and [c["id"] for c in body["messages"][2]["tool_calls"]] == ["c1", "c2"]
+    assert body["messages"][4] == {"content": "Error: bad json\n Please fix your mistakes.", "role": "tool",
+                                   "tool_call_id": "c2"}
+    assert ours.tool_calls == TOOL_REPLY["choices"][0]["message"]["tool_calls"]
+    assert theirs.tool_calls[0]["args"] == {"a": 1, "b": 2} and ours.content == ""

@@ -40,7 +40,8 @@ def test_persona_breaks_are_simulator_failures_excluded_and_counted(tmp_path, do
     cfg = demo.model_copy(update={
         "sessions": 8, "out_dir": str(tmp_path), "run_id": "double", "trace": False, "analysis": [],
         "variants": demo.variants[:1],  # the template recommender alone
-        "params": {"n_turns": 4, "judge": False, "topic_mode": "keyword"},
+        # the paraphrase path: the double reads the rule template from its prompt
+        "params": {"n_turns": 4, "judge": False, "topic_mode": "keyword", "user_llm": "paraphrase"},
         "models": {"crs": "none", "user": "ollama:user-double", "judge": "none"}})
     run_dir = run(cfg, analyze=False)
     recs = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]

@@ -227,3 +227,23 @@ def test_streaming_settings_on_the_command_line(tmp_path):
     one_line(["run", "hello_chat", "--sessions", "1", "--out", tmp_path, "--idle-timeout", "0"],
              "idle_timeout", code=2)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_streamed_tool_call_is_the_unstreamed_one():
+    """A tool-calling answer (the ``openai:`` agent adapter reads ``tool_calls``): streamed, its
+    calls arrive as deltas (id and name, then the arguments in pieces) and are joined into the
+    message the unstreamed answer has."""
+    from convsim.providers.openai_client import OpenAIChat
+    message = {"content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "search_films",
+                                                          "arguments": json.dumps({"query": "space opera, 1980s ✓"})}},
+        {"id": "call_2", "type": "function", "function": {"name": "rate", "arguments": "{}"}}]}
+    with serve(answer=lambda request: message) as server:
+        spec = parse_model_spec(f"openai:m@{server.url}")
+        plain = OpenAIChat(spec, 5.0).invoke([{"role": "user", "content": "films?"}])
+        streamed = OpenAIChat(spec, 5.0, stream=RetryPolicy(stream=True).stream_timeouts()).invoke(
+            [{"role": "user", "content": "films?"}])
+        assert server.streamed == 1
+    assert plain.tool_calls == message["tool_calls"] and plain.finish_reason == "tool_calls"
+    assert (streamed.content, streamed.tool_calls, streamed.finish_reason) == \
+        (plain.content, plain.tool_calls, plain.finish_reason)

@@ -20,7 +20,7 @@ from convsim.agents.courses.retrievers import get_retriever
 from convsim.agents.courses.tools import CourseTools
 from convsim.catalog.courses import load_courses
 from convsim.slots import Slot
-from convsim.slots.nodes import user_spec, cached_agent
+from convsim.slots.nodes import cached_agent, tool_errors, user_spec
 
 ROLE = "retriever"
 NODE = "retrieve_agent"
@@ -71,4 +71,6 @@ def agent_update(state: dict, *, text_spec: str, k: int, catalog: str | None) ->
     meta = {"agent_spec": text_spec, "tool_calls": tools.calls, "structured": dict(answer.structured or {}),
             "agent_text": answer.text, "ranking_source": "structured" if "ranking" in (answer.structured or {})
             else "reply text", "codes_dropped": dropped}
+    if rejected := tool_errors(answer):  # calls the tools never ran (an unknown tool, bad arguments)
+        meta["tool_errors"] = rejected
     return {"retriever": f"agent({text_spec})", "retrieved": retrieved, "agent_meta": meta}

@@ -10,7 +10,8 @@ checks that the stated values survive).
 - ``_check_persona``: a user turn speaks as the recommender ("I'd recommend...", "you might enjoy",
   "how can I help", a "System:" label).
 - ``_check_ending``: the user says goodbye before its last turn (ended early). Ending *never* cannot
-  happen here: the session has a fixed number of turns.
+  happen here: the session has a fixed number of turns, or ends on the user's own goodbye (a satisfied
+  user, ``end_when_satisfied_prob``), which is then its last turn.
 - ``_check_profile``: outside a scripted contradiction or shift, the user negates a constraint its
   own profile holds on that turn ("no comedy" while the profile wants comedy).
 

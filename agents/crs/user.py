@@ -15,6 +15,8 @@ its shifts (:func:`_retarget`; kept in ``UserTurn.hidden``, the graph's ``user_h
 wanted, ``satisfied``; else a liked one with ``accept_title_prob``), rejects one that does not with
 a reason from the film's attributes (:func:`rejection_reason`), says so when a film is repeated, and
 asks again when nothing was named. It names only films it was shown or states as its own example.
+Having accepted a target it may end the session, satisfied (``end_when_satisfied_prob``; stage
+``end``, ``meta.end_session``; the graph then stops after the recommender's closing reply).
 From the first reaction on, the wording and anchors (hence bridges and targets) differ between
 agents; the shift turns never do. Strict pairing (``reactive=False`` or ``accept_title_prob`` 0): a
 non-reactive user, the same turns for every agent; the reaction it would have had is logged in
@@ -53,10 +55,14 @@ class UserSimParams:
     target_temperature: float = 0.5   # new: softmax temperature of the target draw over utility
     reactive: bool = True             # new: the user says its reaction to the films named to it;
     # False (or accept_title_prob 0) = strict pairing: the same user turns whatever the system says
+    end_when_satisfied_prob: float = 0.0  # new: after accepting a hidden target (a film that fits its
+    # current preference and its taste) the user ends the session, satisfied, with this probability;
+    # 0 (default) = the fixed n_turns of the original; never in strict pairing
 
     def __post_init__(self):
         for name in ("shift_prob", "contradiction_prob", "wrong_genre_prob",
-                     "drop_constraint_prob", "sequential_bias", "accept_title_prob", "reveal_prob"):
+                     "drop_constraint_prob", "sequential_bias", "accept_title_prob", "reveal_prob",
+                     "end_when_satisfied_prob"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConvsimError(f"{name} must be a probability in [0, 1], got {value!r}", field=name)
@@ -124,6 +130,8 @@ SHIFTS = (
     "You know what, still with {bridge}, I'd like {target} now.",
     "{bridge_cap} is great, but now I'm in the mood for {target}.",
 )
+FOCUS_SHIFTS = ("I'd now like to focus on {target}.", "Let's focus on {target} now.",
+                "From now on I'm after {target}.")
 PLAIN_SHIFTS = ("Let's change direction: show me {target}.", "I'd now rather see {target}.",
                 "New idea: {target}.", "Actually, I've changed my mind. I want {target}.")
 DROP_TAILS = (" I don't care about {values} anymore.", " Forget about {values}.",
@@ -158,6 +166,9 @@ REACTIONS = {
     "repeat": ("I already know {title}.", "{title} again? Something else, please.",
                "You mentioned {title} before."),
 }
+# the user found its film and leaves (``end_when_satisfied_prob``): said after the accept_target reaction
+CLOSINGS = ("That's all I needed, thanks for the help!", "I'll go and watch it now. Thanks, bye!",
+            "Great, I'm all set for tonight. Thank you!")
 OWN_EXAMPLES = ("One film I love is {title}.", "A favourite of mine is {title}.",
                 "I really enjoyed {title}.")
 
@@ -313,6 +324,9 @@ def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
         if alts:
             bridge_field, bridge_value = rng_for(seed, turn, "shift_bridge_alt").choice(alts)
             constraints, bridge_kept = dict(constraints, **{bridge_field: bridge_value}), True
+    # a value kept as the bridge is not dropped ("Drama films is great ... Forget about Drama" said both)
+    dropped = [d for d in dropped if not (bridge_kept and (d[0], str(d[1])) == (bridge_field, str(bridge_value))
+                                          and constraints.get(d[0]) == d[1])]
     constraints, relaxed = relax(catalog, constraints, {target_field}, params.min_candidates)
     dropped += relaxed
     avoid = {state["anchor"], *state.get("targets", ())}
@@ -327,33 +341,50 @@ def _shift(state: dict, turn: int, seed: int, catalog: MovieCatalog,
     return new_state, event
 
 
-def _shift_text(event: dict, rng) -> str:
+def _pick_form(rng, forms, last: str | None) -> str:
+    """One of ``forms``, never ``last`` (the form this family said the previous time) when another
+    exists: a contradiction or shift line is not repeated verbatim in consecutive occurrences."""
+    pool = [f for f in forms if f != last] or list(forms)
+    return rng.choice(pool)
+
+
+def _shift_text(event: dict, rng, last_forms: dict | None = None) -> tuple[str, dict]:
+    """The shift's line, and the forms it used (``last_forms`` updated: the next shift avoids them)."""
+    last_forms = dict(last_forms or {})
     bridge = _bridge_mention(event["bridge_field"], event["bridge_value"])
     target = value_phrase(*event["to_focus"])
-    text = rng.choice(SHIFTS).format(bridge=bridge, bridge_cap=bridge[:1].upper() + bridge[1:],
-                                     target=target)
     if (event["bridge_field"], event["bridge_value"]) == tuple(event["to_focus"]):
-        text = f"I'd now like to focus on {target}."
+        forms = FOCUS_SHIFTS
     elif not event.get("bridge_kept", True):
         # the bridge would leave too few films: the user does not ask for it
-        text = rng.choice(PLAIN_SHIFTS).format(target=target)
+        forms = PLAIN_SHIFTS
+    else:
+        forms = SHIFTS
+    form = _pick_form(rng, forms, last_forms.get("shift"))
+    last_forms["shift"] = form
+    text = form.format(bridge=bridge, bridge_cap=bridge[:1].upper() + bridge[1:], target=target)
     if event["dropped"]:
         values = " or ".join(str(v) for _, v in event["dropped"])
-        text += rng.choice(DROP_TAILS).format(values=values, values_cap=values[:1].upper() + values[1:])
-    return text
+        tail = _pick_form(rng, DROP_TAILS, last_forms.get("drop_tail"))
+        last_forms["drop_tail"] = tail
+        text += tail.format(values=values, values_cap=values[:1].upper() + values[1:])
+    return text, last_forms
 
 
 def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
                    params: UserSimParams) -> tuple[dict, str, str]:
     rng = rng_for(seed, turn, "contradiction_kind")
+    last = (state.get("last_forms") or {}).get("contradiction")  # not said again right away
     if state["wrong_start_pending"]:
         wrong, right = state["opening_genre"], state["true_genre"]
         focus = ["genre", right] if state["focus"][0] == "genre" else state["focus"]
         constraints, _ = relax(catalog, dict(state["constraints"], genre=right),
                                {"genre", focus[0]}, params.min_candidates)
-        text = rng.choice(CONTRADICTIONS["correct_genre"]).format(
+        form = _pick_form(rng, CONTRADICTIONS["correct_genre"], last)
+        text = form.format(
             wrong=wrong.lower(), right=right.lower(), right_cap=right[:1].upper() + right[1:].lower())
         return dict(state, constraints=constraints, focus=focus, wrong_start_pending=False,
+                    last_forms=dict(state.get("last_forms") or {}, contradiction=form),
                     anchor=_pick_anchor(catalog, constraints, rng_for(seed, turn, "anchor"),
                                         {state["anchor"], *state.get("targets", ())})), \
             "correct_genre", text
@@ -362,22 +393,34 @@ def _contradiction(state: dict, turn: int, seed: int, catalog: MovieCatalog,
         field = rng.choice(droppable)
         constraints = {k: v for k, v in state["constraints"].items() if k != field}
         value = state["constraints"][field]
-        text = rng.choice(CONTRADICTIONS["drop"]).format(
-            value=f"{value.lower()} films" if field == "genre" else value)
-        return dict(state, constraints=constraints), "drop", text
-    return state, "waver", rng.choice(CONTRADICTIONS["waver"]).format(focus=_focus_phrase(state))
+        form = _pick_form(rng, CONTRADICTIONS["drop"], last)
+        text = form.format(value=f"{value.lower()} films" if field == "genre" else value)
+        return dict(state, constraints=constraints,
+                    last_forms=dict(state.get("last_forms") or {}, contradiction=form)), "drop", text
+    form = _pick_form(rng, CONTRADICTIONS["waver"], last)
+    return dict(state, last_forms=dict(state.get("last_forms") or {}, contradiction=form)), "waver", \
+        form.format(focus=_focus_phrase(state))
+
+
+def misfit(movie: Movie, constraints: dict, focus_field: str | None = None) -> tuple[str, str, list[str]] | None:
+    """The first constraint (the focus field first) a film does not satisfy: (field, the value asked
+    for, the film's own values of that field); None when it fits."""
+    for field in [focus_field] + [f for f in FIELDS if f != focus_field]:
+        if field not in constraints:
+            continue
+        value, have = str(constraints[field]), [str(v) for v in movie.values(field)]
+        if value.casefold() not in {v.casefold() for v in have}:
+            return field, value, have
+    return None
 
 
 def rejection_reason(movie: Movie, constraints: dict, focus_field: str | None = None) -> str | None:
     """Why a film does not fit the user's constraints, from the film's own catalog attributes
     (the focus field first): "that one is a comedy film and I asked for drama"; None when it fits.
     (Never "not drama": that would read as the user retracting its own value.)"""
-    for field in [focus_field] + [f for f in FIELDS if f != focus_field]:
-        if field not in constraints:
-            continue
-        value, have = str(constraints[field]), [str(v) for v in movie.values(field)]
-        if value.casefold() in {v.casefold() for v in have}:
-            continue
+    found = misfit(movie, constraints, focus_field)
+    if found is not None:
+        field, value, have = found
         if field == "genre":
             own = have[0].lower() if have else "different"
             return f"that one is {'an' if own[:1] in 'aeiou' else 'a'} {own} film and I asked for {value.lower()}"
@@ -421,11 +464,12 @@ def react(state: dict, hidden: dict, turn: int, seed: int, catalog: MovieCatalog
     liked = sorted((i for i in fitting if u.get(i, 0.0) >= 1.0), key=lambda i: (-u.get(i, 0.0), i))
     if liked and rng_for(seed, turn, "accept_title").random() < params.accept_title_prob:
         return {"kind": "accept", "film": liked[0], "accepted": liked[0], "target": False}
-    misfit = [i for i in new if i not in fitting]
-    if misfit:
-        film = misfit[0]
+    misfits = [i for i in new if i not in fitting]
+    if misfits:
+        film = misfits[0]
         return {"kind": "reject", "film": film,
-                "reason": rejection_reason(catalog.by_id[film], state["constraints"], state["focus"][0])}
+                "reason": rejection_reason(catalog.by_id[film], state["constraints"], state["focus"][0]),
+                "misfit": list(misfit(catalog.by_id[film], state["constraints"], state["focus"][0]))}
     return {"kind": "pass", "film": None}
 
 
@@ -489,22 +533,39 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
                 said_by_user.append(reaction["film"])
     template_rng = rng_for(seed, turn, "template")
     shift, contradiction = None, None
-    if turn == 1:
+    ends = bool(reaction and reaction["kind"] == "accept_target" and params.end_when_satisfied_prob > 0
+                and rng_for(seed, turn, "end_satisfied").random() < params.end_when_satisfied_prob)
+    before_state = state
+    act: dict = {}
+    if ends:  # satisfied: it thanks and leaves (its agenda for this turn is not said; the session ends)
+        stage = "end"
+        text = template_rng.choice(CLOSINGS)
+    elif turn == 1:
         stage = "initial"
+        act = {"genre": state["opening_genre"]}
         genre = state["opening_genre"].lower()
         article = "an" if genre[:1] in "aeiou" else "a"
         text = template_rng.choice(OPENINGS).format(genre=genre, genre_article=f"{article} {genre}")
     elif state["last_stage"] == "shift":
         stage = "follow_up"
+        act = {"focus": list(state["focus"])}
         text = template_rng.choice(FOLLOW_UPS).format(focus=_focus_phrase(state))
     elif ((not state["shifted"] and turn >= params.first_shift_turn) or not state["details_left"]
           or rng_for(seed, turn, "shift").random() < params.shift_prob):
         stage = "shift"
         state, shift = _shift(state, turn, seed, catalog, params)
-        text = _shift_text(shift, template_rng)
+        text, last_forms = _shift_text(shift, template_rng, state.get("last_forms"))
+        state = dict(state, last_forms=last_forms)
+        act = {"shift": shift}
     elif rng_for(seed, turn, "contradiction").random() < params.contradiction_prob:
         stage = "contradiction"
         state, contradiction, text = _contradiction(state, turn, seed, catalog, params)
+        act = {"kind": contradiction, "focus": list(state["focus"])}
+        if contradiction == "correct_genre":
+            act.update(wrong=before_state["opening_genre"], right=state["true_genre"])
+        elif contradiction == "drop":
+            act["dropped"] = [[f, v] for f, v in before_state["constraints"].items()
+                              if f not in state["constraints"]]
     else:
         stage = "details"
         kind = state["details_left"][0]
@@ -513,6 +574,7 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
             anchor=anchor.title, focus=_focus_phrase(state),
             constraints=constraints_phrase(state["constraints"]))
         state = dict(state, details_left=state["details_left"][1:])
+        act = {"kind": kind, "anchor": anchor.id, "focus": list(state["focus"])}
         if kind != "recap":  # the user names its anchor: a film it was shown, or its own example
             seen = state["shown"] if not strict(params) else []  # strict: the same words for every system
             if anchor.id not in seen and anchor.id not in state["introduced"]:
@@ -539,7 +601,8 @@ def user_turn(state: dict | None, *, turn: int, seed: int, catalog: MovieCatalog
             "anchor_title": anchor.title, "template": text, "contradiction": contradiction,
             "reaction": reaction, "would_react": would_react, "true_genre": state["true_genre"],
             "mentioned_ids": list(dict.fromkeys(said_by_user)), "own_example": own_example,
-            "satisfied": bool(reaction and reaction["kind"] == "accept_target"),
+            "satisfied": bool(reaction and reaction["kind"] == "accept_target"), "end_session": ends,
+            "act": act,
             "n_satisfying": _count(catalog, state["constraints"])}
     return UserTurn(template=text, state=state, meta=meta, hidden=hidden)
 

@@ -22,7 +22,7 @@ from convsim.agents.group.tools import TravelTools
 from convsim.catalog.travel import TravelDB, normalize_place_name
 from convsim.evaluation.group.plan_parse import normalize_plan, plan_places_by_field
 from convsim.slots import Slot
-from convsim.slots.nodes import user_spec, cached_agent
+from convsim.slots.nodes import cached_agent, tool_errors, user_spec
 
 ROLE = "planner"
 SLOT = Slot(role=ROLE, handed="the conversation so far (members as HumanMessage '<name>: ...', the system as "
@@ -73,6 +73,8 @@ def agent_plan(state: dict, *, text_spec: str, db: TravelDB, n_days: int) -> tup
     plan["validation"] = {"unknown_places": unknown, "source": f"agent({text_spec})", "notes": notes}
     meta = {"agent_spec": text_spec, "tool_calls": tools.calls, "structured": structured,
             "reported": sorted(structured), "plan_days": bool(plan["days"])}
+    if rejected := tool_errors(answer):  # calls the tools never ran (an unknown tool, bad arguments)
+        meta["tool_errors"] = rejected
     return plan, meta
 
 

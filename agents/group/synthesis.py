@@ -7,19 +7,24 @@ union of the stated ones (outside the budget).
 - ``passive`` (C1/C2, no system turn): a silent merge. The constraint state holds the option the
   most members stated as their first choice; a tie goes to the one stated first. One option per
   sub-slot (a state tracker holds one value; C1 has one speaker, so it is the spokesperson's).
-- ``raw`` (C3), model none: **approval with coverage**. A member approves their first choice and
-  the option they said they would also accept; an option someone rejects ("no Seafood") is out
-  unless nothing else is left. The first pick is the option with the most approvals (ties: fewer
-  rejections, then name); each further pick, up to the budget, is the option approved by most
-  members not yet covered (ties: more approvals, then name); picking stops when everyone is
-  covered. With a ``synthesis`` model the model merges the wishes itself (``SynthesisAnswer``:
-  chosen options, whether the wishes conflict, explanation, message); an invalid answer is
-  recorded raw and the rule decides.
+- ``raw`` (C3), model none: **a plain merge** (``plain_merge``), without a social-choice rule:
+  the distinct first choices the members stated, nothing counted, approved or vetoed; when there
+  are more than the budget, the first ``option_budget`` of them in a fixed order that favours no
+  member and counts nothing (the options' labels, alphabetically). With a ``synthesis`` model the
+  model merges the wishes itself (``SynthesisAnswer``: chosen options, whether the wishes
+  conflict, explanation, message); an invalid answer is recorded raw and the rule decides.
+  (Before issue 35 C3 was approval voting with coverage, ``approval_coverage``, kept for
+  reference: a social-choice rule, C4's own ``approval_vote_plus_coverage`` operator.)
 - ``guided`` (C4/C5): the canonical strategy of ``convsim.agents.group.strategies`` (clamped to the
   canonical id in the meta), cut to the budget, in the text contract
   "Conflict: … / Strategy: <plain label>. / Decision: … / Reason: … / Next step: …" (the
   internal id never appears in the text). With a model the model rewords the turn; the decision
   stays the rules' and the model's own words become the recorded explanation.
+
+C3's and C4's texts say the same things about the members' wishes (``_who_line``: each chosen
+option with the members whose first choice it is, and the members left out); C4 adds only its
+strategy's label and plain reason. Neither restates every member's wish (C4's "Conflict: …" line
+used to list "A wants X; B wants Y; …", which raised its M8a above C3's by the text alone).
 """
 
 from __future__ import annotations
@@ -152,6 +157,12 @@ def approval_coverage(rows: list[dict], budget: int) -> list[str]:
     return chosen
 
 
+def plain_merge(rows: list[dict], budget: int) -> list[str]:
+    """C3's merge, model none (module docstring): the distinct first choices, cut to the budget in
+    the alphabetical order of their labels (no counting, approvals or vetoes)."""
+    return sorted({r["option"] for r in rows}, key=lambda o: (option_label(o).lower(), o))[:budget]
+
+
 def _base(sub: str, stated: list[dict], source: str) -> dict:
     return {"sub_slot": sub, "source": source, "has_conflict": detect_conflict(stated),
             "strategy_id": "N/A", "operator": "N/A", "resolution_strategy": "N/A",
@@ -174,7 +185,7 @@ def decide(slot: str, group_type: str, stated: dict[str, list[dict]], mode: str,
             d = fit_budget({**_base(sub, rows, "guided"), **apply_strategy(sub, group_type, rows)}, budget)
         elif mode == "raw":
             d = _base(sub, rows, "raw_synthesis")
-            d["selected"] = approval_coverage(rows, budget)
+            d["selected"] = plain_merge(rows, budget)
         else:
             d = _base(sub, rows, "constraint_state")
             d["selected"] = [silent_merge(rows)]
@@ -183,10 +194,20 @@ def decide(slot: str, group_type: str, stated: dict[str, list[dict]], mode: str,
     return out
 
 
-def _conflict_line(rows: list[dict]) -> str:
-    wants = [f"{r['member']} wants {option_label(r['option'])}" for r in rows]
-    rejects = [f"{r['member']} rules out {r['reject']}" for r in rows if r.get("reject")]
-    return "; ".join(wants + rejects)
+def _who_line(selected: list[str], rows: list[dict]) -> str:
+    """What C3 and C4 both say about the wishes: each chosen option with the members whose first
+    choice it is (true counts), then the members whose first choice is not in the decision."""
+    n = len(rows)
+    parts = []
+    for o in selected:
+        firsts = sorted(r["member"] for r in rows if r["option"] == o)
+        parts.append(f"{option_label(o)} is the first choice of {len(firsts)} of {n}"
+                     + (f" ({', '.join(firsts)})" if firsts else ""))
+    line = "; ".join(parts) + "."
+    left = sorted({r["member"] for r in rows if r["option"] not in selected})
+    if left:
+        line += f" {', '.join(left)}: your choice did not fit this time; tell me if that is a problem."
+    return line
 
 
 def _raw_text(sub: str, d: dict, rows: list[dict]) -> tuple[str, str]:
@@ -194,17 +215,8 @@ def _raw_text(sub: str, d: dict, rows: list[dict]) -> tuple[str, str]:
     topic = _SLOT_WORDS.get(sub, sub.replace("_", " "))
     if not d["has_conflict"]:
         return f"Everyone asked for {chosen} for {topic}, so that is settled.", f"All of you asked for {chosen}."
-    appr = approvals(rows)
-    n = len(rows)
-    covered = set().union(*(appr.get(o, set()) for o in d["selected"]))
-    parts = [f"{option_label(o)} suits {len(appr.get(o, ()))} of {n} ({', '.join(sorted(appr.get(o, ())))})"
-             for o in d["selected"]]
-    left = sorted({r["member"] for r in rows} - covered)
-    text = f"Your wishes for {topic} differ. I suggest {chosen}."
-    reason = "; ".join(parts) + "."
-    if left:
-        reason += f" {', '.join(left)}: your choice did not fit this time; tell me if that is a problem."
-    return f"{text} {reason}", reason
+    reason = _who_line(d["selected"], rows)
+    return f"Your wishes for {topic} differ. I suggest {chosen}. {reason}", reason
 
 
 def _guided_text(sub: str, d: dict, rows: list[dict]) -> tuple[str, str]:
@@ -217,9 +229,10 @@ def _guided_text(sub: str, d: dict, rows: list[dict]) -> tuple[str, str]:
         g = d["subgroup_assignment"]["groups"]
         branch = " Branches: " + "; ".join(f"{', '.join(ms)} go for {option_label(o)}" for o, ms in g.items()) + "."
     commit = f" {d['coverage_commitment']['commitment']}" if d.get("coverage_commitment") else ""
-    reason = f"{chosen}: {d['explanation_style']}.{commit}"
-    return (f"Conflict: {_conflict_line(rows)}. / Strategy: {d['strategy_label']}. / Decision: {chosen}.{branch}"
-            f" / Reason: {d['explanation_style']}.{commit} / Next step: moving on once you are happy with {chosen}.",
+    topic = _SLOT_WORDS.get(sub, sub.replace("_", " "))
+    reason = f"{_who_line(d['selected'], rows)} {chosen}: {d['explanation_style']}.{commit}"
+    return (f"Conflict: your wishes for {topic} differ. / Strategy: {d['strategy_label']}. / Decision: {chosen}.{branch}"
+            f" / Reason: {reason} / Next step: moving on once you are happy with {chosen}.",
             reason)
 
 

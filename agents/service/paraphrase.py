@@ -4,7 +4,9 @@ The agenda simulator decides *what* the user says (its move, acts and slot value
 decides *how*. With ``surface: templates`` the simulator's own fixed wording is kept (the rules
 were written against it, so triage scores there are optimistic by construction). With
 ``surface: heldout`` every move is realised from ``catalog/data/service/paraphrases_heldout.json``,
-a pool written apart from the triage rules (a test checks they share no word 3-gram), with
+a pool written apart from the triage rules (tests check that it shares no word 2-gram with the
+simulator's templates and that the rule triage matches none of its 2-grams:
+``convsim.evaluation.service.wording``), with
 several forms per move drawn from the session's ``rng_for(seed, turn, "user", "surface")``.
 
 ``llm_realise`` asks the ``user`` model role for the utterance (structured ``UserUtterance``);

@@ -22,7 +22,7 @@ from convsim.agents.service.tools import ServiceWorld, bound_world
 from convsim.catalog.service.db import DOMAINS, REQUESTABLE_SLOTS, ServiceDB
 from convsim.catalog.service.normalize import normalize_value
 from convsim.slots import Slot
-from convsim.slots.nodes import user_spec, cached_agent
+from convsim.slots.nodes import cached_agent, tool_errors, user_spec
 
 ROLE = "service"
 NODE = "service_agent"
@@ -182,6 +182,8 @@ def agent_update(state: dict, *, text_spec: str, db: ServiceDB, schema) -> dict:
             "structured": structured, "reported": sorted(structured)}
     if answer.tool_calls and not world.calls:  # the agent's own tools (not the scenario's): kept as told
         meta["agent_tool_calls"] = answer.tool_calls
+    if rejected := tool_errors(answer):  # calls the tools never ran (an unknown tool, bad arguments)
+        meta["tool_errors"] = rejected
     entry = {"turn": turn, "speaker": "system", "text": answer.text, "meta": meta}
     return {"response": answer.text, "transcript": [entry], "triage": triage,
             "belief": _belief(structured.get("belief_state")), "transfers": [],

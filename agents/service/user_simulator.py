@@ -41,6 +41,16 @@ OPENING = {"restaurant": "I'm looking for a restaurant", "hotel": "I need a plac
            "attraction": "I'd like to visit an attraction", "train": "I need a train"}
 ALSO = {"restaurant": "I am also looking for a restaurant", "hotel": "I also need a place to stay",
         "attraction": "I would also like to visit an attraction", "train": "I also need a train"}
+# The simulator's own fixed wording of each move ({slots}: its constraint or booking phrases). Kept in
+# one place so that evaluation/service/wording.py can list every template the held-out pool must avoid.
+PHRASES = {"bye": "No, that's all. Thank you, goodbye.", "give_up": "This isn't working. Goodbye.",
+           "also": "Thanks. {also}", "relax": "Then I'd rather have it {slots}.", "fallback": "How about {slots}",
+           "dontcare_area": "Any area is fine.", "dontcare_pricerange": "Any price is fine.",
+           "answer": "I'd like it {slots}.", "correction": "Actually, I want it {slots}.",
+           "request": "Could you give me the {slots}?", "bare_book": "Please book it.",
+           "recommend": "Can you recommend one {slots}?"}
+REQUEST_SAID = {"entrancefee": "entrance fee", "trainid": "train id", "duration": "travel time",
+                "postcode": "postcode", "phone": "phone number"}
 DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 SPOKEN_TYPE = {"swimmingpool": "swimming pool", "concerthall": "concert hall",
                "multiple sports": "multiple sports centre", "nightclub": "nightclub",
@@ -159,6 +169,10 @@ def sample_goal(db: ServiceDB, seed: int, policy_rate: float = 0.0,
             goal["constraints"]["area"] = record["area"]
             goal["order"] = ["area"] + [s for s in goal["order"] if s != "area"]
             goal["reuse"] = {"slot": "area", "from": previous_area[0]}
+            # the value to carry is said in the earlier domain's opening, whatever the agent asks: a
+            # memory-transfer opportunity is then fixed by the goal (evaluation/service/metrics.py)
+            source = next(x for x in goals if x["domain"] == previous_area[0])
+            source["order"] = ["area"] + [x for x in source["order"] if x != "area"]
         if "area" in goal["constraints"]:
             previous_area = (domain, goal["constraints"]["area"])
         if policy_rate > 0:
@@ -214,10 +228,23 @@ def _satisfies(db: ServiceDB, domain: str, entity: str, constraints: dict) -> bo
     return any(db.entity_id(domain, r) == entity for r in matches)
 
 
+def _booking_differs(action: dict, want: dict[str, str]) -> bool:
+    """The booking made is not the one asked for: a detail of ``want`` missing or different."""
+    made = {k: str(v).lower() for k, v in (action.get("booking") or {}).items() if v not in (None, "")}
+    return any(made.get(k) != str(v).lower() for k, v in want.items())
+
+
 def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
-              max_turns: int) -> tuple[dict, dict]:
+              max_turns: int, check_booking: bool = False) -> tuple[dict, dict]:
     """The simulator's next move: ``(new_state, {text, gold_domain, gold_intent, gold_state,
-    user_acts, termination})``; ``action`` is the system's last approved action."""
+    user_acts, termination})``; ``action`` is the system's last approved action.
+
+    ``check_booking``: the customer reads the booking's details and does not accept one that
+    lacks or changes a detail of its own (it says its full booking again, and its patience runs
+    down as on any unhelpful answer). Off by default (the customer accepts any reference); on, a
+    booking made before the details were given (a policy violation) costs a turn instead of
+    ending the task, so the policy gate can change a completed task's result
+    (tests/test_service_policy_gate.py)."""
     s = copy.deepcopy(state)
     s["turn"] += 1
     rng = rng_for(seed, s["turn"], "user")
@@ -225,7 +252,7 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
     if s["turn"] > max_turns:
         return s, _out("", None, None, s, [], TerminationReason.MAX_TURNS, move="none")
     if s["idx"] >= len(goals):
-        return s, _out("No, that's all. Thank you, goodbye.", "general", "general", s,
+        return s, _out(PHRASES["bye"], "general", "general", s,
                        [{"intent": "bye", "domain": "general"}], TerminationReason.USER_STOP, move="bye")
     g = goals[s["idx"]]
     d = g["domain"]
@@ -240,7 +267,7 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
         if g.get("impossible") and g["impossible"]["slot"] in said:
             said[g["impossible"]["slot"]] = g["impossible"]["value"]
         _disclose(s, d, said)
-        lead = OPENING[d] if s["idx"] == 0 else "Thanks. " + ALSO[d]
+        lead = OPENING[d] if s["idx"] == 0 else PHRASES["also"].format(also=ALSO[d])
         text = lead + " " + " ".join(_say_constraint(d, x, said[x], g) for x in first) + "."
         return s, _out(text, d, f"find_{d}", s, _acts("inform", d, first), None,
                        move="opening" if s["idx"] == 0 else "also")
@@ -250,7 +277,7 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
         s["relaxed"] = True  # the impossible value is dropped for the real one
         slot = g["impossible"]["slot"]
         _disclose(s, d, {slot: g["constraints"][slot]})
-        text = "Then I'd rather have it " + _say_constraint(d, slot, g["constraints"][slot], g) + "."
+        text = PHRASES["relax"].format(slots=_say_constraint(d, slot, g["constraints"][slot], g))
         return s, _out(text, d, f"find_{d}", s, _acts("inform", d, [slot]), None, move="relax")
     if kind == "request" or (kind == "search" and not action.get("entity")) or kind == "nobook":
         if kind == "nobook" and g["fail_book"] and not s["fallback_used"]:
@@ -258,7 +285,7 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
             changed = {k: v for k, v in g["book"].items() if g["fail_book"].get(k) != v}
             _disclose(s, d, changed)
             s["booking"] = dict(g["book"])
-            return s, _out("How about " + _say_booking(d, changed)[len("Please book "):],
+            return s, _out(PHRASES["fallback"].format(slots=_say_booking(d, changed)[len("Please book "):]),
                            d, f"book_{d}", s, _acts("inform", d, list(changed)), None, move="fallback")
         informs, book_informs = {}, {}
         for slot in action.get("requested", []):
@@ -275,10 +302,10 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
             s["stuck"] = s["stuck"] + 1 if not (set(informs) - set(disclosed)) and not book_informs else 0
             _disclose(s, d, informs)
             _disclose(s, d, {k: v for k, v in book_informs.items() if v})
-            fine = [("Any " + ("area" if x == "area" else "price") + " is fine.")
+            fine = [PHRASES["dontcare_area" if x == "area" else "dontcare_pricerange"]
                     for x, v in informs.items() if v == DONTCARE]
             parts = [_say_constraint(d, x, v, g) for x, v in informs.items() if v != DONTCARE]
-            text = " ".join(fine) + ((" I'd like it " + ", ".join(parts) + ".") if parts else "")
+            text = " ".join(fine) + ((" " + PHRASES["answer"].format(slots=", ".join(parts))) if parts else "")
             if book_informs:
                 text += " " + _say_booking(d, {k: v for k, v in book_informs.items() if v})
             intent = f"book_{d}" if book_informs else f"find_{d}"
@@ -290,11 +317,19 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
         if not _satisfies(db, d, action["entity"], g["constraints"]):
             if pending:
                 _disclose(s, d, {x: g["constraints"][x] for x in pending})
-                text = "Actually, I want it " + " ".join(
-                    _say_constraint(d, x, g["constraints"][x], g) for x in pending) + "."
+                text = PHRASES["correction"].format(slots=" ".join(
+                    _say_constraint(d, x, g["constraints"][x], g) for x in pending))
                 return s, _out(text, d, f"find_{d}", s, _acts("inform", d, pending), None, move="correction")
             s["stuck"] += 1
         else:
+            want = g["fail_book"] if (g["fail_book"] and not s["fallback_used"]) else g["book"]
+            if check_booking and kind == "book" and action.get("reference") and want \
+                    and _booking_differs(action, want):
+                s["stuck"] += 1  # not the booking asked for: the customer says its details again
+                s["booking"] = dict(want)
+                _disclose(s, d, want)
+                return _finish_stuck(s, _out(_say_booking(d, want), d, f"book_{d}", s,
+                                             _acts("inform", d, list(want)), None, move="book"))
             got["entity"] = action["entity"]
             got["info"].update(action.get("informed", {}))
             if kind == "book" and action.get("reference"):
@@ -307,16 +342,14 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
         if missing:
             s["stuck"] += 1 if s.get("last_request") == missing else 0
             s["last_request"] = missing
-            words = {"entrancefee": "entrance fee", "trainid": "train id", "duration": "travel time",
-                     "postcode": "postcode", "phone": "phone number"}
-            text = "Could you give me the " + " and ".join(words.get(m, m) for m in missing) + "?"
+            text = PHRASES["request"].format(slots=" and ".join(REQUEST_SAID.get(m, m) for m in missing))
             return _finish_stuck(s, _out(text, d, f"find_{d}", s, _acts("request", d, missing), None,
                                          move="request"))
         if g["book"] and not got["ref"]:
             values = g["fail_book"] if (g["fail_book"] and not s["fallback_used"]) else g["book"]
             if g.get("bare_book") and not s.get("bare_done"):
                 s["bare_done"] = True  # "book it" without any detail: the system must ask
-                return s, _out("Please book it.", d, f"book_{d}", s, [], None, move="book")
+                return s, _out(PHRASES["bare_book"], d, f"book_{d}", s, [], None, move="book")
             if not s["booking"] and d != "train" and rng.random() < 0.4:
                 values = {"bookpeople": values["bookpeople"]}  # progressive disclosure
             s["booking"] = dict(values) if not s["booking"] else s["booking"]
@@ -328,13 +361,14 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
         s["opened"] = False
         s["stuck"] = 0
         s["booking"] = {}
-        return user_turn(dict(s, turn=s["turn"] - 1), None, db=db, seed=seed, max_turns=max_turns)
+        return user_turn(dict(s, turn=s["turn"] - 1), None, db=db, seed=seed, max_turns=max_turns,
+                         check_booking=check_booking)
     if pending:
         _disclose(s, d, {pending[0]: g["constraints"][pending[0]]})
-        return _finish_stuck(s, _out("I'd like it " + _say_constraint(d, pending[0], g["constraints"][pending[0]], g) + ".",
+        return _finish_stuck(s, _out(PHRASES["answer"].format(slots=_say_constraint(d, pending[0], g["constraints"][pending[0]], g)),
                                      d, f"find_{d}", s, _acts("inform", d, pending[:1]), None, move="more"))
     s["stuck"] += 1
-    text = "Can you recommend one " + " ".join(_say_constraint(d, x, v, g) for x, v in g["constraints"].items()) + "?"
+    text = PHRASES["recommend"].format(slots=" ".join(_say_constraint(d, x, v, g) for x, v in g["constraints"].items()))
     return _finish_stuck(s, _out(text, d, f"find_{d}", s, _acts("inform", d, list(g["constraints"])), None,
                                  move="recommend"))
 
@@ -342,7 +376,7 @@ def user_turn(state: dict, action: dict | None, *, db: ServiceDB, seed: int,
 def _finish_stuck(s: dict, out: dict) -> tuple[dict, dict]:
     if s["stuck"] >= 3:
         # giving up is a goodbye, and is labelled as one (not as the domain move it replaced)
-        out = dict(out, termination=TerminationReason.NO_PROGRESS.value, text="This isn't working. Goodbye.",
+        out = dict(out, termination=TerminationReason.NO_PROGRESS.value, text=PHRASES["give_up"],
                    move="give_up", gold_domain="general", gold_intent="general",
                    user_acts=[{"intent": "bye", "domain": "general"}])
     return s, out

@@ -103,17 +103,23 @@ def dumps(body: dict) -> bytes:
 
 
 class Answer:
-    """What :meth:`OpenAIChat.invoke` returns: the fields ChatModel reads from an ``AIMessage``."""
+    """What :meth:`OpenAIChat.invoke` returns: the fields ChatModel reads from an ``AIMessage``, and
+    the message's ``tool_calls`` as the server sent them (chat-completions dicts; None when it sent
+    none), read by the ``openai:`` agent adapter (convsim.slots.adapters)."""
 
-    __slots__ = ("content", "usage_metadata", "finish_reason")
+    __slots__ = ("content", "usage_metadata", "finish_reason", "tool_calls")
 
-    def __init__(self, content: str, usage_metadata: dict | None, finish_reason: str | None) -> None:
+    def __init__(self, content: str, usage_metadata: dict | None, finish_reason: str | None,
+                 tool_calls: list | None = None) -> None:
         self.content, self.usage_metadata, self.finish_reason = content, usage_metadata, finish_reason
+        self.tool_calls = tool_calls
 
 
 def message_dicts(messages: list) -> list[dict]:
     """LangChain messages as chat-completions messages (``{"content", "role"}``, ChatOpenAI's order);
-    a message that is such a dict already (``models.PlainMessage``) is kept as it is."""
+    a message that is such a dict already (``models.PlainMessage``) is kept as it is. An AI message's
+    tool calls (valid and invalid) and a tool message's ``tool_call_id`` go as ChatOpenAI sends them
+    (the tool-calling ``openai:`` agent's turns)."""
     out = []
     for m in messages:
         if isinstance(m, dict):
@@ -123,8 +129,17 @@ def message_dicts(messages: list) -> list[dict]:
         if role is None:
             raise ValueError(f"message type {m.type!r} has no chat-completions role")
         message = {"content": m.content, "role": role}
-        if getattr(m, "name", None):
+        if getattr(m, "name", None) and role != "tool":
             message["name"] = m.name
+        if role == "assistant" and (getattr(m, "tool_calls", None) or getattr(m, "invalid_tool_calls", None)):
+            message["tool_calls"] = (
+                [{"type": "function", "id": c["id"], "function": {
+                    "name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)}} for c in m.tool_calls]
+                + [{"type": "function", "id": c["id"], "function": {"name": c["name"], "arguments": c["args"]}}
+                   for c in m.invalid_tool_calls])
+            message["content"] = message["content"] or None  # ChatOpenAI: null, not "", beside tool calls
+        elif role == "tool":
+            message["tool_call_id"] = m.tool_call_id
         out.append(message)
     return out
 
@@ -198,8 +213,9 @@ class OpenAIChat:
             if finish == "length":
                 raise openai.LengthFinishReasonError(completion=completion)
             raise openai.ContentFilterFinishReasonError(completion=completion)
-        content = (choice.get("message") or {}).get("content")
-        return Answer(content or "", _usage(data.get("usage")), finish)
+        message = choice.get("message") or {}
+        return Answer(message.get("content") or "", _usage(data.get("usage")), finish,
+                      message.get("tool_calls") or None)
 
 
     def _streamed(self, body: dict) -> Any:
@@ -225,13 +241,15 @@ def _sse_data(line: bytes) -> bool:
 def assemble_sse(lines: Any, where: Any = None) -> dict:
     """The chat completion the server-sent events ``lines`` (each a line, its end stripped) stream:
     ``{"id", "object", "created", "model", "choices": [{"index", "finish_reason", "message"}],
-    "usage"}``. An event carrying ``error`` raises :class:`MalformedCompletion`; an event that is
+    "usage"}``; the message's ``tool_calls`` joined from their deltas (by index: id, name, the
+    arguments' pieces). An event carrying ``error`` raises :class:`MalformedCompletion`; an event that is
     not JSON raises ``JSONDecodeError`` (an unreadable body); a stream that ends before its
     ``[DONE]`` and before a ``finish_reason``, or whose choice never got a ``finish_reason``, raises
     ``RemoteProtocolError`` (the answer was cut)."""
     from convsim.providers.httpjson import RemoteProtocolError
     head: dict = {}
     pieces: list[str] = []
+    calls: dict[int, dict] = {}  # the tool calls by index, their arguments joined from the deltas
     finish = usage = None
     role, chosen, ended = "assistant", False, False
     data: list[bytes] = []
@@ -260,6 +278,20 @@ def assemble_sse(lines: Any, where: Any = None) -> dict:
                 pieces.append(delta["content"])
             if delta.get("role"):
                 role = delta["role"]
+            for part in delta.get("tool_calls") or ():
+                if not isinstance(part, dict):
+                    continue
+                call = calls.setdefault(part.get("index", len(calls)), {"id": None, "type": "function",
+                                                                        "function": {"name": "", "arguments": ""}})
+                if part.get("id"):
+                    call["id"] = part["id"]
+                if part.get("type"):
+                    call["type"] = part["type"]
+                function = part.get("function") or {}
+                if function.get("name"):
+                    call["function"]["name"] += function["name"]
+                if isinstance(function.get("arguments"), str):
+                    call["function"]["arguments"] += function["arguments"]
             if choice.get("finish_reason") is not None:
                 finish = choice["finish_reason"]
 
@@ -283,8 +315,10 @@ def assemble_sse(lines: Any, where: Any = None) -> dict:
                                   + (")" if ended else ", no [DONE])"))
     if not ended and finish is None:
         raise RemoteProtocolError("the stream ended before the answer did (no finish_reason, no [DONE])")
-    choices = [{"index": 0, "finish_reason": finish, "message": {"role": role, "content": "".join(pieces)}}] \
-        if chosen else []
+    message: dict = {"role": role, "content": "".join(pieces)}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    choices = [{"index": 0, "finish_reason": finish, "message": message}] if chosen else []
     return {"id": head.get("id", ""), "object": "chat.completion", "created": head.get("created", 0),
             "model": head.get("model", ""), "choices": choices, "usage": usage}
 

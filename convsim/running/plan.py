@@ -39,6 +39,9 @@ class VariantPlan:
     channels: dict | None = None  # the State's channels, which every initial state is checked against
     agents: dict[str, Any] = field(default_factory=dict)  # role -> AgentSpec filling the graph's SLOTS
     subgraphs: bool = False  # a graph agent runs inside a node: its inner steps are traced (subgraph stream)
+    # what every session of the variant would compute alike (convsim.running.session.variant_constants),
+    # made once per compiled graph
+    constants: tuple | None = field(default=None, repr=False)
 
 
 @dataclass

@@ -53,6 +53,19 @@ class Outcome:
     spent: tuple[int, int] = (0, 0)  # model calls sent and tokens spent (cache hits excluded): the run budget's view
 
 
+def variant_constants(vp: Any) -> dict:
+    """What every session of a variant computes alike, once per compiled graph: the State's
+    ``operator.add`` channels (the trace recorder's ``append_keys``) and the params as a record
+    holds them. Per session they cost ~65 us, ~1% of a hello_chat session's CPU (bench/session_cpu.py)."""
+    if vp.constants is None or vp.constants[0] is not vp.compiled:
+        vp.constants = (vp.compiled, {
+            "append_keys": append_channels(vp.compiled.channels) if vp.compiled is not None else frozenset(),
+            # n_sessions is the run's size (set from --sessions), not a setting of this session:
+            # left out so that a run extended from 2 to 4 sessions records what a fresh one does
+            "params": vp.params.model_dump(mode="json", exclude={"n_sessions"})})
+    return vp.constants[1]
+
+
 def trace_path(run_dir: Path, variant: str, session_id: str, trial: int) -> Path:
     suffix = f"__t{trial}" if trial else ""
     return Path(run_dir) / "traces" / variant / f"{session_id}{suffix}.jsonl"
@@ -81,7 +94,7 @@ class _Session:
         resume = unit.resume
         self.recorder = (TraceRecorder(resume["trace"]["initial"] if resume else self.init, self.calls,
                                        prefix=resume and resume["trace"], fork=resume and resume["fork"],
-                                       append_keys=append_channels(self.vp.compiled.channels), call_tasks=tasks)
+                                       append_keys=variant_constants(self.vp)["append_keys"], call_tasks=tasks)
                          if cfg.trace else None)
         self.config: dict = {"recursion_limit": 100_000}
         if self.vp.compiled.checkpointer is not None or resume:
@@ -98,6 +111,10 @@ class _Session:
         # what an agent slot's adapter (convsim.slots) records its calls in and keys its per-session state by
         self.ctx.agent_session = {"key": scope, "calls": self.calls, "unavailable": self.unavailable,
                                   "retry": cfg.retry, "call_tasks": tasks}
+        if resume and (resume["fork"] or {}).get("inner"):
+            # a fork inside a graph agent: its adapter resumes the agent's graph from that checkpoint
+            # (once: the session's later turns run it as usual; see GraphAgent)
+            self.ctx.agent_session["resume_inner"] = dict(resume["fork"]["inner"])
         # a graph agent runs inside a node: its inner steps come on the subgraph stream (traced runs only)
         self.subgraphs = bool(getattr(self.vp, "subgraphs", False)) and self.recorder is not None
         self.final: dict = self.init
@@ -121,6 +138,8 @@ class _Session:
             self.handle(mode, chunk)
         elif mode == "updates":
             self.recorder.on_inner_updates(namespace, chunk)
+        elif mode == "tasks":
+            self.recorder.on_inner_task(namespace, chunk)
 
     def handle(self, mode: str, chunk: Any) -> None:
         if mode == "values":
@@ -187,7 +206,7 @@ class _Session:
                   **({"agents": {r: a.text for r, a in self.vp.agents.items()}} if self.vp.agents else {}),
                   # n_sessions is the run's size (set from --sessions), not a setting of this session:
                   # left out so that a run extended from 2 to 4 sessions records what a fresh one does
-                  "params": self.vp.params.model_dump(mode="json", exclude={"n_sessions"}),
+                  "params": dict(variant_constants(self.vp)["params"]),  # (its nested values shared, read only)
                   "llm_calls": ordered_calls(self.calls, self.call_marks),
                   "elapsed_s": round(time.perf_counter() - self.started, 4)}
         if unit.resume:

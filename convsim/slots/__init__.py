@@ -7,7 +7,10 @@ line, ``agents:`` in a config or a variant) names what fills the slot, parsed by
 calls it (a LangGraph graph from a file or module, a Python callable in openevals' ``app``
 convention, an OpenAI-compatible chat endpoint, a LangGraph deployment through ``RemoteGraph``,
 an A2A agent), and every adapter answers one turn with an :class:`AgentTurn` (the reply, the
-structured outputs the agent reported, its tool calls, and the raw answer). A remote agent's
+structured outputs the agent reported, its tool calls, and the raw answer). The scenario's tools
+reach every kind: a callable in ``inputs["tools"]``, an OpenAI endpoint as function-calling tools
+(convsim runs the calls it answers with), a LangGraph deployment or an A2A agent over HTTP for the
+turn (:mod:`convsim.slots.toolserver`). A remote agent's
 transport faults raise :class:`convsim.providers.models.ModelUnavailable` (infrastructure: retried,
 logged, re-run on resume); an exception from the user's agent or a garbage answer raises
 :class:`convsim.errors.AgentError` with the raw answer kept (``agent_failure``).

@@ -12,13 +12,14 @@ the turn, and the scenario's domain tools. Faults (the contract in :mod:`convsim
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import json
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 from convsim.errors import AgentError, ConvsimError
 from convsim.providers.models import ModelUnavailable
@@ -279,17 +280,21 @@ def _said(message: Any) -> tuple[str, str]:
 
 def _tool_calls_of(messages: Sequence) -> list[dict]:
     """``[{"name", "args", "result"}]`` of the AI messages' tool calls among ``messages``, each with
-    the content of the tool message that answered it (None when none did), in call order."""
-    results = {}
+    the content of the tool message that answered it (None when none did), in call order; ``"error":
+    True`` on a call whose tool message has status ``error``."""
+    results, failed = {}, set()
     for m in messages:
         if getattr(m, "type", None) == "tool" or (isinstance(m, dict) and m.get("type") == "tool"):
             cid = m.get("tool_call_id") if isinstance(m, dict) else getattr(m, "tool_call_id", None)
             results[cid] = m.get("content") if isinstance(m, dict) else m.content
+            if (m.get("status") if isinstance(m, dict) else getattr(m, "status", None)) == "error":
+                failed.add(cid)  # ToolNode's answer to a call it could not run (an unknown tool, bad args)
     out = []
     for m in messages:
         calls = (m.get("tool_calls") if isinstance(m, dict) else getattr(m, "tool_calls", None)) or []
         for c in calls:
-            out.append({"name": c.get("name"), "args": c.get("args", {}), "result": results.get(c.get("id"))})
+            out.append({"name": c.get("name"), "args": c.get("args", {}), "result": results.get(c.get("id")),
+                        **({"error": True} if c.get("id") in failed else {})})
     return out
 
 
@@ -317,7 +322,14 @@ class GraphAgent(_Adapter):
     in the session's trace (convsim.traces.tracing, ``on_inner_updates``). It keeps its own state across
     a session's turns: each turn it gets the state it ended the last one with plus the user's new
     messages (the conversation so far when it has none for the session: a fork, a resumed run).
-    A ``context`` key in its state, when it has one, gets the scenario's context."""
+    A ``context`` key in its state, when it has one, gets the scenario's context.
+
+    Compiled without a checkpointer of its own, it inherits the session's (``--checkpoint``): its
+    inner checkpoints are kept under the node's checkpoint namespace. A fork at one of its inner
+    steps (``convsim fork --step N``, convsim.traces.time_travel) resumes it from its checkpoint
+    before that step's inner superstep, copied into the fork's run: the agent is invoked with
+    ``None`` and that checkpoint's ``checkpoint_ns``/``checkpoint_id`` (LangGraph time travel of a
+    nested graph), so its nodes before the step do not run again."""
 
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
@@ -348,26 +360,57 @@ class GraphAgent(_Adapter):
         self.sessions.put(key, (dict(out), len(messages) + 1), messages, turn.text)  # the reply joins it
         return turn
 
-    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
-        from convsim.slots.calls import session_key
-        key = session_key(session_id)
+    def _call(self, session_id: str, messages: list, context: dict) -> tuple[str, dict | None, dict | None, int]:
+        """The session's key, then either the state to invoke the graph with (and None), or (a fork
+        inside this agent) None and the config resuming it from the fork's inner checkpoint; then the
+        index where this turn's messages start."""
+        from convsim.slots.calls import session_handles
+        h = session_handles()
+        key = h.get("key") or str(session_id)
+        if h.get("resume_inner") is not None:
+            resumed = _resume_config(h)
+            if resumed is not None:
+                config, n_in = resumed
+                return key, None, config, n_in
         state, n_in = self._input(key, messages, context)
+        return key, state, None, n_in
+
+    def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
+        key, state, config, n_in = self._call(session_id, messages, context)
         try:
-            out = self.graph.invoke(state)
+            out = self.graph.invoke(state) if config is None else self.graph.invoke(None, config)
         except Exception as exc:  # noqa: BLE001 — the user's graph failed
             raise _graph_fault(self.spec, exc) from exc
         return self._done(key, out, n_in, messages)
 
     async def ainvoke(self, messages: list, *, session_id: str, context: dict,
                       tools: Sequence = ()) -> AgentTurn:
-        from convsim.slots.calls import session_key
-        key = session_key(session_id)
-        state, n_in = self._input(key, messages, context)
+        key, state, config, n_in = self._call(session_id, messages, context)
         try:
-            out = await self.graph.ainvoke(state)
+            out = await (self.graph.ainvoke(state) if config is None else self.graph.ainvoke(None, config))
         except Exception as exc:  # noqa: BLE001 — the user's graph failed
             raise _graph_fault(self.spec, exc) from exc
         return self._done(key, out, n_in, messages)
+
+
+def _resume_config(handles: dict) -> tuple[dict, int] | None:
+    """For the first graph-agent call of a fork inside a graph agent (``handles["resume_inner"]``,
+    set by convsim.running.session from the fork's ``inner``), made in the node the fork names: the
+    config invoking the agent's graph from the copied inner checkpoint (the node's own config, as
+    a nested graph inherits it, with that checkpoint's namespace and id), and the number of
+    messages the agent was handed that turn. None elsewhere (another node, outside a graph run)."""
+    from langgraph.config import get_config
+    inner = handles["resume_inner"]
+    try:
+        config = get_config()
+    except RuntimeError:  # not inside a graph run
+        return None
+    configurable = config.get("configurable") or {}
+    here = str(configurable.get("checkpoint_ns") or "").split("|")[0].partition(":")[0]
+    if here != inner["path"] or handles.pop("resume_inner", None) is None:  # taken once
+        return None
+    return ({"configurable": {**configurable, "checkpoint_ns": inner["checkpoint_ns"],
+                              "checkpoint_id": inner["checkpoint_id"]}}, int(inner["messages_in"]))
 
 
 def _graph_fault(spec: AgentSpec, exc: Exception) -> BaseException:
@@ -381,42 +424,175 @@ class OpenAIAgent(_Adapter):
     """An OpenAI-compatible ``/v1/chat/completions`` endpoint that is the agent: sent the
     conversation, its answer is the reply. Calls go through :class:`convsim.providers.models.ChatModel`
     (the run's limits, retries, call records, ``ModelUnavailable``); the context, when not empty,
-    goes first as a system message."""
+    goes first as a system message.
+
+    The scenario's tools, when it offers any, go as OpenAI function-calling ``tools`` (JSON schemas
+    by ``langchain_core``'s ``convert_to_openai_tool``). An answer with ``tool_calls`` is executed
+    here, against the session's tools, in call order; each result goes back as a ``tool`` message
+    (JSON) and the endpoint is asked again, up to ``tool_rounds`` answers with tool calls per turn
+    (spec ``openai:<model>@<url>#tool_rounds=N``, default :data:`TOOL_ROUNDS`; ``max_tokens``,
+    ``temperature``, ``seed`` beside it: the request's generation settings); one more is the
+    agent's failure (``agent_failure``, the last answer kept). A call the tools cannot run (an
+    unknown tool, arguments that are not a JSON object or do not fit the tool's schema) is answered
+    with an error ``tool`` message as LangGraph's ``ToolNode`` words it, and recorded with
+    ``"error": true``; the agent may correct itself. The session's conversation with the endpoint
+    (its tool calls and their results included) is kept across its turns, as a chat client keeps
+    it, so the endpoint sees what an in-process agent's state holds."""
 
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
         from convsim.providers.models import parse_model_spec
-        self.model_spec = parse_model_spec(f"openai:{spec.options['model']}@{spec.options['base_url']}",
-                                           where=f"agents.{slot.role}")
+        settings = {k: spec.options[k] for k in ("max_tokens", "seed", "temperature") if k in spec.options}
+        self.model_spec = parse_model_spec({"spec": f"openai:{spec.options['model']}@{spec.options['base_url']}",
+                                            **settings}, where=f"agents.{slot.role}")
+        self.tool_rounds = int(spec.options.get("tool_rounds", TOOL_ROUNDS))
+        self.sessions = _Sessions()
 
     def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
-        from langchain_core.messages import SystemMessage
+        from langchain_core.messages import AIMessage, SystemMessage
         from convsim.providers.models import ChatModel
-        from convsim.slots.calls import session_handles
+        from convsim.slots.calls import session_handles, session_key
         h = session_handles()
         handle = ChatModel(spec=self.model_spec, role=f"agent:{self.slot.role}",
                            calls=h["calls"] if h.get("calls") is not None else [], retry=h.get("retry"),
                            unavailable=h["unavailable"] if h.get("unavailable") is not None else [],
                            call_tasks=h.get("call_tasks"))
-        msgs = ([SystemMessage(f"Context: {json.dumps(context, ensure_ascii=False, default=str)}")]
-                if context else []) + list(messages)
-        message = handle._invoke_message(msgs, "agent")  # ModelUnavailable after the retries
-        content = getattr(message, "content", None)
-        return AgentTurn(check_text(self.spec, content_text(content), content), {}, [], raw_text(content))
+        key = session_key(session_id)
+        known = self.sessions.get(key, messages)
+        history = list(messages) if known is None else list(known[0]) + list(messages[known[1]:])
+        head = ([SystemMessage(f"Context: {json.dumps(context, ensure_ascii=False, default=str)}")]
+                if context else [])
+        kwargs = {"tools": tool_schemas(tools)} if tools else {}
+        by_name = {t.name: t for t in tools}
+        calls: list[dict] = []
+        for n in range(self.tool_rounds + 1):
+            message = handle._invoke_message(head + history, "agent", **kwargs)  # ModelUnavailable after the retries
+            content = getattr(message, "content", None)
+            raw_calls = getattr(message, "tool_calls", None)
+            if not raw_calls:
+                text = check_text(self.spec, content_text(content), content)
+                history.append(AIMessage(text))
+                self.sessions.put(key, (history, len(messages) + 1), messages, text)
+                return AgentTurn(text, {}, calls, raw_text(content))
+            raw = {"content": content, "tool_calls": raw_calls}
+            if n == self.tool_rounds:
+                raise garbage(self.spec, f"still calling tools after {self.tool_rounds} round(s) of tool calls "
+                                         f"(tool_rounds)", raw)
+            valid, invalid, ordered = _parse_tool_calls(self.spec, raw_calls, raw, n)
+            history.append(AIMessage(content_text(content) or "", tool_calls=valid, invalid_tool_calls=invalid))
+            for call in ordered:
+                reply, record = run_tool_call(call, by_name)
+                history.append(reply)
+                calls.append(record)
+        raise AssertionError("unreachable")  # pragma: no cover — the loop returns or raises
 
     async def ainvoke(self, messages: list, *, session_id: str, context: dict,
                       tools: Sequence = ()) -> AgentTurn:
         # the provider clients are sync (pooled keep-alive connections, the run's limits' locks):
-        # as ChatModel.ainvoke, the request goes out from a worker thread, off the event loop
+        # as ChatModel.ainvoke, the request goes out from a worker thread, off the event loop (the
+        # thread gets a copy of this context: the scenario's binding of its tools goes along)
         return await asyncio.to_thread(self.invoke, messages, session_id=session_id, context=context,
                                        tools=tools)
+
+
+TOOL_ROUNDS = 8  # answers with tool calls an openai: agent may give in one turn (spec #tool_rounds=N)
+_SCHEMAS: dict[tuple, list] = {}
+
+
+def tool_schemas(tools: Sequence) -> list[dict]:
+    """The tools' OpenAI function-calling schemas (``convert_to_openai_tool``), made once per tool set
+    (a scenario makes its tools anew each turn, from the same argument schemas)."""
+    key = tuple((t.name, t.description, id(getattr(t, "args_schema", None))) for t in tools)
+    schemas = _SCHEMAS.get(key)
+    if schemas is None:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+        schemas = _SCHEMAS[key] = [convert_to_openai_tool(t) for t in tools]
+    return schemas
+
+
+@contextlib.contextmanager
+def _tool_lease(tools: Sequence) -> Iterator[Any]:
+    """A remote agent's turn: the session's tools served over HTTP for the turn
+    (:mod:`convsim.slots.toolserver`), or None when the scenario offers none."""
+    if not tools:
+        yield None
+        return
+    from convsim.slots.toolserver import lease
+    with lease(tools, tool_schemas(tools)) as held:
+        yield held
+
+
+def _parse_tool_calls(spec: AgentSpec, raw_calls: object, raw: object, n: int) -> tuple[list, list, list]:
+    """An answer's ``tool_calls`` (chat-completions dicts) as LangChain tool calls: ``(valid,
+    invalid, both in call order)``, the invalid ones those whose arguments are no JSON object
+    (``langchain_core``'s parser, as ChatOpenAI reads them). A list that is not tool calls at all
+    is garbage."""
+    from langchain_core.exceptions import OutputParserException
+    from langchain_core.messages.tool import invalid_tool_call, tool_call
+    from langchain_core.output_parsers.openai_tools import parse_tool_call
+    if not isinstance(raw_calls, list):
+        raise garbage(spec, "tool_calls is no list", raw)
+    valid, invalid, ordered = [], [], []
+    for i, c in enumerate(raw_calls):
+        fn = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise garbage(spec, "a tool call with no function name", raw)
+        cid = c.get("id") if isinstance(c.get("id"), str) and c.get("id") else f"call_{n}_{i}"
+        c = {**c, "id": cid}
+        arguments = fn.get("arguments")
+        try:
+            if arguments is not None and not isinstance(arguments, str):
+                raise OutputParserException(f"Function {fn['name']} arguments are a "
+                                            f"{type(arguments).__name__}, not a JSON string")
+            parsed = parse_tool_call(c, return_id=True)
+            if not isinstance(parsed["args"], dict):
+                raise OutputParserException(f"Function {fn['name']} arguments:\n\n{arguments}\n\n"
+                                            f"are not a JSON object")
+            valid.append(tool_call(name=parsed["name"], args=parsed["args"], id=cid))
+            ordered.append(valid[-1])
+        except OutputParserException as exc:
+            invalid.append(invalid_tool_call(name=fn["name"], args=arguments if isinstance(arguments, str)
+                                             else json.dumps(arguments, default=str), id=cid, error=str(exc)))
+            ordered.append(invalid[-1])
+    return valid, invalid, ordered
+
+
+def run_tool_call(call: dict, by_name: dict) -> tuple[Any, dict]:
+    """One tool call run against the session's tools: the ``ToolMessage`` for the agent and the
+    record ``{"name", "args", "result"}`` (``"error": True`` when the tools could not run it). The
+    error texts are LangGraph ``ToolNode``'s; a tool that raises anything but a validation error is
+    convsim's own bug and propagates."""
+    from langchain_core.messages import ToolMessage
+    from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE, TOOL_CALL_ERROR_TEMPLATE
+    from pydantic import ValidationError
+    name, cid = call["name"], call["id"]
+    if call.get("type") == "invalid_tool_call":  # arguments that are no JSON object
+        text = TOOL_CALL_ERROR_TEMPLATE.format(error=call.get("error"))
+        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
+                {"name": name, "args": call.get("args"), "result": text, "error": True})
+    tool = by_name.get(name)
+    if tool is None:
+        text = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(requested_tool=name, available_tools=", ".join(by_name))
+        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
+                {"name": name, "args": call["args"], "result": text, "error": True})
+    try:
+        result = tool.invoke(call["args"])
+    except ValidationError as exc:  # arguments that do not fit the tool's schema
+        text = TOOL_CALL_ERROR_TEMPLATE.format(error=repr(exc))
+        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
+                {"name": name, "args": call["args"], "result": text, "error": True})
+    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    return ToolMessage(content, name=name, tool_call_id=cid), {"name": name, "args": call["args"], "result": result}
 
 
 class LangGraphRemoteAgent(_Adapter):
     """A LangGraph deployment (``langgraph dev``, LangGraph Platform) through LangGraph's own
     ``RemoteGraph``: one thread per session (made on its first turn), sent the user's new messages
     each turn (the thread keeps the rest); the reply is the last message of the thread's state,
-    structured outputs are the state keys named like ``Slot.structured``."""
+    structured outputs are the state keys named like ``Slot.structured``. The scenario's tools, when
+    it offers any, are served over HTTP for the turn (:mod:`convsim.slots.toolserver`) and named in
+    the run's ``config["configurable"]["convsim_tools"]``; the calls that reached them are the
+    turn's ``tool_calls``."""
 
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
@@ -447,14 +623,19 @@ class LangGraphRemoteAgent(_Adapter):
         payload: dict = {"messages": new}
         if context:
             payload["context"] = dict(context)
-        config = {"configurable": {"thread_id": thread_id}}
-        try:
-            out = remote_call(self.endpoint, lambda: _bare(self.remote.invoke, payload, config), role=role)
-        except ModelUnavailable:
-            raise
-        except Exception as exc:  # noqa: BLE001 — the deployment answered: the agent's run failed
-            raise user_fault(self.spec, exc) from exc
+        config: dict = {"configurable": {"thread_id": thread_id}}
+        with _tool_lease(tools) as held:  # the session's tools, over HTTP for this turn
+            if held is not None:
+                config["configurable"]["convsim_tools"] = held.descriptor()
+            try:
+                out = remote_call(self.endpoint, lambda: _bare(self.remote.invoke, payload, config), role=role)
+            except ModelUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 — the deployment answered: the agent's run failed
+                raise user_fault(self.spec, exc) from exc
         turn = _state_answer(self.spec, self.slot, out, n_thread)
+        if held is not None and held.calls:  # what ran against the scenario's tools, as the tools saw it
+            turn.tool_calls = list(held.calls)
         self.sessions.put(key, (thread_id, len(messages) + 1, len(out["messages"])), messages, turn.text)
         return turn
 
@@ -468,7 +649,10 @@ class A2AAgent(_Adapter):
     """An A2A agent through the ``a2a-sdk`` client: one A2A context per session (made on its first
     turn), sent the user's new messages each turn as one text message (the agent keeps the rest of
     the context); the reply is the text of the message, or of the task's status message and
-    artifacts, the agent answers with. A task that ends failed or rejected is the agent's failure."""
+    artifacts, the agent answers with. A task that ends failed or rejected is the agent's failure.
+    The scenario's tools, when it offers any, are served over HTTP for the turn
+    (:mod:`convsim.slots.toolserver`) and named in the message's ``metadata["convsim_tools"]``;
+    the calls that reached them are the turn's ``tool_calls``."""
 
     def __init__(self, spec: AgentSpec, slot: Slot) -> None:
         super().__init__(spec, slot)
@@ -488,7 +672,7 @@ class A2AAgent(_Adapter):
         from a2a.client import A2ACardResolver
         return await A2ACardResolver(http, self.url).get_agent_card()
 
-    async def _send(self, text: str, context_id: str, timeout: float) -> list:
+    async def _send(self, text: str, context_id: str, timeout: float, metadata: dict | None = None) -> list:
         import httpx
         from a2a.client import ClientConfig, ClientFactory
         from a2a.helpers.proto_helpers import new_text_message
@@ -498,6 +682,8 @@ class A2AAgent(_Adapter):
                 self.card = await self._card(http)
             client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(self.card)
             message = new_text_message(text, context_id=context_id, role=Role.ROLE_USER)
+            if metadata:
+                message.metadata.update(metadata)
             return [r async for r in client.send_message(SendMessageRequest(message=message))]
 
     def _reply(self, responses: list) -> AgentTurn:
@@ -532,14 +718,19 @@ class A2AAgent(_Adapter):
         new = [m for m in messages[seen:] if getattr(m, "type", None) == "human"] or messages[-1:]
         text = "\n".join(content_text(m.content) or "" for m in new)
         timeout = (session_handles().get("retry") or _default_retry()).timeout
-        try:
-            responses = remote_call(self.endpoint, lambda: run_coroutine(self._send(text, context_id, timeout)),
-                                    role=f"agent:{self.slot.role}")
-        except ModelUnavailable:
-            raise
-        except Exception as exc:  # noqa: BLE001 — the agent answered with an error: its failure
-            raise user_fault(self.spec, exc) from exc
+        with _tool_lease(tools) as held:  # the session's tools, over HTTP for this turn
+            metadata = {"convsim_tools": held.descriptor()} if held is not None else None
+            try:
+                responses = remote_call(self.endpoint, lambda: run_coroutine(self._send(text, context_id, timeout,
+                                                                                         metadata)),
+                                        role=f"agent:{self.slot.role}")
+            except ModelUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 — the agent answered with an error: its failure
+                raise user_fault(self.spec, exc) from exc
         turn = self._reply(responses)
+        if held is not None:
+            turn.tool_calls = list(held.calls)
         self.sessions.put(key, (context_id, len(messages) + 1), messages, turn.text)
         return turn
 

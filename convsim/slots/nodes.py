@@ -107,10 +107,18 @@ async def acall_slot(spec: str | AgentSpec, slot: Slot, transcript: Iterable[dic
     return turn, turn_meta(spec, turn)
 
 
+def tool_errors(turn: AgentTurn) -> list[dict]:
+    """The agent's tool calls the scenario's tools never ran (an unknown tool, arguments that are no
+    JSON object or do not fit the tool's schema: ``"error": True``, answered with an error message as
+    LangGraph's ``ToolNode`` answers them). A scenario whose turn records its tools' own log
+    (``meta["tool_calls"]``: what ran) keeps these beside it as ``meta["tool_errors"]``."""
+    return [c for c in turn.tool_calls if c.get("error")]
+
+
 def reason_missing(slot: Slot, key: str, what: str | None = None) -> str:
     """The reason a metric is None when the agent did not report ``key``: "the agent reports no ..."."""
     return f"the agent reports no {what or key.replace('_', ' ')}"
 
 
 __all__ = ["acall_slot", "builtin_name", "cached_agent", "call_slot", "is_builtin", "reason_missing",
-           "transcript_messages", "turn_meta"]
+           "tool_errors", "transcript_messages", "turn_meta"]

@@ -8,6 +8,8 @@ spec                            kind
 ``pkg.mod:app``                 from a file or an importable module: decided when it is loaded
 ``graph:...``, ``callable:...``  the same, with the kind forced
 ``openai:<model>@<base_url>``   an OpenAI-compatible ``/v1/chat/completions`` endpoint that is the agent
+                                (``...#tool_rounds=N&max_tokens=M&temperature=T&seed=S``: its
+                                tool-calling rounds per turn, default 8, and generation settings)
 ``langgraph:<url>#<assistant>``  a LangGraph deployment through ``RemoteGraph``, one thread per session
 ``a2a:<url>``                   an A2A agent (``a2a-sdk`` client), one context per session
 ==============================  ==================================================================
@@ -68,6 +70,26 @@ def _url(text: str, url: str, field_name: str) -> str:
     return url.rstrip("/")
 
 
+OPENAI_OPTIONS = {"tool_rounds": "an integer >= 1 (answers with tool calls one turn may give)",
+                  "max_tokens": "an integer >= 1", "seed": "an integer", "temperature": "a number in 0..2"}
+
+
+def _openai_option(text: str, option: str, field_name: str) -> dict:
+    """One ``key=value`` of an ``openai:`` spec's ``#...`` options (:data:`OPENAI_OPTIONS`)."""
+    name, eq, value = (x.strip() for x in option.partition("="))
+    if name not in OPENAI_OPTIONS or not eq:
+        raise _bad(text, field_name, "the options of an openai: spec are #key=value&... with keys "
+                                     + ", ".join(OPENAI_OPTIONS))
+    try:
+        parsed: float | int = float(value) if name == "temperature" else int(value)
+    except ValueError:
+        parsed = None  # type: ignore[assignment]
+    if parsed is None or (name == "temperature" and not 0 <= parsed <= 2) or \
+            (name in ("tool_rounds", "max_tokens") and parsed < 1):
+        raise _bad(text, field_name, f"{name} must be {OPENAI_OPTIONS[name]}, got {value!r}")
+    return {name: parsed}
+
+
 def parse_agent_spec(text: str, *, field: str = "agent") -> AgentSpec:
     """Parse an agent spec string (see the module docstring); a bad spec raises
     :class:`convsim.ConvsimError` naming ``field``. A ``file.py:attr`` or ``pkg.mod:attr`` spec
@@ -91,7 +113,11 @@ def parse_agent_spec(text: str, *, field: str = "agent") -> AgentSpec:
         model, at, base = rest.rpartition("@")
         if not at or not model.strip():
             raise _bad(text, field, "write openai:<model>@<base_url> (the endpoint's /v1 base URL)")
-        return AgentSpec("openai", rest, text, {"model": model.strip(), "base_url": _url(text, base.strip(), field)})
+        base, hashmark, fragment = base.partition("#")
+        options = {"model": model.strip(), "base_url": _url(text, base.strip(), field)}
+        for option in fragment.split("&") if hashmark else ():
+            options.update(_openai_option(text, option, field))
+        return AgentSpec("openai", rest, text, options)
     if head == "langgraph":
         url, hashmark, assistant = rest.partition("#")
         if not hashmark or not assistant.strip():

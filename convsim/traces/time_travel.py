@@ -11,6 +11,18 @@ runs again, into the new run's ``checkpoints.sqlite`` under the same thread id; 
 runner then streams the graph from it with ``checkpoint_id`` set (time travel), with a
 context built from the new models and params. The original run is never written to.
 
+A step inside a graph agent (an inner step, ``<node>/<inner node>``, see
+:meth:`convsim.traces.tracing.TraceRecorder.on_inner_updates`): the agent's graph, run inside
+the node with the session's checkpointer, kept its own checkpoints under the node's task
+namespace (their ``parents`` name the session's checkpoint before the node's superstep). Its
+checkpoint before the step's inner superstep is copied too, without its pending writes, under
+its own namespace; the node runs again from the session's checkpoint, and the adapter
+(:class:`convsim.slots.adapters.GraphAgent`) invokes the agent's graph from that inner checkpoint
+instead of from its start, so the agent's nodes before the step do not run again. Where that
+cannot be done (no inner checkpoints: the agent was compiled with ``checkpointer=False``; the
+node's superstep ran several nodes; the agent's graph ran twice in it; a trace without the inner
+superstep) the fork runs the whole node again and says why (``fork.inner_fallback``).
+
 What changes and what does not: params a node reads from ``runtime.context.params`` take
 their new value; what ``sessions()`` put in the initial state (e.g. a user's goal) is
 part of the checkpointed state and stays as it was at the fork point.
@@ -95,6 +107,64 @@ def _copy_checkpoint(src: Path, dst: Path, thread: str, superstep: int) -> str:
     return cp["id"]
 
 
+def _inner_checkpoint(src: Path, thread: str, steps: list[dict], step: int) -> tuple[dict | None, Any, str | None]:
+    """For a fork at an inner step (a graph agent's node): ``(inner, checkpoint tuple, None)``, where
+    ``inner`` is ``{"node", "path", "inner_superstep", "checkpoint_ns", "checkpoint_id",
+    "messages_in", "first_step"}`` (``first_step``: the first trace step of that inner superstep,
+    where the fork starts); or ``(None, None, why not)``: the fork then runs the whole node again."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    line = steps[step]
+    sub = line.get("subgraph") or {}
+    path = str(sub.get("namespace") or "").split("/")[0]
+    k = sub.get("inner_superstep")
+    superstep = line["superstep"]
+    if k is None:
+        return None, None, "the trace does not say which superstep of the agent's graph the step is in"
+    if sum(1 for s in steps if s["superstep"] == superstep and not s.get("subgraph")) != 1:
+        return None, None, f"superstep {superstep} ran several nodes, which all run again"
+    with usable_checkpoint_db(src), SqliteSaver.from_conn_string(str(src)) as saver:
+        outer = next((t for t in saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+                      if t.metadata.get("step") == superstep and t.metadata.get("source") == "loop"), None)
+        if outer is None:
+            return None, None, f"no checkpoint before superstep {superstep}"
+        mine: dict[str, list] = {}
+        for t in saver.list({"configurable": {"thread_id": thread}}):  # every namespace of the thread
+            ns = t.config["configurable"].get("checkpoint_ns") or ""
+            if (ns and "|" not in ns and ns.partition(":")[0] == path
+                    and (t.metadata.get("parents") or {}).get("") == outer.checkpoint["id"]):
+                mine.setdefault(ns, []).append(t)
+        if len(mine) != 1:
+            return None, None, ("the agent's graph kept no checkpoints of its own (compiled with "
+                                "checkpointer=False?)" if not mine else
+                                f"the agent's graph ran {len(mine)} times in node {path!r} in that superstep")
+        ns, tuples = next(iter(mine.items()))
+        at = next((t for t in tuples if t.metadata.get("step") == k and t.metadata.get("source") == "loop"), None)
+        start = next((t for t in tuples if t.metadata.get("step") == 0 and t.metadata.get("source") == "loop"), None)
+        if at is None or start is None:
+            return None, None, f"no checkpoint of the agent's graph before its superstep {k}"
+        handed = (start.checkpoint.get("channel_values") or {}).get("messages")
+        if not isinstance(handed, list):
+            return None, None, "the agent's graph keeps no messages in its state"
+    first = min(s["step"] for s in steps if s["superstep"] == superstep and s.get("subgraph")
+                and str(s["subgraph"].get("namespace") or "").split("/")[0] == path
+                and s["subgraph"].get("inner_superstep") == k)
+    inner = {"node": line["node"], "path": path, "inner_superstep": k, "checkpoint_ns": ns,
+             "checkpoint_id": at.checkpoint["id"], "messages_in": len(handed), "first_step": first}
+    return inner, at, None
+
+
+def _copy_inner_checkpoint(dst: Path, thread: str, found: Any) -> None:
+    """Put a graph agent's inner checkpoint into the fork's checkpoints, under its own namespace,
+    without its pending writes (every task of its superstep runs again)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    with SqliteSaver.from_conn_string(str(dst)) as saver:
+        saver.conn.execute("PRAGMA busy_timeout=30000")
+        switch_to_wal(saver.conn, dst, what="checkpoint database")
+        cp = found.checkpoint
+        saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": found.config["configurable"]["checkpoint_ns"]}},
+                  cp, {**found.metadata, "source": "fork"}, cp.get("channel_versions", {}))
+
+
 def _earlier_fork(run_dir: Path) -> dict | None:
     """The ``fork`` entry of the config an earlier attempt of a fork wrote in ``run_dir``, or None."""
     from convsim.running.runner import saved_config
@@ -138,6 +208,11 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
     superstep = steps[step]["superstep"]
     # a superstep's parallel steps run again together: fork from the first of them
     first = min(s["step"] for s in steps if s["superstep"] == superstep)
+    thread = f"{variant}/{session_id}/t{trial}"
+    inner, inner_found, inner_fallback = (_inner_checkpoint(src / "checkpoints.sqlite", thread, steps, step)
+                                          if steps[step].get("subgraph") else (None, None, None))
+    if inner is not None:  # the node runs again, its agent's graph from its inner checkpoint
+        first = inner["first_step"]
     original = _find_record(src, variant, session_id, trial)
     from convsim.running.plan import new_run_id
     new_id = run_id or new_run_id(f"{cfg.run_id}-fork-{session_id}-s{first}", out_dir or src.parent)
@@ -145,13 +220,16 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
                                  "session_id": session_id, "trial": trial, "step": first,
                                  "superstep": superstep, "models": list(models or []),
                                  "set": list(set_params or [])}
+    if inner is not None:
+        fork_info["inner"] = inner
+    elif inner_fallback:
+        fork_info["inner_fallback"] = inner_fallback
     data = cfg.model_dump()
     data["variants"] = [v for v in data["variants"] if v["name"] == variant]
     new_cfg = config_from_dict({**data, "run_id": new_id, "checkpoint": True, "trace": True,
                                 "out_dir": str(out_dir) if out_dir else str(src.parent)})
     new_cfg = apply_overrides(new_cfg, models=models, set_params=set_params)
     plan = plan_run(new_cfg, source="fork")
-    thread = f"{variant}/{session_id}/t{trial}"
     earlier = _earlier_fork(plan.run_dir)
     if earlier is not None or any((plan.run_dir / f).exists() for f in ("config.yaml", "results.jsonl")):
         # the same fork again (it failed, or was stopped): resume it from the checkpoint it copied
@@ -162,6 +240,8 @@ def fork_run(run: str | Path, session_id: str, *, step: int, variant: str | None
     else:
         fork_info["checkpoint_id"] = _copy_checkpoint(src / "checkpoints.sqlite",
                                                       plan.run_dir / "checkpoints.sqlite", thread, superstep)
+        if inner_found is not None:
+            _copy_inner_checkpoint(plan.run_dir / "checkpoints.sqlite", thread, inner_found)
     plan.config = plan.config.model_copy(update={"fork": fork_info})
     plan.units = [Unit(variant, session_id, trial, int(original["seed"]), {}, resume={
         "checkpoint_id": fork_info["checkpoint_id"], "trace": cut_trace(trace, first), "fork": fork_info})]

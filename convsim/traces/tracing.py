@@ -179,7 +179,16 @@ class TraceRecorder:
         self._call_tasks = call_tasks if call_tasks is not None else {}  # id(call) -> task id (ChatModel)
         self._last = time.perf_counter()
         self._inner_last = 0.0  # when the last subgraph step was recorded (on_inner_updates)
-        self._superstep = prefix_steps[-1]["superstep"] + 1 if prefix_steps else 0
+        # the superstep each subgraph run (a namespace's first part, its task id kept) is in, and
+        # whether its last ``tasks`` event was a task starting (on_inner_task); both per outer superstep
+        self._inner_superstep: dict[str, int] = {}
+        self._inner_open: dict[str, bool] = {}
+        # a fork inside a subgraph (fork["inner"]): the subgraph resumes at that inner superstep
+        inner = (fork or {}).get("inner") or None
+        self._inner_from = (inner["path"], inner["inner_superstep"]) if inner else None
+        # a prefix ending inside a subgraph (its last step an inner one): its outer superstep runs again
+        self._superstep = (prefix_steps[-1]["superstep"] + (0 if prefix_steps[-1].get("subgraph") else 1)
+                           if prefix_steps else 0)
         self._turn = prefix_steps[-1].get("turn") if prefix_steps else None
         self._calls = llm_calls if llm_calls is not None else []
         self._calls_seen = len(self._calls)
@@ -208,19 +217,44 @@ class TraceRecorder:
             self._pending.append([node, update if isinstance(update, dict) else {}, now - self._last, None])
         self._last = now
 
+    def on_inner_task(self, namespace: tuple, event: dict) -> None:
+        """A ``tasks`` event of a subgraph: counts the supersteps of each subgraph run directly inside
+        a node of the session's graph (its first namespace part). LangGraph announces every task of a
+        superstep before any of them finishes, so a task starting after one finished opens the next
+        superstep; the count is the subgraph's checkpoint ``step`` (its checkpoint before that
+        superstep), which a fork into it resumes from (convsim.traces.time_travel)."""
+        if len(namespace) != 1:
+            return
+        top = namespace[0]
+        if "result" in event:
+            self._inner_open[top] = False
+        elif not self._inner_open.get(top):
+            k = self._inner_superstep.get(top)
+            if k is not None:
+                k += 1
+            elif self._inner_from is not None and self._inner_from[0] == str(top).partition(":")[0]:
+                k, self._inner_from = self._inner_from[1], None  # the fork's subgraph resumes there
+            else:
+                k = 0
+            self._inner_superstep[top], self._inner_open[top] = k, True
+
     def on_inner_updates(self, namespace: tuple, chunk: dict) -> None:
         """An ``updates`` chunk of a subgraph (a graph run inside a node, such as an agent slot's
         graph agent, streamed with ``subgraphs=True``): one step line per inner node, named
         ``<outer node>/<inner node>``, in the outer node's superstep, its update under ``subgraph``
-        and no change to the session's state (``changed`` is empty: replay skips it). A fork from it
-        runs the outer node again from the checkpoint before that superstep."""
+        and no change to the session's state (``changed`` is empty: replay skips it). ``subgraph``
+        also holds ``inner_superstep``, the superstep of the subgraph run directly inside the outer
+        node that the step is in (see :meth:`on_inner_task`): a fork from the step resumes that
+        subgraph from its checkpoint before it."""
         now = time.perf_counter()
         path = "/".join(str(part).partition(":")[0] for part in namespace)
         last = max(self._last, self._inner_last)
+        k = self._inner_superstep.get(namespace[0]) if namespace else None
+        where = f', "inner_superstep": {k}' if k is not None else ""
         for node, update in (chunk or {}).items():
             line = _step_line(len(self._lines), self._superstep, self._turn, f"{path}/{node}", "",
                               round(now - last, 6), "[]")
-            self._lines.append(f'{line[:-1]}, "subgraph": {{"namespace": {_name(path)}, '
+            self._lines.append(f'{line[:-1]}, "subgraph": {{"namespace": {_name(path)}{where}, '
                                f'"update": {dumps(update if isinstance(update, dict) else {})}}}}}')
         self._inner_last = now
 
@@ -320,6 +354,8 @@ class TraceRecorder:
                                           round(wall, 6), dumps(calls) if calls else "[]"))
         self._pending = []
         self._superstep += 1
+        if self._inner_superstep:  # the subgraph runs of that superstep are over
+            self._inner_superstep, self._inner_open = {}, {}
 
     def _own_parts(self, values: dict, changes: dict) -> tuple[dict, list[int] | None]:
         """Each task's own part of the ``operator.add`` keys several tasks of this superstep appended to

@@ -37,6 +37,14 @@ Metrics (each a dialogue metric; the engine reports its mean with a 95 % bootstr
 * ``target_recall_at_k`` = |top-K(last non-empty logged list) ∩ G_T| / |G_T| with G_T the user's
   hidden targets *valid at the end* (they follow the shifts, agents/crs/user.py); None without
   targets or without a logged list.
+
+**Early end.** A satisfied user may end the session (``end_when_satisfied_prob``; its closing turn
+has ``user_meta.end_session``): then T is the closing turn's number, every metric reads the
+transcript up to that user turn, and the recommender's closing reply is left out. So the last system
+turn counted is the one whose film the user accepted: it is judged (hit_rate over T − 1 turns, all
+judged), ``turns_to_accept`` is that session's first accept (an ended session always has one, so the
+censoring at T concerns only sessions that ran to ``n_turns``), and ``target_recall_at_k`` reads the
+list the user accepted from, not the reply to its goodbye.
 """
 
 from __future__ import annotations
@@ -83,10 +91,12 @@ def named_precision(n_fitting: Sequence[int], n_named: Sequence[int]) -> float |
     return sum(n_fitting) / total if total else None
 
 
-def acceptance(accepted_after: Sequence[bool]) -> dict:
-    """``accepted_after[t-1]``: whether the user accepted a film of named_t in turn t+1 (the last
-    turn has no next user turn and is not counted). Returns hit_rate, turns_to_accept, accepted_any."""
-    judged = list(accepted_after[:-1])
+def acceptance(accepted_after: Sequence[bool], *, last_judged: bool = False) -> dict:
+    """``accepted_after[t-1]``: whether the user accepted a film of named_t in turn t+1. The last
+    turn has no next user turn and is not counted, unless ``last_judged`` (a session the user ended:
+    its closing turn judged the last turn counted, the recommender's closing reply is not in the
+    list). Returns hit_rate, turns_to_accept, accepted_any."""
+    judged = list(accepted_after if last_judged else accepted_after[:-1])
     first = next((t for t, ok in enumerate(judged, start=1) if ok), None)
     return {"hit_rate": sum(map(bool, judged)) / len(judged) if judged else None,
             "turns_to_accept": None if not judged else (first if first is not None else len(judged) + 1),
@@ -151,6 +161,12 @@ def logged_lists(transcript: Sequence[Mapping]) -> list[list[str]]:
 def adaptation_metrics(transcript: Sequence[Mapping], by_id: Mapping, targets: Collection[str], *,
                        window: int, k: int = 10) -> tuple[dict, dict]:
     """The adaptation metrics of one session (module docstring) and their per-shift details."""
+    # a satisfied user that ended the session (``user_meta.end_session``): read up to its closing turn;
+    # the recommender's reply to "thanks, bye" is no recommendation the user saw
+    end = next((i for i, e in enumerate(transcript) if e.get("speaker") == "user"
+                and (e.get("meta") or {}).get("end_session")), None)
+    if end is not None:
+        transcript = transcript[:end + 1]
     rows = session_rows(transcript, by_id)
     shifts = sorted(e["turn"] for e in transcript
                     if e.get("speaker") == "user" and (e.get("meta") or {}).get("shift_event"))
@@ -161,7 +177,7 @@ def adaptation_metrics(transcript: Sequence[Mapping], by_id: Mapping, targets: C
     metrics = {"adapt_shift_rate": shift["rate"], "adapt_delay": shift["delay"],
                "named_precision": named_precision([len(r["fitting"]) for r in rows],
                                                   [len(r["named"]) for r in rows]),
-               **(acceptance([r["accepted"] for r in rows]) if n else
+               **(acceptance([r["accepted"] for r in rows], last_judged=end is not None) if n else
                   {"hit_rate": None, "turns_to_accept": None, "accepted_any": None}),
                f"target_recall_at_{k}": target_recall(lists[-1], targets, k) if lists else None}
     return metrics, {"adaptation": {"window": window, "shifts": shift["shifts"]}}

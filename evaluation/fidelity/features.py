@@ -20,6 +20,10 @@ distinct_1/2        distinct n-grams / n-grams in a window of 50     |sim - huma
                     turns, averaged over random windows (distinct-n
                     falls as text grows: a fixed window makes
                     corpora of any size comparable)
+word_mix            the frequency of each word over all user turns   Jensen-Shannon distance
+                    (the vocabulary as people use it: a simulator
+                    repeating itself or missing people's words
+                    drifts even when every word it says is known)
 oov_share           tokens outside the vocabulary of a reference     sim - human (one-sided:
                     half of the human corpus; the human value is      fewer unknown words than
                     the other half's                                  people is no defect)
@@ -179,6 +183,10 @@ def _distinct_measure(n: int) -> Callable:
     return measure
 
 
+def _words_said(dialogues) -> list[str]:
+    return [w for d in dialogues for t in d["turns"] for w in tokens_of(t)]
+
+
 def _oov(dialogues, vocab: set[str]) -> float:
     unknown = total = 0
     for d in dialogues:
@@ -209,6 +217,7 @@ MEASURES: dict[str, tuple[Callable, str, str]] = {
                                         abs(_request_share(s) - _request_share(h))), "share", "|difference|"),
     "distinct_1": (_distinct_measure(1), "distinct-1", "|difference|"),
     "distinct_2": (_distinct_measure(2), "distinct-2", "|difference|"),
+    "word_mix": (_categorical(lambda ds, _c: _words_said(ds)), "top words", "Jensen-Shannon"),
     "oov_share": (_oov_measure, "share", "sim - human"),
 }
 

@@ -173,8 +173,8 @@ def read_group_csv(path: str | Path) -> dict:
     plan, plan_notes = normalize_plan(plan)
     if not any(t["intent"].startswith("sys_synthesize_") and "resolution_explanation" in t["meta"] for t in turns) \
             and any(t["intent"].startswith("sys_synthesize_") for t in turns):
-        notes.append("no resolution_explanation metadata: M3 counts synthesis texts of >= 6 tokens and "
-                     "M14 reads the synthesis utterances")
+        notes.append("no resolution_explanation metadata: M3 and M14 read the synthesis utterances "
+                     "(M3_reported counts those of >= 6 tokens)")
     notes += plan_notes
     return {"turns": turns, "plan": plan, "ref_info": ref, "flags": flags,
             "warnings": [f"{file}: " + "; ".join(notes)] if notes else []}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from convsim.catalog.travel import KINDS, TravelDB
 from convsim import make_embedder
-from convsim.evaluation.group.metrics import dialogue_only_metrics
+from convsim.evaluation.group.metrics import dialogue_only_metrics, strategy_effect_rate
 from convsim.evaluation.group.plan_metrics import (M8_THRESHOLD, M10_THRESHOLD, M15_THRESHOLD, concession_rate,
                                            fairness_gini, placed_addressing_rate, plan_coherence,
                                            plan_grounding_rate, plan_repairs, preference_addressing_rate,
@@ -89,6 +89,12 @@ def evaluate_group_dialogue(turns: list[dict], plan: dict | None, db: TravelDB, 
     scored = plan_satisfaction(prefs, plan=plan, db=db, embedder=embedder, group_size=group_size)
     table = scored["table"]
     out.update(scored["metrics"])
+    # M4 from behaviour: a named strategy counts only when its effect is in the lived plan (the
+    # table's verdicts, none for an over-full plan: its quality factor is 0)
+    quality = scored["metrics"].get("plan_quality_factor")
+    met = {k: bool(ch["room_type"] if k[1] == "lodging" and ch.get("room_type") is not None else ch["satisfied"])
+           and (quality is None or quality > 0) for k, ch in table.items()}
+    out["M4"] = strategy_effect_rate(turns, met, use_social_theory=bool(flags.get("use_social_theory")))
     out["M10_pairs"] = len(table)
     out["M10_satisfied_pairs"] = sum(ch["satisfied"] for ch in table.values())
     out["M12"], member_means = semantic_satisfaction(prefs, plan=plan, embedder=embedder, db=db)

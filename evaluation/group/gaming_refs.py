@@ -9,14 +9,15 @@
   ``agents/group/member_view.py``);
 * ``alarmist``: a conflict reported on every slot;
 * ``self_reporter``: the self-reporting talker (first member heard; conflict, ``include_both``,
-  pasted wishes and one fake feedback exchange on every slot).
+  pasted wishes and one fake feedback exchange on every slot); ``self_reporter_c5`` is the same
+  talker on C5's dialogue, against C5, where M5 applies.
 
 ``write_group_gaming_check(run_dir)`` is the run's analysis hook (``evaluation/gaming.py``): it
 writes ``gaming_check.md`` / ``.json`` and prints whether any of them beats C4 on a headline metric
 (the graph's SUMMARY_METRICS that a planner can move, each in its good direction).
-M2-M5 still read the system's own reports: on C4 the self-reporting talker ties C4 on M2, M3, M4
-(both at 1.0) and M5 (0: feedback off); under C5 its fake feedback would beat C5 on M5
-(docs/group_planning.md).
+M2-M5 are computed from behaviour (``convsim.evaluation.group.metrics``), so the self-reporting
+talker's claims no longer score: it loses M2 (precision), M3 (pasted wishes), M4 (include_both with
+one option placed) and M5 (fake feedback) (docs/group_planning.md).
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from pathlib import Path
 
 from convsim.evaluation.gaming import write_gaming_check
 
-GAMING = {"gaming": "C4", "place_everything": "C4", "alarmist": "C4", "self_reporter": "C4"}
+GAMING = {"gaming": "C4", "place_everything": "C4", "alarmist": "C4", "self_reporter": "C4",
+          "self_reporter_c5": "C5"}
 HEADLINE = {**{m: ("metrics", True) for m in ("W1", "W2", "W3", "M2", "M3", "M4", "M5", "M6", "M9",
                                                "M10", "M11", "M16", "W1_all_members", "W2_all_members",
                                                "W3_all_members")},

@@ -24,9 +24,12 @@ AGGREGATION = {
     "slot_precision": "turn = correct predicted pairs / predicted pairs in the active domain; dataset = micro; "
                       "MAS4CS calls 1 - this the 'hallucination rate' (slot_false_discovery)",
     "db_grounding": "turn = grounded mentions / mentions; dialogue = pooled mentions; dataset = micro over mentions",
-    "memory_transfer": "event 0/1; dialogue = correct / opportunities (values the user restated and dontcare "
-                       "are no opportunity; memory_transfer_restated counts the former); dataset = macro over "
-                       "dialogues with >= 1 opportunity, denominator (dialogues, opportunities, restated) reported",
+    "memory_transfer": "event 0/1; opportunities: simulation = goal domains whose script refers back to an "
+                       "earlier domain's value (from the goal, the same for every agent; never reached = 0), "
+                       "replay = the gold state's carried values; values the user restated and dontcare are no "
+                       "opportunity (memory_transfer_restated counts the former); dialogue = correct / "
+                       "opportunities; dataset = macro over dialogues with >= 1 opportunity, denominator "
+                       "(dialogues, opportunities, restated) reported",
     "policy_compliance": "turn 0/1; dialogue = violation count; dataset = violations / all turns (micro)",
     "system_correctness": "turn 0/1 (an unsupported-domain turn expects the refusal), None only when the gold "
                           "domain is unknown or general small talk (counted: system_correct_unscored); "
@@ -179,8 +182,46 @@ def _transfer_events(turns: list[dict], slots: tuple[str, ...]) -> list[dict]:
     return events
 
 
+def memory_transfer_goal_events(goal: dict, turns: list[dict]) -> list[dict]:
+    """Transfer opportunities of a simulated dialogue, defined by the user's goal (agent-independent).
+
+    One opportunity per goal domain B whose script refers back instead of restating the value
+    (``goal["reuse"] = {"slot", "from"}``: "in the same area as the restaurant"); the value was
+    said in the earlier domain's opening (``sample_goal`` puts it first there). The count comes
+    from the goal alone, so two agents on the same seeds get the same denominator. Outcome, read
+    from ``turns`` (``{gold_domain, gold_state, pred_state[, user_text]}`` in order): at the first
+    turn whose gold state holds ``B-slot`` (the user's reference), ``correct`` = the predicted
+    state holds ``B-slot`` with the goal's value; a dialogue that never reaches that reference (the
+    user gave up first) is ``reached`` 0 and ``correct`` 0, not dropped. A reference the user's
+    words restated (a user model naming the value) is ``restated`` (no memory needed): left out of
+    the opportunities and counted by ``memory_transfer_restated``; the rule user's forms never
+    restate it. ``dontcare`` is never a reuse value.
+    """
+    events = []
+    for g in goal.get("domains", []):
+        reuse = g.get("reuse")
+        if not reuse:
+            continue
+        b, slot = g["domain"], reuse["slot"]
+        value = g["constraints"].get(slot)
+        if value in (None, "dontcare"):
+            continue
+        key = f"{b}-{slot}"
+        at = next((i for i, t in enumerate(turns) if t.get("gold_domain") == b and key in (t.get("gold_state") or {})),
+                  None)
+        event = {"turn": at, "from": reuse["from"], "to": b, "slot": slot, "value": value, "reached": int(at is not None)}
+        if at is not None and _restated(turns[at].get("user_text"), [value]):
+            events.append({**event, "restated": 1})
+            continue
+        pred = (turns[at].get("pred_state") or {}).get(key) if at is not None else None
+        events.append({**event, "correct": int(_matches(pred, [value]))})
+    return events
+
+
 def memory_transfer_dialogue(events: list[dict]) -> dict:
-    """MemoryAcc_dialogue = correct transfers / opportunities; score None without opportunities."""
+    """MemoryAcc_dialogue = correct transfers / opportunities; score None without opportunities.
+    Events marked ``restated`` are no opportunity (counted apart)."""
+    events = [e for e in events if not e.get("restated")]
     n = len(events)
     return {"score": sum(e["correct"] for e in events) / n if n else None, "opportunities": n}
 

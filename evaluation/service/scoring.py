@@ -177,6 +177,7 @@ def score_dataset(records: list[dict]) -> dict:
     out["memory_transfer_dialogues"] = len(with_opp)
     out["memory_transfer_opportunities"] = sum(d["memory_transfer_opportunities"] for d in with_opp)
     out["memory_transfer_restated"] = sum(d.get("memory_transfer_restated", 0) or 0 for d in dms)
+    out["memory_transfer_unreached"] = sum(d.get("memory_transfer_unreached", 0) or 0 for d in dms)
     turns = sum(d.get("n_turns", 0) for d in dms)
     out["policy_violation_rate"] = sum(d.get("policy_violations", 0) for d in dms) / turns if turns else None
     for name in ("task_completion", "task_completion_gated", "task_success", "task_success_structured",
