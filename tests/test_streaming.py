@@ -247,3 +247,31 @@ def test_a_streamed_tool_call_is_the_unstreamed_one():
     assert plain.tool_calls == message["tool_calls"] and plain.finish_reason == "tool_calls"
     assert (streamed.content, streamed.tool_calls, streamed.finish_reason) == \
         (plain.content, plain.tool_calls, plain.finish_reason)
+
+
+def test_a_tool_calling_agent_streamed_books_as_unstreamed(tmp_path):
+    """The customer-service agent behind an OpenAI-compatible endpoint, calling the scenario's tools:
+    with ``--stream`` the same replies, tool calls and bookings as without."""
+    import sys
+    pytest.importorskip("langchain.agents", reason="the scripted policy needs langchain>=1.0 (convsim[examples])")
+    from conftest import ROOT
+    from openai_agent import as_endpoint
+    sys.path.insert(0, str(ROOT / "examples"))
+    from scripted_models import service_policy
+    runs = {}
+    for name, flag in (("plain", "--no-stream"), ("streamed", "--stream")):
+        with serve(answer=as_endpoint(service_policy, [])) as server:
+            code, out, exc = cli("run", "customer_service", "--sessions", "3", "--agent",
+                                 f"service=openai:clerk@{server.url}", "--out", tmp_path, "--run-id", name,
+                                 "--no-analysis", "-q", flag)
+            assert code == 0, (out, exc)
+            assert server.streamed == (0 if name == "plain" else len(server.arrivals))
+        runs[name] = sorted((json.loads(x) for x in (tmp_path / name / "results.jsonl").read_text().splitlines()),
+                            key=lambda r: r["session_id"])
+    assert {r["status"] for r in runs["plain"]} == {"ok"}
+    for a, b in zip(runs["plain"], runs["streamed"], strict=True):
+        assert [e["text"] for e in a["transcript"]] == [e["text"] for e in b["transcript"]]
+        assert [e.get("meta", {}).get("tool_calls") for e in a["transcript"]] == \
+            [e.get("meta", {}).get("tool_calls") for e in b["transcript"]]
+        assert a["agent_bookings"] == b["agent_bookings"] and a["dialogue_metrics"] == b["dialogue_metrics"]
+    assert any(e.get("meta", {}).get("tool_calls") for r in runs["streamed"] for e in r["transcript"])
