@@ -275,3 +275,61 @@ def test_a_tool_calling_agent_streamed_books_as_unstreamed(tmp_path):
             [e.get("meta", {}).get("tool_calls") for e in b["transcript"]]
         assert a["agent_bookings"] == b["agent_bookings"] and a["dialogue_metrics"] == b["dialogue_metrics"]
     assert any(e.get("meta", {}).get("tool_calls") for r in runs["streamed"] for e in r["transcript"])
+
+
+def test_the_stop_check_between_llamacpp_tokens():
+    """The wrapper of llama.cpp's token generator (convsim.providers.llamacpp, no model needed): it
+    counts the tokens, passes what the caller sends in, and on a stop closes llama.cpp's generator
+    and raises RunStopped before the next token."""
+    from convsim.providers.llamacpp import _stoppable
+    closed, received = [], []
+
+    def generate(n):
+        try:
+            for token in range(n):
+                received.append((yield token))
+        finally:
+            closed.append(True)
+
+    tokens = [0]
+    assert list(_stoppable(generate, tokens)(5)) == [0, 1, 2, 3, 4] and tokens == [5] and closed == [True]
+    gen = _stoppable(generate, tokens)(100)
+    assert [next(gen), gen.send("x"), next(gen)] == [0, 1, 2] and received[-2:] == ["x", None]
+    stopping.request("test")
+    with pytest.raises(stopping.RunStopped):
+        next(gen)
+    assert tokens == [3] and closed == [True, True]
+
+
+def test_a_call_waiting_for_the_in_process_model_gives_up_on_a_stop():
+    from convsim.providers.llamacpp import ChatLlamaCpp
+    release, entered = threading.Event(), []
+
+    class Busy:  # a loaded model whose call in progress runs until released
+        def create_chat_completion(self, **kwargs):
+            entered.append(kwargs["messages"][-1]["content"])
+            release.wait(60)
+            return {"choices": [{"message": {"content": "done"}}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+
+    model = ChatLlamaCpp(model_path="unused.gguf")
+    model._llama = Busy()
+    outcomes = {}
+
+    def call(text):
+        try:
+            outcomes[text] = model.invoke(text).content
+        except BaseException as exc:  # noqa: BLE001
+            outcomes[text] = exc
+
+    first = threading.Thread(target=call, args=("first",))
+    first.start()
+    _wait(lambda: entered == ["first"])
+    second = threading.Thread(target=call, args=("second",))
+    second.start()
+    stopping.request("test")
+    second.join(60)
+    assert isinstance(outcomes["second"], stopping.RunStopped) and entered == ["first"]  # never reached the model
+    release.set()
+    first.join(60)
+    assert outcomes["first"] == "done"
