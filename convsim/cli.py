@@ -180,6 +180,15 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         max_in_flight: Optional[int] = typer.Option(None, help="model calls in flight per server (limits)"),
         timeout: Optional[float] = typer.Option(None, help="seconds one model request may take on the server "
                                                 "(retry.timeout; a request waiting for a free slot is not timed)"),
+        stream: Optional[bool] = typer.Option(None, "--stream/--no-stream", help="stream the answers of HTTP model "
+                                              "servers (retry.stream), timed by the three timeouts below"),
+        first_token_timeout: Optional[float] = typer.Option(
+            None, help="streamed: seconds to a request's first token: the server's queue and prompt "
+            "(retry.first_token_timeout, default 600)"),
+        idle_timeout: Optional[float] = typer.Option(
+            None, help="streamed: seconds between two tokens (retry.idle_timeout, default 30)"),
+        total_timeout: Optional[float] = typer.Option(
+            None, help="streamed: seconds one request may take in all (retry.total_timeout, default 1800)"),
         rpm: Optional[float] = typer.Option(None, help="model calls per minute per server (limits)"),
         max_calls: Optional[int] = typer.Option(None, help="run budget: model calls (exit 3 when spent)"),
         max_tokens: Optional[int] = typer.Option(None, help="run budget: tokens (exit 3 when spent)"),
@@ -202,6 +211,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                               analyze=not no_analysis,
                               prefix=None if prefix is None else {"file": str(prefix), "turns": prefix_turns},
                               timeout=timeout,
+                              retry={"stream": stream, "first_token_timeout": first_token_timeout,
+                                     "idle_timeout": idle_timeout, "total_timeout": total_timeout},
                               limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
                                       "max_tokens": max_tokens}, agents=agent or None)
         except BudgetReached as exc:

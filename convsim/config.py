@@ -248,7 +248,7 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     executor: str | None = None, workers: int | None = None,
                     prefix: dict | None = None, address: str | None = None,
                     limits: dict | None = None, agents: list[str] | dict | None = None,
-                    timeout: float | None = None) -> ExperimentConfig:
+                    timeout: float | None = None, retry: dict | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
 
     ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
@@ -264,6 +264,9 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
             data[key] = val
     if timeout is not None:  # --timeout: seconds one HTTP request may take (the server's work, not its queue)
         data["retry"]["timeout"] = timeout
+    for key, val in (retry or {}).items():  # --stream, --first-token-timeout ...: the retry: section's keys
+        if val is not None:
+            data["retry"][key] = val
     for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.providers.limits)
         if val is not None:
             data["limits"][key] = val

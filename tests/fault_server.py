@@ -16,9 +16,21 @@ Faults (each a probability in ``faults``, or an explicit ``script`` served in or
 * ``junk``     HTTP 200, a well-formed completion whose content is random bytes read as Latin-1
                with a NUL inside (what a broken model or server sends; not infrastructure); each is
                kept in ``server.junk``
+* ``stall``    streamed: the first piece of the answer, then nothing for ``hang_s`` seconds (a
+               server stalled mid-stream), then the rest; not streamed: as ``hang``
 * ``ok``       HTTP 200, ``answer(request_json)`` as the content; an answer that is a dict is the
                message itself (``{"content": ..., "tool_calls": [...]}``: a scripted tool-calling
                agent, finish reason ``tool_calls``)
+
+Streamed answers: a request with ``"stream": true`` is answered as OpenAI's server-sent events
+(chunked): a first event with the role, one event per piece of the content (:func:`pieces`: a word
+with the spaces after it), an event with the ``finish_reason``, then, when the request asked for
+``stream_options.include_usage``, an event with no choices and the usage, and ``data: [DONE]``.
+``token_s``: seconds between two pieces (a model generating), or ``token_s(n, request_json)`` for
+the n-th request. ``ping_s``: the head is sent at once
+and an SSE comment ``: ping`` every ``ping_s`` seconds while the answer's ``delay`` runs (what
+llama-cpp-python's server does). ``server.stream_cut`` counts streams the client left before their
+end (a cancelled call). Faults other than ``stall``, ``garbage`` and ``junk`` answer as unstreamed.
 
 Preflight's test request (``Reply with OK.``, convsim.running.model_check) is answered ``OK`` at
 once, outside the script, the draws and the delays (``served["ping"]`` counts it).
@@ -39,14 +51,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
-FAULTS = ("500", "429", "hang", "nonjson", "nonutf8", "garbage", "junk")
+FAULTS = ("500", "429", "hang", "nonjson", "nonutf8", "garbage", "junk", "stall")
 GARBAGE = "%% lorem ipsum, the model lost its mind %%"
 
 
@@ -69,7 +82,7 @@ class FaultServer:
                  retry_after: str, hang_s: float, answer: Callable[[dict], str | dict],
                  delay: Callable[[int, dict], float] | None = None, slots: int | None = None,
                  models: set[str] | None = None, props: dict | None = None,
-                 listing: dict | None = None) -> None:
+                 listing: dict | None = None, token_s: Any = 0.0, ping_s: float | None = None) -> None:
         unknown = set(faults or {}) - set(FAULTS) | set(script or []) - set(FAULTS) - {"ok"}
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
@@ -87,6 +100,10 @@ class FaultServer:
         self.arrivals: list[float] = []
         self.finished: list[float] = []
         self.in_service = self.max_in_service = 0
+        self.token_s, self.ping_s = token_s, ping_s
+        self.stream_cut = 0  # streams the client left before their end
+        self.stream_started = 0  # streamed answers whose first piece was sent
+        self.streamed = 0  # streamed answers sent to their end
 
     def choose(self, body: bytes) -> str:
         with self.lock:
@@ -116,6 +133,18 @@ def _completion(request: dict, content: str | dict) -> dict:
             "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
 
 
+def pieces(content: str) -> list[str]:
+    """How a streamed answer is cut: each word with the whitespace after it (leading whitespace alone)."""
+    return re.findall(r"\s+|\S+\s*", content) if content else []
+
+
+def _chunk(request: dict, delta: dict | None, finish: str | None = None, **extra) -> dict:
+    chunk = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": 0,
+             "model": request.get("model", "fake"),
+             "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {**chunk, **extra}
+
+
 def _handler(server: FaultServer):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -137,6 +166,77 @@ def _handler(server: FaultServer):
                 self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
                 pass
+
+        def _stream_head(self) -> None:
+            if getattr(self, "_streaming", False):
+                return
+            self._streaming = True
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            self.close_connection = True
+            self.end_headers()
+
+        def _write_chunk(self, data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def _event(self, payload: dict | str) -> None:
+            text = payload if isinstance(payload, str) else json.dumps(payload)
+            self._write_chunk(f"data: {text}\n\n".encode())
+
+        def _stream(self, request: dict, content: str, stall: bool, n: int = -1) -> None:
+            """Answer ``content`` as server-sent events (see the module's docstring)."""
+            token_s = server.token_s(n, request) if callable(server.token_s) else server.token_s
+            try:
+                self._stream_head()
+                self._event(_chunk(request, {"role": "assistant", "content": ""}))
+                calls = content.get("tool_calls") or [] if isinstance(content, dict) else []
+                content = (content.get("content") or "") if isinstance(content, dict) else content
+                for i, piece in enumerate(pieces(content)):
+                    if i == 1 and stall:
+                        time.sleep(server.hang_s)
+                    elif i and token_s:
+                        time.sleep(token_s)
+                    self._event(_chunk(request, {"content": piece}))
+                    if i == 0:
+                        with server.lock:
+                            server.stream_started += 1
+                for i, call in enumerate(calls):  # a tool call: its id and name, then its arguments in pieces
+                    function = call.get("function") or {}
+                    self._event(_chunk(request, {"tool_calls": [{"index": i, "id": call.get("id"), "type": "function",
+                                                                 "function": {"name": function.get("name"),
+                                                                              "arguments": ""}}]}))
+                    arguments = function.get("arguments") or ""
+                    for at in range(0, len(arguments), 7):
+                        self._event(_chunk(request, {"tool_calls": [{"index": i, "function": {
+                            "arguments": arguments[at:at + 7]}}]}))
+                self._event(_chunk(request, {}, "tool_calls" if calls else "stop"))
+                if (request.get("stream_options") or {}).get("include_usage"):
+                    self._event(_chunk(request, None, usage={"prompt_tokens": 5, "completion_tokens": 5,
+                                                             "total_tokens": 10}))
+                self._event("[DONE]")
+                self._write_chunk(b"")
+                with server.lock:
+                    server.streamed += 1
+            except (BrokenPipeError, ConnectionResetError):  # the client left (a stop, a timeout)
+                with server.lock:
+                    server.stream_cut += 1
+
+        def _wait(self, seconds: float, streaming: bool) -> None:
+            """The answer's delay; while streaming with ``ping_s``, the head at once and pings."""
+            if not (streaming and server.ping_s):
+                time.sleep(seconds)
+                return
+            end = time.monotonic() + seconds
+            self._stream_head()
+            while (left := end - time.monotonic()) > 0:
+                time.sleep(min(left, server.ping_s))
+                try:
+                    self._write_chunk(b": ping\n\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    return
 
         def do_GET(self) -> None:  # noqa: N802 — llama.cpp's /props (``props``), else 404
             if self.path == "/props" and server.props is not None:
@@ -161,6 +261,8 @@ def _handler(server: FaultServer):
             if request.get("messages") == [{"role": "user", "content": "Reply with OK."}]:
                 with server.lock:  # preflight's test request (convsim.running.model_check): answered at
                     server.served["ping"] += 1  # once, outside the script, the draws and the delays
+                if request.get("stream") is True:
+                    return self._stream(request, "OK", False)
                 return self._send(200, json.dumps(_completion(request, "OK")).encode())
             if server.slots is not None:
                 server.slots.acquire()  # a single-slot server: the others wait in its queue
@@ -169,8 +271,8 @@ def _handler(server: FaultServer):
                     server.in_service += 1
                     server.max_in_service = max(server.max_in_service, server.in_service)
                 if server.delay is not None:
-                    time.sleep(server.delay(n, json.loads(body or b"{}")))
-                self._answer(body)
+                    self._wait(server.delay(n, request), request.get("stream") is True)
+                self._answer(body, n)
             finally:
                 with server.lock:
                     server.in_service -= 1
@@ -178,7 +280,7 @@ def _handler(server: FaultServer):
                 if server.slots is not None:
                     server.slots.release()
 
-        def _answer(self, body: bytes) -> None:
+        def _answer(self, body: bytes, n: int = -1) -> None:
             fault = server.choose(body)
             with server.lock:
                 server.served[fault] += 1
@@ -187,20 +289,23 @@ def _handler(server: FaultServer):
             if fault == "429":
                 return self._send(429, b'{"error": {"message": "slow down", "type": "rate_limit"}}',
                                   {"Retry-After": server.retry_after})
-            if fault == "hang":
+            request = json.loads(body or b"{}")
+            streaming = request.get("stream") is True
+            if fault == "hang" or fault == "stall" and not streaming:
                 time.sleep(server.hang_s)
                 return self._send(503, b'{"error": {"message": "too late"}}')
             if fault == "nonjson":
                 return self._send(200, b"<html><body>502 Bad Gateway</body></html>")
             if fault == "nonutf8":
                 return self._send(200, b'{"id": "x", "choices": [{"message": {"content": "\xff\xfe\xfd"}}]}')
-            request = json.loads(body or b"{}")
             if fault == "junk":
                 content = junk_text(body, len(server.junk))
                 with server.lock:
                     server.junk.append(content)
             else:
                 content = GARBAGE if fault == "garbage" else server.answer(request)
+            if streaming:
+                return self._stream(request, content, fault == "stall", n)
             return self._send(200, json.dumps(_completion(request, content)).encode())
 
     return Handler
@@ -211,11 +316,12 @@ def serve(port: int = 0, seed: int = 0, faults: dict[str, float] | None = None, 
           script: list[str] | None = None, retry_after: str = "1", hang_s: float = 3.0,
           answer: Callable[[dict], str | dict] = default_answer, delay: Callable[[int, dict], float] | None = None,
           slots: int | None = None, models: set[str] | None = None,
-          props: dict | None = None, listing: dict | None = None) -> Iterator[FaultServer]:
+          props: dict | None = None, listing: dict | None = None, token_s: Any = 0.0,
+          ping_s: float | None = None) -> Iterator[FaultServer]:
     """Serve on 127.0.0.1 (``port=0``: a free port) until the block ends."""
     server = FaultServer(seed=seed, faults=faults, script=script, retry_after=retry_after,
                          hang_s=hang_s, answer=answer, delay=delay, slots=slots, models=models,
-                         props=props, listing=listing)
+                         props=props, listing=listing, token_s=token_s, ping_s=ping_s)
     httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(server))
     httpd.daemon_threads = True
     server.httpd = httpd

@@ -4,15 +4,22 @@ provider through the real client (langchain-ollama -> ollama -> httpx), 127.0.0.
     with serve_ollama(models={"m"}, answer=lambda request: "Paris.") as server:
         spec = f"ollama:m@{server.url}"
 
-A streamed request (Ollama's default, what ChatOllama sends) is answered as NDJSON: one chunk with
-the content, then the closing ``done`` object with the token counts; ``"stream": false`` as one JSON
-object. A model not in ``models`` gets Ollama's HTTP 404 ``model "x" not found, try pulling it first``.
-``server.requests`` keeps every request body (JSON).
+A streamed request (Ollama's default, what ChatOllama sends) is answered as NDJSON (chunked): one
+chunk per piece of the content (a word with the spaces after it), then the closing ``done`` object
+with the token counts; ``"stream": false`` as one JSON object. A model not in ``models`` gets
+Ollama's HTTP 404 ``model "x" not found, try pulling it first``. ``server.requests`` keeps every
+request body (JSON).
+
+A slow server: ``delay_s`` before the first chunk (a queue, loading the model), ``token_s`` between
+two chunks, ``stall_s`` after the first chunk only (a stalled stream). ``server.cut`` counts streams
+the client left before their end (a cancelled call or a timeout).
 """
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterator
@@ -21,10 +28,13 @@ CREATED = "2026-01-01T00:00:00.000000Z"
 
 
 class OllamaServer:
-    def __init__(self, models: set[str], answer: Callable[[dict], str]) -> None:
+    def __init__(self, models: set[str], answer: Callable[[dict], str], delay_s: float = 0.0,
+                 token_s: float = 0.0, stall_s: float = 0.0) -> None:
         self.models, self.answer = models, answer
+        self.delay_s, self.token_s, self.stall_s = delay_s, token_s, stall_s
         self.requests: list[dict] = []
         self.url = ""
+        self.cut = 0
 
 
 def _handler(server: OllamaServer):
@@ -55,17 +65,38 @@ def _handler(server: OllamaServer):
                     "prompt_eval_count": 7, "prompt_eval_duration": 100, "eval_count": 3, "eval_duration": 100}
             if request.get("stream", True) is False:
                 return self._send(200, json.dumps({**done, "message": {"role": "assistant", "content": content}}).encode())
-            chunk = {"model": name, "created_at": CREATED, "message": {"role": "assistant", "content": content},
-                     "done": False}
-            body = (json.dumps(chunk) + "\n" + json.dumps(done) + "\n").encode()
-            return self._send(200, body, "application/x-ndjson")
+            if server.delay_s:
+                time.sleep(server.delay_s)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for i, piece in enumerate(re.findall(r"\s+|\S+\s*", content)):
+                    if i == 1 and server.stall_s:
+                        time.sleep(server.stall_s)
+                    elif i and server.token_s:
+                        time.sleep(server.token_s)
+                    chunk = {"model": name, "created_at": CREATED,
+                             "message": {"role": "assistant", "content": piece}, "done": False}
+                    self._chunk((json.dumps(chunk) + "\n").encode())
+                self._chunk((json.dumps(done) + "\n").encode())
+                self._chunk(b"")
+            except (BrokenPipeError, ConnectionResetError):
+                server.cut += 1
+                self.close_connection = True
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
+            self.wfile.flush()
 
     return Handler
 
 
 @contextmanager
-def serve_ollama(models: set[str] | None = None, answer: Callable[[dict], str] = lambda r: "OK") -> Iterator[OllamaServer]:
-    server = OllamaServer(set(models or {"m"}), answer)
+def serve_ollama(models: set[str] | None = None, answer: Callable[[dict], str] = lambda r: "OK", *,
+                 delay_s: float = 0.0, token_s: float = 0.0, stall_s: float = 0.0) -> Iterator[OllamaServer]:
+    server = OllamaServer(set(models or {"m"}), answer, delay_s=delay_s, token_s=token_s, stall_s=stall_s)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(server))
     httpd.daemon_threads = True
     server.url = f"http://127.0.0.1:{httpd.server_address[1]}"

@@ -62,3 +62,16 @@ def test_what_a_server_reports_of_its_slots(tmp_path):
         assert server_slots(server.url) == 1
     with serve(listing={"object": "list", "data": [{"id": "gpt", "object": "model", "owned_by": "openai"}]}) as server:
         assert server_slots(server.url) is None
+
+
+def test_streamed_the_queue_is_not_timed_without_a_cap(tmp_path):
+    """Streamed answers (``--stream``): the same single-slot server with 8 calls allowed in flight
+    (the control above, which times out) has 0 infra errors: the long first-token timeout covers
+    the server's queue, the short idle timeout (1 s, as the request timeout above) its work."""
+    with serve(slots=1, props={"total_slots": 1}, delay=lambda n, r: WORK_S) as server:
+        code, out, exc, records = _run(tmp_path, server.url, "streamed", "--max-in-flight", "8", "--stream",
+                                       "--idle-timeout", TIMEOUT_S)
+        assert code == 0, (out, exc)
+        assert len(records) == 8 and {r["status"] for r in records} == {"ok"}, records
+        # 8 sessions x 3 turns, and preflight's test request: all streamed
+        assert server.max_in_service == 1 and len(server.finished) == 24 and server.streamed == 25

@@ -63,3 +63,49 @@ def test_a_signal_stops_a_run_against_a_slow_server(tmp_path, sig, code):
         assert records and all(r["status"] == "ok" for r in records)
         assert len(records) == 2, [(r["session_id"], r["status"]) for r in records]
         assert (tmp_path / "stop" / "summary.json").exists()
+
+
+def test_a_signal_cancels_streamed_calls_mid_answer_and_resume_reruns_them(tmp_path):
+    """Streamed answers (``--stream``): two sessions finish, then every answer streams one word every
+    30 s. SIGTERM while two calls are mid-answer: the calls are cancelled (the server sees its client
+    leave each stream), nothing of the abandoned sessions is written, and the same command resumes
+    them once the server is fast again."""
+    slow = [True]
+
+    def token_s(n, request):
+        return 30.0 if slow[0] and n >= 6 else 0.0
+
+    def answer(request):
+        return "Paris. " + " ".join(["and"] * 40)
+
+    with serve(answer=answer, token_s=token_s) as server:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "CONVSIM_PREFLIGHT_MODELS": "0"}
+        args = [sys.executable, "-m", "convsim", "run", "hello_chat", "--sessions", "8", "--concurrency", "2",
+                "--model", f"agent=openai:fake@{server.url}", "--out", str(tmp_path), "--run-id", "stop",
+                "--no-analysis", "--quiet", "--stream"]
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            results = tmp_path / "stop" / "results.jsonl"
+            _wait_for(lambda: server.stream_started >= 8  # two streams begun on the slow server ...
+                      and results.exists() and len(results.read_text().splitlines()) == 2)  # ... two sessions done
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+            exited = time.monotonic()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        print(f"streamed: signal-to-exit {exited - sent:.2f} s")
+        assert proc.returncode == 143, (out, err)
+        assert [t for t in server.arrivals if t > sent] == []
+        _wait_for(lambda: server.stream_cut == 2)  # both streams left mid-answer by the client
+        assert server.streamed == 6  # only the two finished sessions' answers were streamed to the end
+        records = [json.loads(x) for x in results.read_text().splitlines()]
+        assert len(records) == 2 and all(r["status"] == "ok" for r in records)
+        done = {r["session_id"] for r in records}
+        slow[0] = False
+        rerun = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr
+        records = [json.loads(x) for x in results.read_text().splitlines()]
+        assert len(records) == 8 and all(r["status"] == "ok" for r in records)
+        assert done < {r["session_id"] for r in records}

@@ -54,3 +54,55 @@ def test_gemma_structured_answer_is_validated_or_recorded():
     r = m.structured([("user", "Rate the sentence 'The cat sat on the mat.' for fluency.")], Rating, retries=1)
     assert r.ok or (r.raw is not None and r.error)
     assert len(m.calls) == r.attempts
+
+
+@needs_local
+def test_a_stop_abandons_an_in_process_call_between_tokens():
+    """A graceful stop abandons an in-process llama.cpp call between two tokens (issue 39): the call
+    raises RunStopped with fewer tokens generated than its max_tokens, the model stays usable, and a
+    call that is not stopped answers as llama.cpp does without the stop check (same text, same usage)."""
+    import threading
+    import time
+
+    from convsim.providers import stopping
+    from convsim.providers.llamacpp import ChatLlamaCpp
+    from convsim.providers.models import parse_model_spec
+    from langchain_core.messages import HumanMessage
+
+    max_tokens = 200
+    model = ChatLlamaCpp.from_spec(parse_model_spec({"spec": "llamacpp:gemma3-270m", "seed": 1,
+                                                     "max_tokens": max_tokens}))
+    prompt = [HumanMessage("Count from 1 to 300, one number per line.")]
+    short = [HumanMessage("Say hello.")]
+    stopping.reset()
+    outcome = []
+
+    def call():
+        try:
+            outcome.append(model.invoke(prompt))
+        except BaseException as exc:  # noqa: BLE001
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call)
+    try:
+        thread.start()
+        end = time.monotonic() + 600  # a guard against a hang, not a measurement
+        while model.tokens_generated < 5 and thread.is_alive():
+            assert time.monotonic() < end
+            time.sleep(0.01)
+        stopping.request("test")
+        thread.join(600)
+    finally:
+        stopping.reset()
+    assert len(outcome) == 1 and isinstance(outcome[0], stopping.RunStopped), outcome
+    assert 5 <= model.tokens_generated < max_tokens
+    # usable again, and what a call that runs to its end answers is llama.cpp's own answer
+    answer = model.invoke(short)
+    llama = model._load()
+    wrapped = llama.generate
+    llama.generate = wrapped.__wrapped__
+    try:
+        plain = model.invoke(short)
+    finally:
+        llama.generate = wrapped
+    assert answer.content == plain.content and answer.usage_metadata == plain.usage_metadata

@@ -16,6 +16,8 @@ or opens a new one; an idle connection the server has closed is dropped before r
 does, and a request that finds a reused connection closed under it is sent once more on a fresh
 one); one timeout per connect / send / read, like httpx's; TLS for ``https://``; no redirects, no
 proxies (convsim.providers.openai_client sends proxied URLs through the openai SDK instead).
+Streamed answers (:meth:`JSONPoster.post_stream`: server-sent events, NDJSON) are read line by line
+with a first-token, an idle and a total deadline instead of the one timeout (docs/real_models.md).
 
 Failures raise exceptions named as httpx names them, so :func:`convsim.providers.retry.infra_fault` reads
 them the same way: :class:`ConnectError`, :class:`ConnectTimeout`, :class:`ReadTimeout`,
@@ -30,8 +32,9 @@ import os
 import re
 import select
 import socket
+import time
 import weakref
-from typing import Any
+from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 from convsim.providers import stopping
@@ -264,6 +267,50 @@ class JSONPoster:
                                   response)
         return response
 
+    def post_stream(self, path: str, body: bytes, timeouts: Any,
+                    progress: Callable[[bytes], bool] = bool) -> "Streamed":
+        """POST ``body`` to ``path`` and return once the answer's head arrived: a :class:`Streamed`
+        whose :meth:`~Streamed.lines` reads its body line by line (SSE, NDJSON).
+
+        ``timeouts`` (a :class:`convsim.providers.retry.StreamTimeouts`) replace this poster's
+        one timeout: the first ``progress`` line (by default any non-empty line; an SSE comment, a
+        server's keep-alive ping, is not one) must arrive within ``first_token`` seconds of the
+        send (the server's queue and prompt processing), each next one within ``idle`` seconds of
+        the last (the server's work), and the whole answer within ``total`` (None: no cap). Each
+        bound exceeded raises :class:`ReadTimeout` naming it; an answer >= 300 raises
+        :class:`HTTPStatusError` as :meth:`post` does. A stop (``cancel_in_flight``) ends the read
+        at once with :class:`convsim.providers.stopping.RunStopped`."""
+        url = self.prefix + path
+        stopping.check()
+        stream = Streamed(self, url, timeouts, progress)
+        conn, reused = self._take()
+        stream.conn = conn
+        self._busy.add(conn)
+        try:
+            try:
+                stream.start(body)
+            except _STALE:
+                if not reused or stopping.requested():
+                    raise
+                conn.close()  # closed by the server just as it was reused: once more, on a fresh one
+                self._busy.discard(conn)
+                conn = stream.conn = self._new()
+                self._busy.add(conn)
+                stream.start(body)
+        except Exception as exc:
+            self._busy.discard(conn)
+            stream.fail(exc)
+        except BaseException:
+            self._busy.discard(conn)
+            conn.close()
+            raise
+        if stream.answer.status >= 300:
+            content = stream.read_all()
+            text = content.decode("utf-8", "replace")[:300]
+            raise HTTPStatusError(f"HTTP {stream.answer.status} from {self.host}:{self.port}{url}: {text}",
+                                  Response(stream.answer.status, stream.answer.raw_headers, content))
+        return stream
+
     def cancel_in_flight(self) -> None:
         """Shut down the sockets of the requests in flight: each ``post`` waiting on one returns at once."""
         for conn in list(self._busy):
@@ -321,6 +368,121 @@ class JSONPoster:
         else:
             self._give_back(conn)
         return response
+
+
+class Streamed:
+    """An answer being read as a stream (:meth:`JSONPoster.post_stream`): ``content_type``, then
+    :meth:`lines` (or :meth:`read_all`). Its connection goes back to the pool when the body was read
+    to its end, else it is closed (:meth:`close`: an abandoned stream)."""
+
+    def __init__(self, poster: JSONPoster, url: str, timeouts: Any, progress: Callable[[bytes], bool]) -> None:
+        self.poster, self.url, self.timeouts, self.progress = poster, url, timeouts, progress
+        self.conn: Any = None
+        self.answer: Any = None
+        self.started = time.monotonic()
+        self.cap = self.started + timeouts.total if timeouts.total else float("inf")
+        self.deadline = min(self.started + timeouts.first_token, self.cap)
+        self.waiting_for = "first"  # what the deadline is for: the first token, the next one
+        self.done = False
+
+    @property
+    def content_type(self) -> str:
+        return str(self.answer.headers.get("content-type") or "").split(";")[0].strip().lower()
+
+    def _arm(self) -> None:
+        """Set the socket's timeout to what is left before the deadline (raise when none is)."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        self.conn.sock.settimeout(left)
+
+    def start(self, body: bytes) -> None:
+        before, after = self.poster._head(self.url)
+        self._arm()
+        self.conn.sock.sendall(b"%b%d%b%b" % (before, len(body), after, body))
+        self.answer = _Answer(self.conn.sock, method="POST")
+        self.answer.begin()  # the head: within the first-token deadline too
+
+    def lines(self) -> Iterator[bytes]:
+        """Each line of the body, its line end stripped, as it arrives (see post_stream's timeouts)."""
+        poster = self.poster
+        poster._busy.add(self.conn)
+        try:
+            while True:
+                self._arm()
+                line = self.answer.readline()
+                if not line:
+                    stopping.check()  # a stop shut the socket down: the end of the body is not the answer's
+                    break
+                now = time.monotonic()
+                if self.progress(line.strip()):
+                    self.waiting_for = "next"
+                    self.deadline = min(now + self.timeouts.idle, self.cap)
+                elif now >= self.deadline:
+                    raise TimeoutError("deadline passed")  # keep-alive pings are not tokens
+                yield line.rstrip(b"\r\n")
+        except GeneratorExit:  # the reader stopped early: the rest of the body is not read
+            self.close()
+            raise
+        except Exception as exc:
+            poster._busy.discard(self.conn)
+            self.fail(exc)
+        except BaseException:
+            self.close()
+            raise
+        poster._busy.discard(self.conn)
+        self._finished()
+
+    def read_all(self) -> bytes:
+        """The rest of the body at once (an answer that is not a stream: an error, a plain JSON body)."""
+        try:
+            self._arm()
+            content = self.answer.read()
+            stopping.check()
+        except Exception as exc:
+            self.poster._busy.discard(self.conn)
+            self.fail(exc)
+        except BaseException:
+            self.close()
+            raise
+        self.poster._busy.discard(self.conn)
+        self._finished()
+        return content
+
+    def _finished(self) -> None:
+        self.done = True
+        if self.answer.will_close or self.conn.sock is None:
+            self.conn.close()
+        else:
+            self.conn.sock.settimeout(self.poster.timeout)
+            self.poster._give_back(self.conn)
+
+    def close(self) -> None:
+        """Abandon the answer (its connection is closed, never reused half read)."""
+        self.poster._busy.discard(self.conn)
+        if not self.done:
+            self.done = True
+            self.conn.close()
+
+    def fail(self, exc: Exception):
+        """Raise what a failed read is: RunStopped after a stop, a timeout naming the bound it
+        exceeded, else as :meth:`JSONPoster._failed` names it."""
+        self.done = True
+        if stopping.requested():  # cancelled by a stop (cancel_in_flight): no fault of the server
+            self.conn.close()
+            raise stopping.RunStopped(stopping.reason()) from exc
+        if isinstance(exc, TimeoutError):
+            self.conn.close()
+            poster, t = self.poster, self.timeouts
+            where = f"{poster.host}:{poster.port}"
+            if self.deadline >= self.cap:
+                why = f"the answer from {where} took longer than {t.total} s in all"
+            elif self.waiting_for == "first":
+                why = f"no first token from {where} within {t.first_token} s"
+            else:
+                why = f"the stream from {where} stalled: no token for {t.idle} s"
+            raise ReadTimeout(why) from exc
+        self.poster._failed(self.conn, exc)
 
 
 class _HeadRecorder(http.client.HTTPConnection):

@@ -126,23 +126,30 @@ call_guard: Any = None
 _BACKENDS_LOCK = threading.Lock()
 
 
-def _backend(spec: ModelSpec, timeout: float = 120.0):
+def _backend(spec: ModelSpec, timeout: float = 120.0, stream: Any = None):
     """The chat backend for the spec (``invoke(messages, **kwargs)`` returning a message with
-    ``content`` and ``usage_metadata``), shared by all sessions and threads (built once)."""
+    ``content`` and ``usage_metadata``), shared by all sessions and threads (built once).
+    ``stream``: the timeouts of streamed answers (``RetryPolicy.stream_timeouts()``), None: not streamed."""
+    if stream is not None and spec.provider not in ("openai", "ollama"):
+        stream = None  # only HTTP answers are streamed (in-process llama.cpp is cancelled per token)
     key = (spec.provider, spec.model, spec.base_url, spec.temperature, spec.seed, spec.num_ctx,
-           spec.max_tokens, timeout)
+           spec.max_tokens, timeout, stream)
     backend = _BACKENDS.get(key)  # no lock once built: every model call of every thread passes here
     if backend is None:
         with _BACKENDS_LOCK:
             if key not in _BACKENDS:
-                _BACKENDS[key] = _make_backend(spec, timeout)
+                _BACKENDS[key] = _make_backend(spec, timeout) if stream is None else _make_backend(spec, timeout, stream)
             backend = _BACKENDS[key]
     return backend
 
 
-def _make_backend(spec: ModelSpec, timeout: float = 120.0):
+def _make_backend(spec: ModelSpec, timeout: float = 120.0, stream: Any = None):
     # provider-side retries are off: convsim.providers.retry retries, records each attempt and classifies
     import os
+    if spec.provider == "ollama" and stream is not None:
+        # streamed through convsim.providers.httpjson: first-token / idle timeouts, cancelled by a stop
+        from convsim.providers.ollama_client import OllamaChat
+        return OllamaChat(spec, timeout, stream)
     if spec.provider == "ollama":
         from langchain_ollama import ChatOllama
         kwargs: dict[str, Any] = {"model": spec.model, "temperature": spec.temperature,
@@ -159,7 +166,7 @@ def _make_backend(spec: ModelSpec, timeout: float = 120.0):
     if spec.provider == "openai":
         # not ChatOpenAI: the same request for a fraction of the CPU (see convsim/providers/openai_client.py)
         from convsim.providers.openai_client import OpenAIChat
-        return OpenAIChat(spec, timeout)
+        return OpenAIChat(spec, timeout, stream=stream)
     if spec.provider == "llamacpp":
         from convsim.providers.llamacpp import ChatLlamaCpp
         return ChatLlamaCpp.from_spec(spec)
@@ -440,7 +447,10 @@ class ChatModel:
                 with (call_guard(self.spec, msgs) if call_guard is not None else nullcontext()) as charge:
                     started, sent = time.perf_counter(), True  # latency is the server's, not the wait for a slot
                     try:
-                        msg = _backend(self.spec, policy.timeout).invoke(msgs, **kwargs)
+                        stream = policy.stream_timeouts()
+                        backend = _backend(self.spec, policy.timeout) if stream is None else \
+                            _backend(self.spec, policy.timeout, stream)
+                        msg = backend.invoke(msgs, **kwargs)
                     except Exception as exc:  # noqa: BLE001 — re-raised below
                         if charge is not None and cut_answer(exc) is not None:
                             charge(_cut_usage(exc))  # served, then cut at max_tokens: its tokens count

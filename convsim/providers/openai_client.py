@@ -22,6 +22,12 @@ Behaviour kept from ``ChatOpenAI`` (tests/test_openai_client.py compares the two
   ``openai.LengthFinishReasonError`` with the completion (so the cut text and its tokens are kept),
   and one stopped by a content filter ``openai.ContentFilterFinishReasonError``;
 
+With ``retry.stream`` the request asks for a streamed answer (``"stream": true`` and
+``stream_options.include_usage``: the one field ChatOpenAI's body would differ by) and
+:func:`assemble_sse` builds, from its server-sent events, the completion the unstreamed request
+returns; the first-token, idle and total timeouts of :class:`convsim.providers.retry.StreamTimeouts`
+replace the request timeout (docs/real_models.md).
+
 Two deviations, both about a server's malformed 200, which ChatOpenAI turned into errors that read as
 a bug in graph code (``code_error``, never retried):
 
@@ -152,12 +158,16 @@ def _usage(usage: Any) -> dict | None:
 class OpenAIChat:
     """One model on one OpenAI-compatible server with fixed generation settings (thread-safe)."""
 
-    def __init__(self, spec: Any, timeout: float = 120.0, transport: str | None = None) -> None:
+    def __init__(self, spec: Any, timeout: float = 120.0, transport: str | None = None,
+                 stream: Any = None) -> None:
         transport = transport or TRANSPORT
         if transport == "sdk" or proxied(spec.base_url):
             self.client, self.poster = shared_client(spec.base_url, timeout), None
         else:
             self.client, self.poster = None, shared_poster(spec.base_url, timeout)
+        # the timeouts of a streamed answer (convsim.providers.retry.StreamTimeouts), or None: not
+        # streamed. Through the SDK's client (a proxied URL) answers are not streamed.
+        self.stream = stream if self.poster is not None else None
         self.model = spec.model
         # ChatOpenAI's body: the settings it sends, in the (sorted) order it sends them
         settings: dict[str, Any] = {"temperature": spec.temperature}
@@ -185,11 +195,16 @@ class OpenAIChat:
 
     def invoke(self, messages: list, **kwargs: Any) -> Answer:
         body = self.body(messages, **kwargs)
-        if self.poster is not None:
-            response = self.poster.post("/chat/completions", dumps(body))
+        if self.stream is not None:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}  # the token counts, in the last event
+            data = self._streamed(body)
         else:
-            response = self.client.post("/chat/completions", body=body, cast_to=_raw_response_type())
-        data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
+            if self.poster is not None:
+                response = self.poster.post("/chat/completions", dumps(body))
+            else:
+                response = self.client.post("/chat/completions", body=body, cast_to=_raw_response_type())
+            data = json.loads(response.content)  # JSONDecodeError / UnicodeDecodeError: unreadable body
         choice = _first_choice(data)
         finish = choice.get("finish_reason")
         if "response_format" in body and finish in ("length", "content_filter"):
@@ -201,6 +216,111 @@ class OpenAIChat:
         message = choice.get("message") or {}
         return Answer(message.get("content") or "", _usage(data.get("usage")), finish,
                       message.get("tool_calls") or None)
+
+
+    def _streamed(self, body: dict) -> Any:
+        """The completion a streamed request (``stream: true``) answers, assembled from its
+        server-sent events as the one JSON object the same request without streaming answers:
+        the content deltas joined, the last ``finish_reason``, the ``usage`` of the last event
+        (``stream_options.include_usage``; a server that leaves it out leaves the counts unknown).
+        A server that answers one JSON object instead is read as that object."""
+        stream = self.poster.post_stream("/chat/completions", dumps(body), self.stream, progress=_sse_data)
+        try:
+            if stream.content_type != "text/event-stream":
+                return json.loads(stream.read_all())  # a server that ignored "stream"
+            return assemble_sse(stream.lines(), stream)
+        finally:
+            stream.close()
+
+
+def _sse_data(line: bytes) -> bool:
+    """Whether a stripped line of an event stream carries data (a comment, ``: ping``, does not)."""
+    return line.startswith(b"data:")
+
+
+def assemble_sse(lines: Any, where: Any = None) -> dict:
+    """The chat completion the server-sent events ``lines`` (each a line, its end stripped) stream:
+    ``{"id", "object", "created", "model", "choices": [{"index", "finish_reason", "message"}],
+    "usage"}``; the message's ``tool_calls`` joined from their deltas (by index: id, name, the
+    arguments' pieces). An event carrying ``error`` raises :class:`MalformedCompletion`; an event that is
+    not JSON raises ``JSONDecodeError`` (an unreadable body); a stream that ends before its
+    ``[DONE]`` and before a ``finish_reason``, or whose choice never got a ``finish_reason``, raises
+    ``RemoteProtocolError`` (the answer was cut)."""
+    from convsim.providers.httpjson import RemoteProtocolError
+    head: dict = {}
+    pieces: list[str] = []
+    calls: dict[int, dict] = {}  # the tool calls by index, their arguments joined from the deltas
+    finish = usage = None
+    role, chosen, ended = "assistant", False, False
+    data: list[bytes] = []
+
+    def event(payload: bytes) -> None:
+        nonlocal finish, usage, role, chosen, ended
+        if payload.strip() == b"[DONE]":
+            ended = True
+            return
+        chunk = json.loads(payload)
+        if not isinstance(chunk, dict):
+            raise MalformedCompletion(f"unexpected event from the server: {str(chunk)[:200]!r}")
+        if chunk.get("error"):
+            raise MalformedCompletion(f"the server streamed an error: {str(chunk['error'])[:300]}")
+        for key in ("id", "created", "model"):
+            if key not in head and key in chunk:
+                head[key] = chunk[key]
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            chosen = True
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                pieces.append(delta["content"])
+            if delta.get("role"):
+                role = delta["role"]
+            for part in delta.get("tool_calls") or ():
+                if not isinstance(part, dict):
+                    continue
+                call = calls.setdefault(part.get("index", len(calls)), {"id": None, "type": "function",
+                                                                        "function": {"name": "", "arguments": ""}})
+                if part.get("id"):
+                    call["id"] = part["id"]
+                if part.get("type"):
+                    call["type"] = part["type"]
+                function = part.get("function") or {}
+                if function.get("name"):
+                    call["function"]["name"] += function["name"]
+                if isinstance(function.get("arguments"), str):
+                    call["function"]["arguments"] += function["arguments"]
+            if choice.get("finish_reason") is not None:
+                finish = choice["finish_reason"]
+
+    for line in lines:
+        if not line:  # the end of an event
+            if data:
+                event(b"\n".join(data))
+                data = []
+            if ended:
+                break
+        elif line.startswith(b"data:"):
+            data.append(line[6:] if line[5:6] == b" " else line[5:])
+        # (a comment ": ..." or an event:/id:/retry: field carries no completion)
+    if data:
+        event(b"\n".join(data))
+    if finish is None and chosen:
+        # every complete answer says why it ended before its [DONE]; llama-cpp-python's server, when
+        # another request arrives (its interrupt_requests, on by default), ends a stream mid-answer
+        # with a bare [DONE]: that is a cut answer, never a short one
+        raise RemoteProtocolError("the stream ended before the answer did (no finish_reason"
+                                  + (")" if ended else ", no [DONE])"))
+    if not ended and finish is None:
+        raise RemoteProtocolError("the stream ended before the answer did (no finish_reason, no [DONE])")
+    message: dict = {"role": role, "content": "".join(pieces)}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    choices = [{"index": 0, "finish_reason": finish, "message": message}] if chosen else []
+    return {"id": head.get("id", ""), "object": "chat.completion", "created": head.get("created", 0),
+            "model": head.get("model", ""), "choices": choices, "usage": usage}
 
 
 def _raw_response_type() -> type:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity import RetryCallState, wait_exponential
@@ -54,13 +54,38 @@ class RetryPolicy(BaseModel):
     initial_wait: float = Field(1.0, ge=0, description="seconds before the first retry (doubles)")
     max_wait: float = Field(30.0, ge=0, description="cap of the exponential wait, seconds")
     max_retry_after: float = Field(60.0, ge=0, description="cap of a server's Retry-After, seconds")
-    timeout: float = Field(120.0, gt=0, description="seconds one HTTP request may take")
+    timeout: float = Field(120.0, gt=0, description="seconds one HTTP request may take (not streamed)")
+    # streamed answers (OpenAI-compatible SSE, Ollama NDJSON): three timeouts instead of ``timeout``
+    stream: bool = Field(False, description="stream the answers of HTTP model servers (OpenAI-compatible "
+                         "and Ollama), timed by the three timeouts below instead of timeout")
+    first_token_timeout: float = Field(600.0, gt=0, description="streamed: seconds from sending a request "
+                                       "to its first token (the server's queue and prompt processing)")
+    idle_timeout: float = Field(30.0, gt=0, description="streamed: seconds between two tokens (the "
+                                "server's work; a longer pause is a stalled stream)")
+    total_timeout: float | None = Field(1800.0, gt=0, description="streamed: seconds one request may "
+                                        "take in all (None: no cap)")
     answer_attempts: int = Field(2, ge=1, le=10, description="tries per model answer that fails the "
                                  "answer check (convsim.providers.answer_check), the first included")
     # the circuit breaker: after this many sessions in a row ended infra_error, no new session starts
     # and the run exits 3 (the rest resumable); None: never
     stop_after_infra_errors: int | None = Field(5, ge=1, description="consecutive infra_error sessions "
                                                 "that stop scheduling (exit 3; None: never)")
+
+
+    def stream_timeouts(self) -> "StreamTimeouts | None":
+        """The timeouts of a streamed request, or None when answers are not streamed."""
+        if not self.stream:
+            return None
+        return StreamTimeouts(self.first_token_timeout, self.idle_timeout, self.total_timeout)
+
+
+class StreamTimeouts(NamedTuple):
+    """How long a streamed answer may take: to its first token (the server's queue and prompt
+    processing), between two tokens (its work), in all (None: no cap)."""
+
+    first_token: float
+    idle: float
+    total: float | None
 
 
 def _chain(exc: BaseException | None):

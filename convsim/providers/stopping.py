@@ -2,8 +2,10 @@
 
 Once asked (:func:`request`), no new session and no new model call starts (:func:`check` raises
 :class:`RunStopped` where a call, a retry or a wait for a server slot would begin), the HTTP calls in
-flight are cancelled (their sockets shut down: ``convsim.providers.httpjson``), a session still
-streaming is abandoned at its next node boundary (never written: it runs again on resume), and
+flight are cancelled (their sockets shut down: ``convsim.providers.httpjson``; streamed answers
+mid-stream too), an in-process llama.cpp call is abandoned before its next token
+(``convsim.providers.llamacpp``), a session still running is abandoned at its next node boundary
+(never written: it runs again on resume), and
 the sessions that finished are written with the run's summary. The CLI then exits 143 (SIGTERM) or
 130 (SIGINT); a second signal stops at once (docs/real_models.md).
 

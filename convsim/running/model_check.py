@@ -50,10 +50,12 @@ def _ping_kwargs(spec: Any) -> dict:
     return {}
 
 
-def ping(spec: Any, timeout: float) -> None:
-    """One tiny chat request to the spec's server through the sessions' backend (no retries)."""
+def ping(spec: Any, timeout: float, stream: Any = None) -> None:
+    """One tiny chat request to the spec's server through the sessions' backend (no retries;
+    ``stream``: the timeouts of streamed answers, as the sessions send them)."""
     from langchain_core.messages import HumanMessage
-    models._backend(spec, timeout).invoke([HumanMessage(PING)], **_ping_kwargs(spec))
+    backend = models._backend(spec, timeout) if stream is None else models._backend(spec, timeout, stream)
+    backend.invoke([HumanMessage(PING)], **_ping_kwargs(spec))
 
 
 def _get_json(url: str, timeout: float) -> Any:
@@ -137,7 +139,7 @@ def _ping_all(plan: Any) -> list[str]:
                 continue
             seen.add(key)
             try:
-                ping(spec, cfg.retry.timeout)
+                ping(spec, cfg.retry.timeout, cfg.retry.stream_timeouts())
             except Exception as exc:  # noqa: BLE001 — classified below
                 what = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
                 code = _status_code(exc)
