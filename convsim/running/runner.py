@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -147,8 +148,15 @@ def session_pool(concurrency: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=concurrency + 4, thread_name_prefix="convsim")
 
 
+def _warm_summary_imports() -> None:
+    import scipy.special  # noqa: F401  the summary's intervals need it
+
+
 async def execute(plan: Plan, *, show_progress: bool = True) -> Path:
     preflight(plan)  # inputs are loaded and validated before anything is written
+    # the summary every run ends with needs scipy (about a second to import): imported beside the
+    # sessions, so that a stop asked for mid-run (SIGTERM) is not held up by it at the end
+    threading.Thread(target=_warm_summary_imports, daemon=True, name="convsim-warm-imports").start()
     cfg = plan.config  # (preflight may cap the calls in flight to a server at what it reports)
     asyncio.get_running_loop().set_default_executor(session_pool(cfg.concurrency))
     store = RunStore(plan.run_dir)
