@@ -84,9 +84,11 @@ def agent(state: State, runtime: Runtime[Context]) -> dict:
             (t for t in FACTS if t in question.lower()), None)
         text = f"The {topic} is {FACTS[topic]}." if topic else "I do not know."
     else:
+        from convsim.agents.language import node_vocabulary
         from convsim.providers.answer_check import checked_invoke
+        # English, with the words a shipped node knows (convsim.agents.language)
         answer = checked_invoke(model, [("system", "Answer in one short sentence."), ("user", question)],
-                                purpose="answer")
+                                purpose="answer", language="en", vocabulary=node_vocabulary())
         if not answer.ok:  # garbage or nothing: the agent failed this turn (scored incorrect, raw kept,
             # flagged by agent_checks: the session is an agent_failure, never a silent ok)
             return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": "",
