@@ -57,10 +57,11 @@ def stop_words() -> frozenset[str]:
 
 
 def words_of(text: str) -> list[str]:
-    """The casefolded words of ``text``: its runs of letters (``\\w`` runs with no digit nor ``_``)."""
+    """The casefolded words of ``text``: its runs of letters (``\\w`` runs with no digit nor ``_``),
+    but single letters other than "a" and "i" (initials, a postcode's ``C.B 2, 1 U.F``)."""
     out = []
     for tok in _TOKEN.findall(text.casefold()):
-        if "_" in tok or any(ch.isdigit() for ch in tok):
+        if "_" in tok or any(ch.isdigit() for ch in tok) or (len(tok) == 1 and tok not in "ai"):
             continue
         out.append(tok)
     return out
@@ -99,8 +100,8 @@ def language_measure(text: str, vocabulary: Iterable[str] | frozenset[str] = fro
     n_known = sum(w in stop or (len(w) >= 3 and (w in vocab or w in more)) for w in words)
     letters, latin = _latin_share(text)
     n = len(words)
-    return {"words": n, "known_share": n_known / n if n else 1.0, "stop_share": n_stop / n if n else 1.0,
-            "letters": letters, "latin_share": latin}
+    return {"words": n, "known": n_known, "stop": n_stop, "known_share": n_known / n if n else 1.0,
+            "stop_share": n_stop / n if n else 1.0, "letters": letters, "latin_share": latin}
 
 
 def language_defect(text: str, *, language: str | None = "en",
@@ -119,9 +120,9 @@ def language_defect(text: str, *, language: str | None = "en",
         return (f"not English: {1 - m['latin_share']:.0%} of its {m['letters']} letters are not Latin "
                 f"script")
     if m["words"] >= MIN_WORDS and m["known_share"] < MIN_KNOWN_SHARE:
-        return (f"not English: {m['known_share']:.0%} of its {m['words']} words are English words "
-                f"(at least {MIN_KNOWN_SHARE:.0%} expected)")
+        return (f"not English: {m['known']} of its {m['words']} words are English words "
+                f"(under {MIN_KNOWN_SHARE:.0%})")
     if m["words"] >= MIN_WORDS_FOR_STOP and m["stop_share"] < MIN_STOP_SHARE:
-        return (f"not English prose: {m['stop_share']:.0%} of its {m['words']} words are function words "
-                f"(at least {MIN_STOP_SHARE:.0%} expected): a list of words, not a sentence")
+        return (f"not English prose: {m['stop']} of its {m['words']} words are function words "
+                f"(under {MIN_STOP_SHARE:.0%}): a list of words, not a sentence")
     return None
