@@ -10,7 +10,7 @@ postcode or a time, is no word); it fails when
   script (a reply in Chinese, Russian, Arabic... to an English prompt), or
 * it has at least ``MIN_WORDS`` words and under ``MIN_KNOWN_SHARE`` of them are known English words:
   scikit-learn's ``ENGLISH_STOP_WORDS`` (318 function words), the contraction pieces
-  (``don't`` -> ``don``, ``t``), and the words of 3 letters or more of the ``vocabulary`` the node
+  (``don't`` -> ``don``, ``t``), 22 chat words (``CHAT_WORDS``: hi, thanks, okay...), and the words of 3 letters or more of the ``vocabulary`` the node
   passes (its catalog's or database's words, its prompt's words: convsim.catalog.vocabulary builds
   the shipped one; a catalog's names hold "la", "el", "y"), or
 * it has at least ``MIN_WORDS_FOR_STOP`` words and under ``MIN_STOP_SHARE`` of them are stop words:
@@ -47,6 +47,11 @@ _TOKEN = re.compile(r"\w+")
 # what an apostrophe leaves of a contraction (don't, I'll, we're, she'd, it's, can't)
 _CONTRACTION_PIECES = frozenset("s t ll re ve m d don doesn didn isn aren wasn weren hasn haven hadn won "
                                 "wouldn couldn shouldn mustn needn ain shan let o".split())
+
+
+# what a chat turn says in any domain and scikit-learn's list leaves out: greetings, thanks, assent
+CHAT_WORDS = frozenset("hi hello hey thanks thank please yes yeah ok okay sure bye goodbye sorry welcome "
+                       "great good nice fine like love want need".split())
 
 
 @functools.lru_cache(maxsize=1)
@@ -97,7 +102,7 @@ def language_measure(text: str, vocabulary: Iterable[str] | frozenset[str] = fro
     stop = stop_words()
     n_stop = sum(w in stop for w in words)
     # a word of the vocabulary counts from 3 letters on: a catalog's names hold "la", "el", "y"
-    n_known = sum(w in stop or (len(w) >= 3 and (w in vocab or w in more)) for w in words)
+    n_known = sum(w in stop or w in CHAT_WORDS or (len(w) >= 3 and (w in vocab or w in more)) for w in words)
     letters, latin = _latin_share(text)
     n = len(words)
     return {"words": n, "known": n_known, "stop": n_stop, "known_share": n_known / n if n else 1.0,
