@@ -118,7 +118,7 @@ def main() -> None:
 
     from convsim.catalog.movies.catalog import load_movie_catalog
     from convsim.agents.language import node_vocabulary
-    from convsim.providers.answer_language import language_defect, stop_words
+    from convsim.providers.answer_language import CHAT_WORDS, language_defect, stop_words
     from fault_server import GARBAGE, NONSENSE
 
     vocab = node_vocabulary()
@@ -138,7 +138,7 @@ def main() -> None:
     limit = {"shuffled English turns (limit)": shuffled(rng, all_english, 300)}
 
     print(f"vocabulary: {len(vocab)} words of the shipped data, prompts and labels + {len(stop_words())} "
-          "stop words and contraction pieces\n")
+          f"stop words and contraction pieces + {len(CHAT_WORDS)} chat words\n")
     print(f"{'English set (must pass)':<44}{'n':>7}{'failed':>8}{'rate':>8}")
     fails_total = n_total = 0
     shown: dict[str, list] = {}

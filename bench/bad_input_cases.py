@@ -10,8 +10,8 @@ Two counts:
 * **command-line cases**: every bad input the files run through the command line with their
   ``one_line`` helper (``tests/cli_helpers.py``, or a file's own). Each is *clean* when it exits 2,
   prints one line holding the words the test expects (the file, record or field) and no
-  traceback, and writes nothing: no new file under the ``--out`` folder it names (a command
-  without ``--out`` is counted clean or not on the first three alone, and said so);
+  traceback, and writes nothing: no new file under the ``--out`` folder it names (``./runs``, the
+  default, for a command without ``--out``);
 * **test cases**: the pytest items of the files (a parametrized case each), passed or failed; the
   ones that call a loader in-process check its ``ConvsimError`` names the file, record and field.
 
@@ -47,17 +47,18 @@ class Recorder:
         @functools.wraps(original)
         def one_line(args, *words, **kw):
             args = [str(a) for a in args]
-            out = Path(args[args.index("--out") + 1]) if "--out" in args[:-1] else None
-            before = _files(out) if out is not None else set()
-            case = {"module": module.__name__, "args": args, "clean": False, "why": None,
-                    "out_checked": out is not None}
+            named = "--out" in args[:-1]
+            # no --out: the default output folder, runs/ under the working directory
+            out = Path(args[args.index("--out") + 1]) if named else Path.cwd() / "runs"
+            before = _files(out)
+            case = {"module": module.__name__, "args": args, "clean": False, "why": None, "out_named": named}
             self.cases.append(case)
             try:
                 line = original(args, *words, **kw)
             except AssertionError as exc:
                 case["why"] = f"not one line / exit code / words: {str(exc)[:160]}"
                 raise
-            written = sorted(_files(out) - before) if out is not None else []
+            written = sorted(_files(out) - before)
             if written:
                 case["why"] = f"wrote {written[:3]}"
             else:
@@ -89,10 +90,10 @@ def main(argv: list[str]) -> int:
     rec = Recorder()
     code = pytest.main(["-q", "-p", "no:cacheprovider", *files], plugins=[rec])
     clean = sum(c["clean"] for c in rec.cases)
-    unchecked = sum(not c["out_checked"] for c in rec.cases)
+    default_out = sum(not c["out_named"] for c in rec.cases)
     print(f"\nfiles: {' '.join(files)}")
     print(f"command-line cases: {len(rec.cases)}, clean {clean}, unclean {len(rec.cases) - clean} "
-          f"({unchecked} without --out: nothing-written not checked by this count)")
+          f"({default_out} without --out, checked against ./runs)")
     by_module = Counter(c["module"] for c in rec.cases)
     for m, n in sorted(by_module.items()):
         print(f"  {m}: {n} cases, {sum(c['clean'] for c in rec.cases if c['module'] == m)} clean")
