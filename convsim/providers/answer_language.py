@@ -22,8 +22,8 @@ thresholds were set on a labelled set (``python bench/answer_language.py`` print
 English texts (WOZ 2.0 and MultiWOZ human turns, OpenDialKG film plots, every turn of 20 sessions of
 each shipped scenario, film titles and yes/no answers) fail 4 times (0.03%: address-only WOZ system
 turns, one plot); 665 nonsense answers (lorem ipsum, word salads, replies in 13 other languages)
-fail 634 times (95.3%). The stop-word rule from 6 words on caught 99.5% of the nonsense but failed
-0.4% of the English (terse lists of names): a false failure costs a session, so 8. What it cannot
+fail 634 times (95.3%). The stop-word rule from 6 words on caught 99.6% of the nonsense but failed
+18 English texts (0.13%, terse lists of names): a false failure costs a session, so 8. What it cannot
 see: English words in a random order that keep the usual share of function words (a shuffled real
 turn) pass, as does a fluent English answer about something else. That needs a model of the
 content, not a check of the form.
