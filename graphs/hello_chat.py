@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from convsim import SessionContext, compile_with_default_context, emit_metrics, rng_for
+from convsim.agents.language import node_vocabulary
 from convsim.slots import Slot
 from convsim.slots.nodes import call_slot, is_builtin
 
@@ -46,7 +47,7 @@ class Params(BaseModel):
 
 # the system under test: the researcher's own agent fills it with --agent agent=SPEC (docs/agents.md)
 SLOTS = {"agent": Slot(role="agent", handed="the conversation so far: the user's fact questions, its own answers",
-                       returns="reply", builtins=("facts",))}
+                       returns="reply", builtins=("facts",), language="en", vocabulary=node_vocabulary)}
 
 MODEL_ROLES = ("agent", "judge")  # judge: optional, a model that checks each answer (structured output)
 
