@@ -47,7 +47,7 @@ MIN_STOP_SHARE = 0.08    # share of words that are English function words
 MIN_LETTERS = 4          # the script share is judged from this many letters on
 MIN_LATIN_SHARE = 0.5    # share of letters in Latin script
 
-_TOKEN = re.compile(r"\w+")
+_WORD = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")  # a whole \w run of letters only
 # what an apostrophe leaves of a contraction (don't, I'll, we're, she'd, it's, can't)
 _CONTRACTION_PIECES = frozenset("s t ll re ve m d don doesn didn isn aren wasn weren hasn haven hadn won "
                                 "wouldn couldn shouldn mustn needn ain shan let o".split())
@@ -68,12 +68,7 @@ def stop_words() -> frozenset[str]:
 def words_of(text: str) -> list[str]:
     """The casefolded words of ``text``: its runs of letters (``\\w`` runs with no digit nor ``_``),
     but single letters other than "a" and "i" (initials, a postcode's ``C.B 2, 1 U.F``)."""
-    out = []
-    for tok in _TOKEN.findall(text.casefold()):
-        if "_" in tok or any(ch.isdigit() for ch in tok) or (len(tok) == 1 and tok not in "ai"):
-            continue
-        out.append(tok)
-    return out
+    return [w for w in _WORD.findall(text.casefold()) if len(w) > 1 or w in "ai"]
 
 
 def english_words(texts: Iterable[str]) -> frozenset[str]:
