@@ -7,6 +7,7 @@ language) passed the check: in a 20 %-fault run, 9 of 22 ``ok`` sessions held th
 lorem-ipsum sentence as a turn; the language test (convsim.providers.answer_language) fails it."""
 import json
 import re
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -19,8 +20,7 @@ from convsim.running.store import read_jsonl
 from convsim.agents.language import EnglishTurn, node_vocabulary
 from fault_server import GARBAGE, NONSENSE, junk_text, serve
 
-NONSENSE_FILE = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "nonsense_answers.json")
-                           .read_text(encoding="utf-8"))
+NONSENSE_FILE = json.loads((Path(__file__).parent / "data" / "nonsense_answers.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("text,why", [

@@ -2,6 +2,7 @@
 appendix/debug". The import refused them at line 1; now they are kept in the transcript, left out
 of TAS and the DST gold, and counted per dialogue. With the crs_shift param ``tas_plot_name: true`` they count in TAS."""
 import json
+import math
 
 from convsim.evaluation.crs.excluded_fields import excluded_counts
 from convsim.evaluation.reporting.transcripts import evaluate_transcripts, read_transcripts
@@ -99,6 +100,6 @@ def test_plot_keyword_and_title_concepts_and_their_weights():
     assert got == {("plot", "prison"), ("name", "cast away"), ("name", "not a catalog film")}  # word boundaries
     idf = ExcludedIdf(cat)
     n = len(cat.movies)
-    assert idf("name", "cast away") == __import__("math").log((1 + n) / 2) + 1
+    assert idf("name", "cast away") == math.log((1 + n) / 2) + 1
     assert idf("plot", "zzzunseen") > idf("plot", "prison") > idf("plot", "a")  # rarer keywords weigh more
     assert idf("genre", "Drama") == cat.idf("genre", "Drama")
