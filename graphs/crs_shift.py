@@ -128,6 +128,8 @@ class Params(BaseModel):
     user_negation: Literal["drop", "keep"] = Field(
         "drop", description="E(U), E(S) of the grounded metrics: without the values a turn retracts "
                             "('I don't care about X anymore'), or with them (paper: its extractor kept them)")
+    tas_plot_name: bool = Field(False, description="count name (titles) and plot-keyword concepts in "
+                                "TAS (the CRS spec leaves them out by default; evaluation/crs/excluded_fields.py)")
     # TAS/CAS of the multi-model CRS experiment and the PEPPER-style judge (docs/analysis.md)
     topic_mode: Literal["lda", "keyword", "llm"] = Field(
         "lda", description="TAS/CAS topics: LDA on the catalog, keyword heuristic, or the 'topics' model")
@@ -176,7 +178,8 @@ class Params(BaseModel):
     def tas_settings(self) -> TASSettings:
         return TASSettings(alpha=self.alpha, beta=self.beta, gamma=self.gamma,
                            window=self.recovery_window, tau=self.tau, rule=self.recovery_rule,
-                           cc_floor=self.cc_floor, user_negation=self.user_negation)
+                           cc_floor=self.cc_floor, user_negation=self.user_negation,
+                           plot_name=self.tas_plot_name)
 
 
 @dataclass
@@ -218,6 +221,18 @@ def _extractor(ctx: Context) -> ConceptExtractor:
     if ctx.extractor is not None:
         return ctx.extractor
     return _extractor_for(_catalog(ctx), _params(ctx).fuzzy_threshold)
+
+
+@functools.lru_cache(maxsize=8)
+def _excluded_idf_for(catalog: MovieCatalog):
+    from convsim.evaluation.crs.excluded_fields import ExcludedIdf
+    return ExcludedIdf(catalog)
+
+
+def _tas_idf(ctx: Context):
+    """The idf TAS weighs concepts with: the catalog's, with name and plot added when they count."""
+    catalog = _catalog(ctx)
+    return _excluded_idf_for(catalog) if _params(ctx).tas_plot_name else catalog.idf
 
 
 def _history(state: State) -> list[tuple[str, str]]:
@@ -296,7 +311,7 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
     earlier = {i for e in scored_transcript(state["transcript"][:-2]) if e["speaker"] == "system"
                for i in (e.get("meta") or {}).get("mentioned_ids") or []}
     metrics, details = turn_evaluation(user_entry, system_entry, extractor=_extractor(ctx),
-                                       idf=_catalog(ctx).idf, settings=_params(ctx).tas_settings(),
+                                       idf=_tas_idf(ctx), settings=_params(ctx).tas_settings(),
                                        user_concepts=known, earlier_named=earlier)
     emit_metrics(runtime, turn=state["turn"],
                  metrics={k: metrics[k] for k in ("cc", "cr", "copy_penalty", "tas")
@@ -307,7 +322,7 @@ def evaluate_turn(state: State, runtime: Runtime[Context]) -> dict:
 def evaluate_dialogue(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     scored = {**state, "transcript": scored_transcript(state.get("transcript") or [])}  # failed turns as failed
-    metrics, details = dialogue_evaluation(scored, _params(ctx).tas_settings(), _catalog(ctx).idf,
+    metrics, details = dialogue_evaluation(scored, _params(ctx).tas_settings(), _tas_idf(ctx),
                                            DIALOGUE_CONTRIBUTORS)
     adapt, adapt_details = adaptation_metrics(state.get("transcript") or [], _catalog(ctx).by_id,
                                               hidden_targets(state), window=_params(ctx).recovery_window,

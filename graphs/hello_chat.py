@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from convsim import SessionContext, compile_with_default_context, emit_metrics, rng_for
+from convsim.agents.language import node_vocabulary
 from convsim.slots import Slot
 from convsim.slots.nodes import call_slot, is_builtin
 
@@ -46,7 +47,7 @@ class Params(BaseModel):
 
 # the system under test: the researcher's own agent fills it with --agent agent=SPEC (docs/agents.md)
 SLOTS = {"agent": Slot(role="agent", handed="the conversation so far: the user's fact questions, its own answers",
-                       returns="reply", builtins=("facts",))}
+                       returns="reply", builtins=("facts",), language="en", vocabulary=node_vocabulary)}
 
 MODEL_ROLES = ("agent", "judge")  # judge: optional, a model that checks each answer (structured output)
 
@@ -84,9 +85,11 @@ def agent(state: State, runtime: Runtime[Context]) -> dict:
             (t for t in FACTS if t in question.lower()), None)
         text = f"The {topic} is {FACTS[topic]}." if topic else "I do not know."
     else:
+        from convsim.agents.language import node_vocabulary
         from convsim.providers.answer_check import checked_invoke
+        # English, with the words a shipped node knows (convsim.agents.language)
         answer = checked_invoke(model, [("system", "Answer in one short sentence."), ("user", question)],
-                                purpose="answer")
+                                purpose="answer", language="en", vocabulary=node_vocabulary())
         if not answer.ok:  # garbage or nothing: the agent failed this turn (scored incorrect, raw kept,
             # flagged by agent_checks: the session is an agent_failure, never a silent ok)
             return {"transcript": [{"turn": state["turn"], "speaker": "agent", "text": "",

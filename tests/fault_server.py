@@ -12,7 +12,11 @@ Faults (each a probability in ``faults``, or an explicit ``script`` served in or
 * ``hang``     no answer for ``hang_s`` seconds (longer than the client's timeout)
 * ``nonjson``  HTTP 200, ``application/json`` content type, an HTML body
 * ``nonutf8``  HTTP 200, bytes that are not UTF-8
-* ``garbage``  HTTP 200, a well-formed completion whose content is nonsense (not infrastructure)
+* ``garbage``  HTTP 200, a well-formed completion whose content is ``GARBAGE``, placeholder Latin
+               (not infrastructure)
+* ``nonsense`` HTTP 200, a well-formed completion whose content is well-formed nonsense, one of
+               ``NONSENSE`` (lorem ipsum, a salad of English words, a reply in French, German or
+               Spanish), drawn per request; each is kept in ``server.nonsense``
 * ``junk``     HTTP 200, a well-formed completion whose content is random bytes read as Latin-1
                with a NUL inside (what a broken model or server sends; not infrastructure); each is
                kept in ``server.junk``
@@ -59,8 +63,17 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 
-FAULTS = ("500", "429", "hang", "nonjson", "nonutf8", "garbage", "junk", "stall")
-GARBAGE = "%% lorem ipsum, the model lost its mind %%"
+FAULTS = ("500", "429", "hang", "nonjson", "nonutf8", "garbage", "junk", "stall", "nonsense")
+GARBAGE = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt."
+# well-formed text, decodable, no control character, sentence-shaped: and no answer
+NONSENSE = (
+    "Lorem ipsum dolor sit amet, consectetur adipiscing elit. Ut enim ad minim veniam, quis nostrud "
+    "exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat.",
+    "Velvet harbor quietly seventeen marmalade, orbit lantern cathedral pudding, whisper gravel.",
+    "Je vous recommande vivement ce film, une comédie romantique qui se passe à Paris.",
+    "Natürlich kann ich Ihnen einen Tisch für zwei Personen um acht Uhr reservieren.",
+    "Claro, te recomiendo esta película de ciencia ficción, te va a encantar seguro.",
+)
 
 
 def default_answer(request: dict) -> str:
@@ -92,6 +105,7 @@ class FaultServer:
         self.served: Counter = Counter()
         self.seen: Counter = Counter()
         self.junk: list[str] = []  # every junk content served, in order
+        self.nonsense: list[str] = []  # every nonsense content served, in order
         self.lock = threading.Lock()
         self.httpd: ThreadingHTTPServer | None = None
         self.url = ""
@@ -302,6 +316,11 @@ def _handler(server: FaultServer):
                 content = junk_text(body, len(server.junk))
                 with server.lock:
                     server.junk.append(content)
+            elif fault == "nonsense":
+                with server.lock:
+                    content = NONSENSE[(int(hashlib.sha256(body).hexdigest(), 16) + len(server.nonsense))
+                                       % len(NONSENSE)]
+                    server.nonsense.append(content)
             else:
                 content = GARBAGE if fault == "garbage" else server.answer(request)
             if streaming:

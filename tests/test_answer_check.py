@@ -2,9 +2,12 @@
 that becomes a turn or a verdict (convsim.providers.answer_check). Before, a server answering
 random bytes with a NUL inside for the recommender left the session ``ok`` with the junk scored as
 the system's turn (TAS 0.0, ``crs_generation_failures`` 0); at 20 % faults, 20 of 30 ``ok``
-sessions held a junk system turn."""
+sessions held a junk system turn. Well-formed nonsense (lorem ipsum, a salad of words, another
+language) passed the check: in a 20 %-fault run, 9 of 22 ``ok`` sessions held the fault server's
+lorem-ipsum sentence as a turn; the language test (convsim.providers.answer_language) fails it."""
 import json
 import re
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -14,8 +17,11 @@ from convsim.providers.answer_check import answer_defect, checked_invoke, value_
 from convsim.providers.models import ChatModel, parse_model_spec
 from convsim.running.runner import run
 from convsim.running.store import read_jsonl
+from convsim.agents.language import EnglishTurn, node_vocabulary
 from doubles import goal_answer
-from fault_server import junk_text, serve
+from fault_server import GARBAGE, NONSENSE, junk_text, serve
+
+NONSENSE_FILE = json.loads((Path(__file__).parent / "data" / "nonsense_answers.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("text,why", [
@@ -34,6 +40,77 @@ def test_each_defect_is_named(text, why):
                                   "A newer emoji \U0001FAE8 is text"])
 def test_real_text_passes(text):
     assert answer_defect(text) is None
+
+
+@pytest.mark.parametrize("text,why", [
+    (GARBAGE, "not English: 2 of its 13 words are English words"),  # "sit", "do"
+    *[(t, "not English") for t in NONSENSE if "Velvet" not in t],
+    ("Velvet harbor quietly seventeen marmalade, orbit lantern cathedral pudding, whisper gravel.",
+     "a list of words, not a sentence"),
+    *[(t, "not English") for lang, texts in NONSENSE_FILE.items() if lang in ("de", "it", "nl", "ru", "zh", "ar")
+      for t in texts[:2]],
+])
+def test_well_formed_nonsense_fails_the_language_test_and_passes_without_it(text, why):
+    vocab = node_vocabulary()
+    assert why in answer_defect(text, language="en", vocabulary=vocab)
+    assert answer_defect(text) is None  # the form alone: what passed before
+
+
+@pytest.mark.parametrize("text", [
+    "Yes.", "No, thanks.", "Au.", "Paris.", "Cast Away", "Everything Everywhere All at Once",
+    "The Lord of the Rings: The Return of the King", "You might enjoy Cast Away, a drama with Tom Hanks.",
+    "I need a cheap restaurant in the north part of town that serves Thai food.",
+    "Yu Garden is at 529 Newmarket Road Fen Ditton, postcode C.B 5, 8 P.A.",
+    "Don't worry, I'll book it for you; it's a great place and they're open late.",
+    "Paris. 100 degrees Celsius. William Shakespeare. Jupiter. Au.",
+])
+def test_real_english_answers_pass_the_language_test(text):
+    assert answer_defect(text, language="en", vocabulary=node_vocabulary()) is None
+
+
+def test_the_prompt_words_are_known_and_a_language_the_check_does_not_know_is_refused():
+    names = "Zorblax Quintessa Marvolio Trenchwick"  # a catalog the shipped vocabulary does not hold
+    assert "not English" in answer_defect(f"{names} Fennimore.", language="en")
+    assert answer_defect(f"{names} Fennimore.", language="en", prompt_texts=[f"Candidates: {names}, Fennimore"]) is None
+    with pytest.raises(ValueError, match="no language check for 'fr'"):
+        answer_defect("Bonjour tout le monde, comment allez-vous ?", language="fr")
+
+
+def test_a_node_format_check_fails_an_answer_that_is_not_what_it_asked_for():
+    def score_1_to_5(text):
+        return None if text.strip(".") in {"1", "2", "3", "4", "5"} else f"a score 1-5, got {text[:20]!r}"
+    from convsim.providers.retry import RetryPolicy
+    model = Script(["Seven.", "9", "4."], retry=RetryPolicy(answer_attempts=3))
+    got = checked_invoke(model, [("user", "Rate it 1-5.")], purpose="t", expect=score_1_to_5)
+    assert got.ok and got.text == "4." and got.raws == ["Seven.", "9"]
+    model = Script(["Seven.", "9"], retry=RetryPolicy(answer_attempts=2))
+    got = checked_invoke(model, [("user", "Rate it 1-5.")], purpose="t", expect=score_1_to_5)
+    assert not got.ok and got.reason == "not the expected format: a score 1-5, got '9'" and got.raws == ["Seven.", "9"]
+
+
+def test_checked_invoke_expects_english_by_default_and_a_node_may_say_otherwise():
+    from convsim.providers.retry import RetryPolicy
+    french = NONSENSE_FILE["fr"][0]
+    model = Script([GARBAGE, french], retry=RetryPolicy(answer_attempts=2))
+    got = checked_invoke(model, [("user", "Recommend a film.")], purpose="t")
+    assert not got.ok and got.raws == [GARBAGE, french] and got.reason.startswith("not English")
+    model = Script([french])
+    assert checked_invoke(model, [("user", "Recommande un film.")], purpose="t", language=None).ok
+
+
+def test_a_turn_inside_a_structured_answer_must_be_english():
+    class Said(BaseModel):
+        utterance: EnglishTurn
+
+    bad = json.dumps({"utterance": GARBAGE})
+    with serve(answer=lambda req: bad) as server:
+        model = ChatModel(spec=parse_model_spec(f"openai:fake@{server.url}"), role="user")
+        res = model.structured([("user", "What do you want?")], Said, retries=1)
+    assert not res.ok and "not English" in res.error and res.raws == [bad, bad]
+    good = json.dumps({"utterance": "I'd love a museum on the first day."})
+    with serve(answer=lambda req: good) as server:
+        model = ChatModel(spec=parse_model_spec(f"openai:fake@{server.url}"), role="user")
+        assert model.structured([("user", "What do you want?")], Said, retries=1).ok
 
 
 def test_an_echo_of_the_prompt_and_a_short_answer_fail_only_when_asked():
@@ -135,6 +212,37 @@ def test_junk_on_every_call_for_recommender_user_and_judge_is_never_ok_and_every
         assert r["dialogue_metrics"]["crs_generation_failures"] == len(system)
 
 
+def test_nonsense_on_every_call_for_recommender_user_and_judge_is_never_ok_and_every_raw_is_kept(tmp_path):
+    with serve(faults={"nonsense": 1.0}, answer=_crs_answer) as server:
+        records = _run(tmp_path, server, "nonsense", 3)
+    assert len(records) == 3 and not [r for r in records if r["status"] == "ok"]
+    kept = {s for r in records for s in _strings(r)}
+    assert server.nonsense and set(server.nonsense) <= kept  # every raw answer, retries included
+    vocab = node_vocabulary()
+    for r in records:
+        turns = {e["text"] for e in r["transcript"]}
+        assert not turns & set(NONSENSE)  # nonsense is never a turn
+        assert all(answer_defect(t, language="en", vocabulary=vocab) is None for t in turns)
+        system = [e for e in r["transcript"] if e["speaker"] == "system"]
+        assert all(e["meta"]["generation"]["ok"] is False and "not English" in e["meta"]["generation"]["reason"]
+                   for e in system)
+        assert {"user_model_failed", "judge_invalid"} <= {f["check"] for f in r["simulator_flags"]}
+
+
+def test_nonsense_from_the_recommender_alone_is_an_agent_failure(tmp_path):
+    with serve(answer=_crs_answer) as good, serve(faults={"nonsense": 1.0}) as bad:
+        cfg = config_from_dict({"graph": "crs_shift", "sessions": 2, "seed": 3, "out_dir": str(tmp_path),
+                                "run_id": "crs", "trace": False, "analysis": [],
+                                "params": {"n_turns": 2, "topic_mode": "keyword"},
+                                "models": {"crs": f"openai:fake@{bad.url}", "user": f"openai:fake@{good.url}",
+                                           "judge": f"openai:fake@{good.url}"},
+                                "retry": {"attempts": 2, "initial_wait": 0, "timeout": 30}})
+        records = read_jsonl(run(cfg, analyze=False) / "results.jsonl")
+    assert {r["status"] for r in records} == {"agent_failure"}
+    assert all({f["check"] for f in r["agent_flags"]} == {"crs_model_failed"} for r in records)
+    assert set(bad.nonsense) <= {s for r in records for s in _strings(r)}
+
+
 def test_junk_from_the_recommender_alone_is_an_agent_failure(tmp_path):
     with serve(answer=_crs_answer) as good, serve(faults={"junk": 1.0}) as bad:
         cfg = config_from_dict({"graph": "crs_shift", "sessions": 2, "seed": 3, "out_dir": str(tmp_path),
@@ -150,16 +258,21 @@ def test_junk_from_the_recommender_alone_is_an_agent_failure(tmp_path):
 
 
 def test_at_twenty_percent_faults_every_ok_session_holds_only_valid_turns(tmp_path):
-    with serve(seed=5, faults={"500": 0.06, "garbage": 0.04, "junk": 0.10}, answer=_crs_answer) as server:
+    with serve(seed=5, faults={"500": 0.05, "garbage": 0.03, "junk": 0.06, "nonsense": 0.06},
+               answer=_crs_answer) as server:
         records = _run(tmp_path, server, "mixed", 8)
-    assert server.served["junk"] > 0 and server.served["500"] > 0
+    assert server.served["junk"] > 0 and server.served["500"] > 0 and server.served["nonsense"] > 0
+    assert server.served["garbage"] > 0
     ok = [r for r in records if r["status"] == "ok"]
     assert ok, [r["status"] for r in records]  # else the check below holds vacuously
-    for r in ok:
-        assert all(answer_defect(e["text"]) is None for e in r["transcript"]), r["session_id"]
-    # a session that met junk on every try of one answer is flagged, with that junk kept
+    vocab = node_vocabulary()
+    for r in ok:  # the whole check: form and language
+        assert all(answer_defect(e["text"], language="en", vocabulary=vocab) is None for e in r["transcript"]), \
+            r["session_id"]
+        assert not {e["text"] for e in r["transcript"]} & {GARBAGE, *NONSENSE}, r["session_id"]
+    # a session that met junk or nonsense on every try of one answer is flagged, with it kept
     kept = {s for r in records for s in _strings(r)}
-    assert set(server.junk) <= kept
+    assert set(server.junk) <= kept and set(server.nonsense) <= kept
 
 
 def test_an_external_agent_or_user_answering_garbage_fails_that_side():

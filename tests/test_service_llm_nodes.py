@@ -96,3 +96,17 @@ def test_node_by_node_metrics_see_a_wrong_action_node_and_count_llm_failures():
     assert [r["transcript"] for r in garbage] == [r["transcript"] for r in rules]
     assert [r["dialogue_metrics"]["task_success"] for r in rules] == [1, 1, 1]
     assert [r["dialogue_metrics"]["task_success"] for r in garbage] == [0, 0, 0]
+
+
+def test_llm_triage_refuses_a_domain_intent_or_act_outside_its_lists_and_keeps_the_raw_text():
+    """The node's format beyond JSON types: a triage answer naming a domain, intent or act the prompt
+    does not list was used as it was; now it is invalid, the rules decide and the raw text is kept."""
+    from convsim.agents.service.triage import llm_triage
+    said = "I need a cheap restaurant in the north."
+    good = {"domain": "Restaurant", "intent": "find_restaurant", "act": "inform", "slots": {"pricerange": "cheap"}}
+    v = llm_triage(Structured(good), said, prev_domain=None, history=[], db=DB)
+    assert v["source"] == "llm" and v["domain"] == "restaurant"
+    for field, bad in (("domain", "banana"), ("intent", "eat_food"), ("act", "inform_and_book")):
+        v = llm_triage(Structured({**good, field: bad}), said, prev_domain=None, history=[], db=DB)
+        assert v["source"] == "rules" and v["domain"] == "restaurant", (field, v)
+        assert bad in v["llm_failure"]["raw"] and f"{field} must be one of" in v["llm_failure"]["error"]

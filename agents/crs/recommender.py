@@ -27,6 +27,7 @@ from convsim.agents.crs.references import (
 )
 from convsim.catalog.movies.catalog import FIELDS, Movie, MovieCatalog
 from convsim import ConvsimError, rng_for
+from convsim.agents.language import node_vocabulary
 from convsim.providers.answer_check import checked_invoke
 
 RESET_PHRASES = ("anything works", "whatever", "surprise me", "anything really", "start over")
@@ -331,8 +332,10 @@ def llm_answer(model, prompt_template: str, films: list[Movie], history: list[tu
     prompt = prompt_template.format(history=recent, candidates=block)
     # one check for every model answer (convsim.providers.answer_check): bytes, controls, nothing,
     # an echo of the prompt or a runaway length are no reply; re-asked as configured, then failed
+    # English, with the words of the shipped data and prompts and of this prompt (its candidates)
     answer = checked_invoke(model, [("user", prompt)], purpose="respond", max_chars=MAX_REPLY_CHARS,
-                            prompt_texts=prompt_lines(prompt_template, films, block))  # the block built once
+                            prompt_texts=prompt_lines(prompt_template, films, block),  # the block built once
+                            language="en", vocabulary=node_vocabulary())
     if answer.ok:
         return answer.text, {"ok": True, "raw": answer.raw, "reason": None,
                              **({"failed_raws": answer.raws} if answer.raws else {})}

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from convsim.agents.group.answers import empty_or_echo
+from convsim.agents.language import EnglishTurn
 from convsim.agents.group.members import ACTIONABLE_SLOTS
 from convsim.agents.group.vote import option_label
 
@@ -27,12 +28,12 @@ PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 
 
 class MemberUtterance(BaseModel):
-    utterance: str
+    utterance: EnglishTurn  # a member's turn: English (convsim.agents.language)
 
 
 class MemberVerdict(BaseModel):
     accept: bool
-    utterance: str
+    utterance: EnglishTurn
 
 
 def _first_option(member: dict, slot: str) -> str:

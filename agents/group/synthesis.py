@@ -39,6 +39,7 @@ from convsim.agents.group.members import OPTIONS
 from convsim.agents.group.strategies import apply_strategy, describe_options, detect_conflict, fit_budget
 from convsim.agents.group.vote import option_label
 from convsim.errors import ConvsimError
+from convsim.agents.language import EnglishTurn, node_vocabulary
 from convsim.providers.answer_check import checked_invoke
 from convsim.providers.models import ModelUnavailable, echoed_prompt, refused_request
 from convsim.evaluation.group.text import STOPWORDS, cue_score, is_strong_rejection, polarity_score, tokenize
@@ -54,7 +55,7 @@ class SynthesisAnswer(BaseModel):
     chosen_options: list[str]
     has_conflict: bool
     explanation: str
-    message: str
+    message: EnglishTurn  # said to the group: English (convsim.agents.language)
 
 
 def read_wish(text: str, options: tuple[str, ...] | list[str]) -> dict:
@@ -286,7 +287,7 @@ def llm_guided_text(model, slot: str, stated: dict[str, list[dict]], template_te
     try:
         # the one answer check (convsim.providers.answer_check), re-asked as configured
         answer = checked_invoke(model, [("system", "You mediate a group travel planning chat."), ("user", prompt)],
-                                purpose=f"synthesize_{slot}")
+                                purpose=f"synthesize_{slot}", language="en", vocabulary=node_vocabulary())
         text = answer.text.strip()
     except Exception as exc:   # noqa: BLE001 - a failed answer: record it and go on
         if isinstance(exc, (ModelUnavailable, ConvsimError)) or refused_request(exc):

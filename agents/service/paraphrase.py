@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator
 
+from convsim.agents.language import EnglishTurn
 from convsim.errors import SimulatorError
 
 POOL_FILE = Path(__file__).parents[2] / "catalog" / "data" / "service" / "paraphrases_heldout.json"
@@ -103,7 +104,7 @@ def realise(move: str, out: dict, goal: dict | None, rng, pool: dict | None = No
 
 class UserUtterance(BaseModel):
     """What the LLM user says next: plain words, no labels, no JSON."""
-    text: str = Field(min_length=1, max_length=400)
+    text: EnglishTurn = Field(min_length=1, max_length=400)  # English (convsim.agents.language)
 
     @field_validator("text")
     @classmethod

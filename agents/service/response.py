@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from convsim.agents.language import node_vocabulary
 from convsim.providers.answer_check import checked_invoke
 from convsim.providers.models import ModelUnavailable, echoed_prompt, refused_request
 
@@ -92,7 +93,8 @@ def llm_response(model, action: dict, history: list[str]) -> dict:
                 ("user", "{}\n{}\n\n{} {}".format(HISTORY_HEAD, "\n".join(history[-6:]), ACTION_HEAD, action))]
     try:
         # the one answer check (convsim.providers.answer_check), re-asked as configured
-        answer = checked_invoke(model, messages, purpose="respond")
+        # English, with the words the shipped data and prompts hold (convsim.agents.language)
+        answer = checked_invoke(model, messages, purpose="respond", language="en", vocabulary=node_vocabulary())
         text = answer.text.strip()
     except ModelUnavailable:  # the server's fault, not the model's answer: the session is an infra_error
         raise

@@ -11,7 +11,7 @@ import functools
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from convsim.catalog.service.db import DOMAINS, ServiceDB
 from convsim.catalog.service.normalize import DONTCARE, canonical_name, normalize_time, normalize_value
@@ -49,6 +49,11 @@ DAYS = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 TIME = r"(\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?|\d{1,2}:\d{2})"
 
 
+TRIAGE_DOMAINS = frozenset("restaurant hotel attraction train taxi police hospital general".split())
+TRIAGE_ACTS = frozenset("inform request book bye thank".split())
+TRIAGE_INTENTS = frozenset({"general"} | {f"{k}_{d}" for k in ("find", "book") for d in TRIAGE_DOMAINS - {"general"}})
+
+
 class TriageOutput(BaseModel):
     """What the triage agent extracts from one user utterance (also the LLM's answer schema)."""
     domain: str = Field(description="restaurant|hotel|attraction|train|taxi|police|hospital|general")
@@ -59,6 +64,18 @@ class TriageOutput(BaseModel):
     requested: list[str] = Field(default_factory=list, description="slots the user asks about")
     refer: list[str] = Field(default_factory=list,
                              description="slots the user says are the same as before (area, pricerange)")
+
+    # the format the node expects, beyond the JSON types (the schema text sent stays the same): a
+    # domain, an intent and an act of the lists above, casefolded; anything else is an invalid
+    # answer, asked again and then left to the rules with its raw text (``llm_failure``)
+    @field_validator("domain", "intent", "act")
+    @classmethod
+    def _known(cls, v: str, info) -> str:
+        v = v.strip().casefold()
+        allowed = {"domain": TRIAGE_DOMAINS, "act": TRIAGE_ACTS, "intent": TRIAGE_INTENTS}[info.field_name]
+        if v not in allowed:
+            raise ValueError(f"{info.field_name} must be one of {', '.join(sorted(allowed))}, got {v!r}")
+        return v
 
 
 @functools.lru_cache(maxsize=8)

@@ -3,6 +3,7 @@ for one turn (:class:`AgentTurn`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 RETURNS = ("reply", "ranking", "plan")
 
@@ -14,7 +15,10 @@ class Slot:
     ``handed``: one line saying what the agent is handed each turn; ``returns``: ``"reply"``,
     ``"ranking"`` or ``"plan"``; ``structured``: the structured outputs metrics read when the agent
     reports them (``("recommended_ids",)``); ``builtins``: the built-in agents that fill the slot
-    without an adapter, the first the default.
+    without an adapter, the first the default. ``language``: the language the agent's reply must be
+    in (``"en"``; None: not checked), with ``vocabulary()`` the words the scenario knows besides
+    English stop words (convsim.providers.answer_language): a reply that fails is the agent's
+    garbage (``AgentError``, raw kept), like an empty one.
     """
 
     role: str
@@ -22,6 +26,8 @@ class Slot:
     returns: str
     structured: tuple[str, ...] = ()
     builtins: tuple[str, ...] = ()
+    language: str | None = None
+    vocabulary: Callable[[], frozenset] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.returns not in RETURNS:

@@ -92,9 +92,26 @@ def call_slot(spec: str | AgentSpec, slot: Slot, transcript: Iterable[dict], *, 
               ) -> tuple[AgentTurn, dict]:
     """The agent's turn on the transcript so far, and the meta to record with it (sync nodes)."""
     agent = cached_agent(spec, slot)
-    turn = agent.invoke(transcript_messages(transcript, user_speakers=user_speakers), session_id=session_id,
-                        context=context, tools=tools)
+    messages = transcript_messages(transcript, user_speakers=user_speakers)
+    turn = agent.invoke(messages, session_id=session_id, context=context, tools=tools)
+    check_language(agent.spec, slot, turn, messages)
     return turn, turn_meta(spec, turn)
+
+
+def check_language(spec: AgentSpec, slot: Slot, turn: AgentTurn, messages: Sequence) -> None:
+    """An ``AgentError`` (garbage, raw kept) when the reply is not in the slot's ``language``
+    (convsim.providers.answer_language; the words of the conversation and ``slot.vocabulary()``
+    known). An empty reply of a ranking or plan slot is not looked at."""
+    if slot.language is None or not isinstance(turn.text, str) or not turn.text.strip():
+        return
+    from convsim.providers.answer_check import message_texts
+    from convsim.providers.answer_language import english_words, language_defect
+    from convsim.slots.adapters import garbage
+    why = language_defect(turn.text, language=slot.language,
+                          vocabulary=slot.vocabulary() if slot.vocabulary is not None else frozenset(),
+                          extra=english_words(message_texts(messages)))
+    if why is not None:
+        raise garbage(spec, why, turn.raw)
 
 
 async def acall_slot(spec: str | AgentSpec, slot: Slot, transcript: Iterable[dict], *, context: dict,
@@ -102,8 +119,9 @@ async def acall_slot(spec: str | AgentSpec, slot: Slot, transcript: Iterable[dic
                      ) -> tuple[AgentTurn, dict]:
     """:func:`call_slot` for ``async def`` nodes."""
     agent = cached_agent(spec, slot)
-    turn = await agent.ainvoke(transcript_messages(transcript, user_speakers=user_speakers),
-                               session_id=session_id, context=context, tools=tools)
+    messages = transcript_messages(transcript, user_speakers=user_speakers)
+    turn = await agent.ainvoke(messages, session_id=session_id, context=context, tools=tools)
+    check_language(agent.spec, slot, turn, messages)
     return turn, turn_meta(spec, turn)
 
 

@@ -40,6 +40,9 @@ class TASSettings:
     rule: str = "cc"
     cc_floor: float = 0.35
     user_negation: str = "drop"  # E(U), E(S) without the values the turn retracts (evaluation/crs/negation.py); "keep": the original's
+    # name (titles) and plot keywords as TAS concepts (evaluation/crs/excluded_fields.py); the spec's
+    # default leaves them out. With it on, the idf must weigh them (ExcludedIdf).
+    plot_name: bool = False
 
 
 def failed_reply(entry: dict) -> bool:
@@ -90,6 +93,12 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
         u, s = affirmed_concepts(user["text"], u), affirmed_concepts(system["text"], s)
     elif settings.user_negation != "keep":
         raise ValueError(f"user_negation must be one of {NEGATIONS}, got {settings.user_negation!r}")
+    s_catalog = s  # the DST scores compare the catalog fields with the gold, whatever TAS counts
+    if settings.plot_name:  # the spec's excluded fields, counted when enabled (excluded_fields.py)
+        from convsim.evaluation.crs.excluded_fields import excluded_concepts
+        u = sorted({tuple(c) for c in u} | excluded_concepts(user["text"], user, extractor))
+        s = sorted({tuple(c) for c in s} | excluded_concepts(system["text"], user, extractor))
+        u, s = [list(c) for c in u], [list(c) for c in s]
     u_set, s_set = _pairs(u), _pairs(s)
     gold = sorted([f, str(v)] for f, v in user["meta"]["constraints"].items())
     # the formulas of convsim.evaluation.crs.tas, from what this turn computes once: each text's tokens
@@ -104,7 +113,7 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     cc = jaccard(u_set, s_set)
     pen = copy_share(u_toks, s_toks, u_grams=u_grams)
     gaps = concept_gaps(u_set, s_set)
-    dst = dst_scores(s_set, _pairs(gold))
+    dst = dst_scores(_pairs(s_catalog) if settings.plot_name else s_set, _pairs(gold))
     crs_meta = system.get("meta", {})
     named = named_films(extractor, system)
     by_id = extractor.catalog.by_id if named else {}  # (an extractor without a catalog names none)
