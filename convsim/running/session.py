@@ -120,6 +120,15 @@ class _Session:
         self.final: dict = self.init
         self.started = time.perf_counter()
 
+    def end(self) -> None:
+        """The attempt ended (finished, failed, stopped): the agent slots' adapters forget its state
+        (convsim.slots.nodes.end_session), so a long run holds no finished session's graph state or
+        endpoint conversation. Nothing to do when no adapter was ever made in this process (the
+        module is not imported then)."""
+        nodes = sys.modules.get("convsim.slots.nodes")
+        if nodes is not None:
+            nodes.end_session(self.ctx.agent_session["key"])
+
     def earlier_thread(self) -> str | None:
         """The checkpointer thread of a session that starts from its initial state, whose checkpoints
         must go first: an earlier attempt of it (cut by an outage or the run budget, or a killed run)
@@ -298,6 +307,8 @@ def run_session_blocking(plan: Any, unit: Unit, observe: Callable[[Any], None]) 
         if stopping.requested():  # a failure the stop caused (a cancelled call graph code wrapped)
             return None
         return s.outcome(exc)
+    finally:
+        s.end()
     return s.outcome(None)
 
 
@@ -323,6 +334,8 @@ async def run_session_async(plan: Any, unit: Unit, observe: Callable[[Any], None
         if stopping.requested():
             return None
         return s.outcome(exc)
+    finally:
+        s.end()
     return s.outcome(None)
 
 

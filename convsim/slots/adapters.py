@@ -190,6 +190,15 @@ class _Adapter:
                       tools: Sequence = ()) -> AgentTurn:
         raise NotImplementedError
 
+    def end_session(self, key: str) -> None:
+        """Forget what is kept for the session ``key`` (:func:`convsim.slots.calls.session_key`): the
+        runner calls it for every adapter of the process when a session attempt ends, however it
+        ended (convsim.running.session via :func:`convsim.slots.nodes.end_session`). A later attempt
+        of that session (a fork, a resume) starts the agent over from the transcript it is handed."""
+        sessions = getattr(self, "sessions", None)
+        if sessions is not None:
+            sessions.drop(key)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec.text} as {self.slot.role}>"
 
@@ -241,9 +250,11 @@ async def _await(awaitable: Any) -> Any:
 
 
 class _Sessions:
-    """Per-session state of a stateful adapter (a graph's state, a remote thread, an A2A context),
-    keyed by :func:`convsim.slots.calls.session_key`; the oldest are dropped past ``limit`` (a
-    session's state is only needed while it runs)."""
+    """Per-session state of a stateful adapter (a graph's state, a remote thread, an A2A context, an
+    endpoint conversation), keyed by :func:`convsim.slots.calls.session_key`. A session's state is
+    only needed while it runs: the runner drops it when the session attempt ends
+    (:meth:`_Adapter.end_session`); ``limit`` bounds what callers outside a run (a script calling an
+    adapter, which never ends its sessions) leave behind, the oldest dropped first."""
 
     def __init__(self, limit: int = 65536) -> None:
         self.limit, self.items, self.lock = limit, OrderedDict(), threading.Lock()
@@ -260,6 +271,14 @@ class _Sessions:
         if len(said) > len(messages) or [_said(m) for m in messages[:len(said)]] != said:
             return None
         return value
+
+    def drop(self, key: str) -> None:
+        """Forget the session ``key`` (nothing when none is kept)."""
+        with self.lock:
+            self.items.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self.items)
 
     def put(self, key: str, value: Any, messages: Sequence, reply: str) -> None:
         said = [_said(m) for m in messages] + [("ai", reply)]

@@ -72,6 +72,16 @@ def cached_agent(spec: str | AgentSpec, slot: Slot) -> Agent:
     return agent
 
 
+def end_session(key: str) -> None:
+    """Drop every adapter's state for the session attempt ``key`` (``variant/session/t<trial>``,
+    the ``agent_session`` key): called by convsim.running.session when the attempt ends, so a long
+    run keeps no finished session's graph state, thread, context or endpoint conversation."""
+    for agent in list(_AGENTS.values()):
+        end = getattr(agent, "end_session", None)
+        if end is not None:
+            end(key)
+
+
 def transcript_messages(transcript: Iterable[dict], *, user_speakers: Iterable[str] = USER_SPEAKERS) -> list:
     """A convsim transcript (``[{"speaker", "text", ...}]``) as LangChain messages: the user's turns
     ``HumanMessage``, every other speaker's (the agent's own replies) ``AIMessage``."""
