@@ -96,6 +96,10 @@ MUTATIONS = [
      "return bool(_AFTER.match(text[m.end():]))", 1, [NEG]),
     ("retraction read from the first mention, not the last", "evaluation/crs/negation.py",
      "    m = matches[-1]", "    m = matches[0]", 1, [NEG]),
+    ("rejected attributes kept in E(U)", "evaluation/crs/nodes.py",
+     '        u = [c for c in u if not rejected(user["text"], c[1])]', '        u = u', 1, [NEG]),
+    ("rejection read without the turning-down sentence check", "evaluation/crs/negation.py",
+     "    return bool(_TURNS_DOWN.search(sentence))", "    return True", 1, [NEG]),
     ("paper config drops retracted values", "configs/crs_paper001.yaml",
      "user_negation: keep", "user_negation: drop", 1, [PAPER]),
 ]

@@ -127,7 +127,9 @@ class Params(BaseModel):
     cc_floor: float = Field(0.35, ge=0, le=1, description="CC threshold of the original rule")
     user_negation: Literal["drop", "keep"] = Field(
         "drop", description="E(U), E(S) of the grounded metrics: without the values a turn retracts "
-                            "('I don't care about X anymore'), or with them (paper: its extractor kept them)")
+                            "('I don't care about X anymore') and, in E(U), without the attributes of a film the user "
+                            "turns down ('that one is a comedy film and I asked for drama'), or with them "
+                            "(paper: its extractor kept them)")
     tas_plot_name: bool = Field(False, description="count name (titles) and plot-keyword concepts in "
                                 "TAS (the CRS spec leaves them out by default; evaluation/crs/excluded_fields.py)")
     # TAS/CAS of the multi-model CRS experiment and the PEPPER-style judge (docs/analysis.md)

@@ -6,7 +6,7 @@ import pytest
 from convsim.agents.crs.recommender import _mention_polarity
 from convsim.catalog.movies.catalog import load_movie_catalog
 from convsim.catalog.movies.concepts import ConceptExtractor
-from convsim.evaluation.crs.negation import affirmed_concepts, retracted
+from convsim.evaluation.crs.negation import affirmed_concepts, rejected, retracted
 from convsim.evaluation.crs.nodes import TASSettings, turn_evaluation
 
 
@@ -91,3 +91,102 @@ def test_every_value_the_recommender_reads_as_negated_is_retracted_for_the_metri
     assert negated >= len(texts)  # each text holds a value the tracker reads as negated
     assert affirmed_concepts("Not drama films, I want horror films.", ex.extract("Not drama films, I want horror films.")) \
         == [["genre", "Horror"]]
+
+
+# --- rejected attributes: the values a user names as the reason it turns a film down --------------
+
+def _films(cat, field, without):
+    """Catalog films with a value of ``field`` and without ``without`` in it, by id (deterministic)."""
+    return [m for _, m in sorted(cat.by_id.items())
+            if m.values(field) and without.casefold() not in {str(v).casefold() for v in m.values(field)}]
+
+
+def _session_cc(cat, ex, rejection, reply, negation, constraints=None):
+    """CC of ``reply`` at the turn before the rejection ("I'd like drama films.") and at the turn of
+    the rejection itself."""
+    out = []
+    for turn, text in ((2, "I'd like drama films."), (3, rejection)):
+        user = {"turn": turn, "text": text, "meta": {"constraints": constraints or {"genre": "Drama"}}}
+        m, d = turn_evaluation(user, {"turn": turn, "text": reply, "meta": {}}, extractor=ex, idf=cat.idf,
+                               settings=TASSettings(user_negation=negation))
+        out.append((m["cc"], d["user_concepts"]))
+    return out
+
+
+def test_rejected_comedy_leaves_e_u_and_drama_stays(cat_ex):
+    """The user asked for drama and turns down a comedy with the rule user's reason. Injected defect
+    (paper mode ``keep``, the rejection rule absent): E(U) = {Comedy, Drama}, and a reply about comedy
+    scored CC 0.5 after the rejection, above its 0.0 before it. With ``drop`` it scores no higher than
+    before (0.0) and a reply about drama scores as the user's wish (1.0)."""
+    from convsim.agents.crs.user import REACTIONS, rejection_reason
+    cat, ex = cat_ex
+    film = next(m for m in _films(cat, "genre", "Drama") if m.values("genre")[0] == "Comedy")
+    reason = rejection_reason(film, {"genre": "Drama"}, "genre")
+    assert reason == "that one is a comedy film and I asked for drama"
+    comedy, drama = "Here are some comedy films for you.", "Here are some drama films for you."
+    for form in REACTIONS["reject"]:
+        rejection = form.format(title=film.title, reason=reason)
+        (before, _), (after, u) = _session_cc(cat, ex, rejection, comedy, "drop")
+        assert u == [["genre", "Drama"]], rejection
+        assert after <= before == 0.0
+        assert _session_cc(cat, ex, rejection, drama, "drop")[1][0] == 1.0
+        # the defect: the rejected attribute kept as a user concept (paper mode keeps it, unchanged)
+        (k_before, _), (k_after, k_u) = _session_cc(cat, ex, rejection, comedy, "keep")
+        assert ["genre", "Comedy"] in k_u and k_after > k_before
+        assert _session_cc(cat, ex, rejection, drama, "keep")[1][0] < 1.0
+
+
+@pytest.mark.parametrize("field, asked", [("genre", "Drama"), ("year", "1999"), ("director", "Steven Spielberg"),
+                                          ("language", "French"), ("actor", "Tom Hanks"), ("writer", "Aaron Sorkin")])
+def test_every_rule_user_rejection_reason(cat_ex, field, asked):
+    """For every field the rule user can reject on, in every reject template: the film's own value it
+    names leaves E(U) (drop), the value it asked for stays; a wanted person the film lacks ("Tom Hanks
+    isn't in it") is the wish and stays."""
+    from convsim.agents.crs.user import REACTIONS, rejection_reason
+    from convsim.evaluation.crs.negation import user_concepts
+    cat, ex = cat_ex
+    checked = 0
+    for film in _films(cat, field, asked)[:12]:
+        reason = rejection_reason(film, {field: asked}, field)
+        own = str(film.values(field)[0])
+        for form in REACTIONS["reject"]:
+            text = form.format(title=film.title, reason=reason)
+            found = sorted([f, str(v)] for f, v in ex.extract(text))
+            u = user_concepts(text, found)
+            if [field, asked] in found:
+                assert [field, asked] in u, text
+            if field not in ("actor", "writer") and [field, own] in found:
+                assert [field, own] not in u, text
+                checked += 1
+            # no value of the film's title is dropped as a "rejected attribute": only the reason's
+            assert all(not rejected(text, v) for f, v in found if (f, v) != (field, own)), text
+    if field not in ("actor", "writer"):
+        assert checked > 0
+
+
+@pytest.mark.parametrize("text, value", [
+    ("Not Airplane!: that one is a comedy film and I asked for drama.", "Comedy"),
+    ("Hmm, Up? No, it's directed by Pete Docter and I asked for Steven Spielberg.", "Pete Docter"),
+    ("Up won't do, that one is from 2009 and I asked for 1999.", "2009"),
+    ("Not Amelie: it's in French and I asked for English.", "French"),
+    # the goal-driven LLM user's wording (agents/crs/user_goal.py _misfit_phrase) and free variants
+    ("I'll pass on Up: it is an animation film, and I want drama films.", "Animation"),
+    ("No thanks, that's more of a comedy, I'm after drama.", "Comedy"),
+    ("I asked for Tom Hanks and this one stars Bruce Willis.", "Bruce Willis"),
+])
+def test_rejected_forms(text, value):
+    assert rejected(text, value)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("Not Airplane!: that one is a comedy film and I asked for drama.", "Drama"),
+    ("Up won't do, Tom Hanks isn't in it.", "Tom Hanks"),
+    ("Not Up: Steven Spielberg didn't direct it.", "Steven Spielberg"),
+    ("I really enjoyed Up, it's an animation film.", "Animation"),      # a liked film described
+    ("Up sounds good, it's a comedy.", "Comedy"),                       # an accepted film described
+    ("No, it's drama I want.", "Drama"),                                # a cleft naming the wish
+    ("Yes! It's exactly the comedy that I asked for.", "Comedy"),
+    ("Not Up: that one is a comedy film. Actually, now I'd like comedy films.", "Comedy"),  # last mention
+])
+def test_not_rejected(text, value):
+    assert not rejected(text, value)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from convsim.catalog.movies.phrasing import echo_reply
 from convsim.evaluation.reporting.records import scored
 from convsim.evaluation.crs.health import HealthTally, health_metrics
-from convsim.evaluation.crs.negation import NEGATIONS, affirmed_concepts
+from convsim.evaluation.crs.negation import NEGATIONS, affirmed_concepts, rejected
 from convsim.evaluation.crs.near_copy import NEAR_COPY, content_words_of, near_copy_words
 from convsim.evaluation.crs.tas import (
     binary_cosines, concept_gaps, copy_share, jaccard, dialogue_tas, dst_scores,
@@ -39,7 +39,7 @@ class TASSettings:
     tau: float = 0.65
     rule: str = "cc"
     cc_floor: float = 0.35
-    user_negation: str = "drop"  # E(U), E(S) without the values the turn retracts (evaluation/crs/negation.py); "keep": the original's
+    user_negation: str = "drop"  # E(U), E(S) without the values the turn retracts, E(U) without a turned-down film's attributes (evaluation/crs/negation.py); "keep": the original's
     # name (titles) and plot keywords as TAS concepts (evaluation/crs/excluded_fields.py); the spec's
     # default leaves them out. With it on, the idf must weigh them (ExcludedIdf).
     plot_name: bool = False
@@ -91,6 +91,9 @@ def turn_evaluation(user: dict, system: dict, *, extractor, idf, settings: TASSe
     s = grounded_concepts(extractor, system["text"])
     if settings.user_negation == "drop":  # a value a turn retracts ("I don't care about X anymore") is not in E(x)
         u, s = affirmed_concepts(user["text"], u), affirmed_concepts(system["text"], s)
+        # nor the attributes of a film the user turns down ("that one is a comedy film and I asked
+        # for drama": comedy is no user concept); E(U) only, a reply describing its film offers it
+        u = [c for c in u if not rejected(user["text"], c[1])]
     elif settings.user_negation != "keep":
         raise ValueError(f"user_negation must be one of {NEGATIONS}, got {settings.user_negation!r}")
     s_catalog = s  # the DST scores compare the catalog fields with the gold, whatever TAS counts
