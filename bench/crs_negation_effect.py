@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     from convsim.catalog.movies.concepts import ConceptExtractor
     from convsim.evaluation.crs.negation import affirmed_concepts, rejected
     from convsim.evaluation.crs.nodes import scored_transcript, turn_evaluation
-    from graphs.crs_shift import Params, catalog_location
+    from convsim.graphs.crs_shift import Params, catalog_location
 
     run = Path(args.run_dir)
     records = [json.loads(line) for line in (run / "results.jsonl").open()]

@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     from convsim.catalog.movies.catalog import load_movie_catalog
     from convsim.evaluation.crs.nodes import scored_transcript
     from convsim.evaluation.crs.tas_cas_eval import _embedder, tas_cas_many, topic_extractor
-    from graphs.crs_shift import catalog_location
+    from convsim.graphs.crs_shift import catalog_location
 
     run = Path(args.run_dir)
     records = [json.loads(line) for line in (run / "results.jsonl").open()]

@@ -19,7 +19,7 @@ from convsim.evaluation.crs.nodes import scored_transcript
 from convsim.evaluation.crs.tas_cas_eval import _embedder, topic_extractor, turn_pairs, VectorSim
 from convsim.evaluation.crs.tas_cas import detect_shifts, shift_outcomes_to_end, recovery_components
 from convsim.evaluation.crs.topics import LdaTopics
-from graphs.crs_shift import catalog_location
+from convsim.graphs.crs_shift import catalog_location
 DOMAIN_HINTS = {"romance","horror","sci-fi","science fiction","drama","comedy","thriller","actor","actors","cast","director","plot","ending","mood","emotional","gore","space","aliens","ghost","jump scare","recommendation","movie","film"}
 IRR = {"recommendation","conversation","system","response","chat","user","talk","suggestion","question","answer","film","movie","thing","stuff"}
 RX = re.compile(r"(love|fear|sad|happy|romantic|tense|dark|futur|drama|emot|space|ghost|sci)")

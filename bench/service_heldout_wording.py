@@ -4,7 +4,7 @@
     python bench/service_heldout_wording.py --pool OLD.json # another pool (e.g. from git show)
 
 * the word 2-grams the held-out pool shares with the simulator's templates, and the forms saying
-  them (``convsim.evaluation.service.wording``: values are one token ``<v>``, ``{slots}`` a gap);
+  them (``convsim.agents.service.wording``: values are one token ``<v>``, ``{slots}`` a gap);
 * the slot-bearing held-out forms, each filled with one value and run through the rule triage in
   its domain: read correctly or not, and the 2-grams the triage's expressions matched in it.
 """
@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from convsim.catalog.service.db import load_service_db
-from convsim.evaluation.service import wording
+from convsim.agents.service import wording
 
 
 def main() -> None:

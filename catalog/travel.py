@@ -54,6 +54,17 @@ _OPTIONAL_NUMBERS: dict[str, dict[str, bool]] = {
 _DATE = re.compile(r"^\d{2}-\d{2}-\d{4}$")
 
 
+OPTION_LABELS = {"entire_room": "entire home", "private_room": "private room",
+                 "shared_room": "shared room", "no_smoking": "no smoking",
+                 "pets_allowed": "pets allowed", "children_allowed": "children allowed",
+                 "quiet": "quiet, no parties", "visitors_allowed": "visitors allowed"}
+
+
+def option_label(option: str) -> str:
+    """The words a member uses for an option (room types and house rules are stored as ids)."""
+    return OPTION_LABELS.get(option, option)
+
+
 def normalize_place_name(name: str) -> str:
     """Lower-case, punctuation stripped, whitespace collapsed (the M9 normalisation)."""
     return " ".join(re.sub(r"[^\w\s]", " ", str(name).lower()).split())

@@ -13,7 +13,7 @@ from convsim.evaluation.crs.tas_cas import (
 )
 from convsim.evaluation.crs.tas_cas_eval import _embedder, tas_cas_for_transcript
 from convsim.evaluation.crs.topics import KeywordTopics
-from graphs.crs_shift import Params
+from convsim.graphs.crs_shift import Params
 
 ROOT = Path(__file__).resolve().parent.parent
 

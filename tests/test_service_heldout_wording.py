@@ -1,7 +1,7 @@
 """The held-out wording is held out: no word 2-gram shared with the simulator's templates, and no
 2-gram the rule triage matches when it is run on the forms (its behaviour, not its source).
 
-Counting rules (convsim.evaluation.service.wording): a slot value is one token ``<v>`` whatever the
+Counting rules (convsim.agents.service.wording): a slot value is one token ``<v>`` whatever the
 slot ("for {people} people" shares "for <v>" with "for {stay} nights"), ``{slots}`` is a gap bridged
 as the simulator fills it, no 2-gram runs across punctuation. The review found 64 held-out forms
 sharing a 2-gram with the templates and the rule triage reading 36 of 50 slot-bearing forms; with
@@ -16,7 +16,7 @@ from test_service_simulator import run_sessions
 from convsim.agents.service.paraphrase import SPOKEN, load_pool
 from convsim.agents.service.user_simulator import SPOKEN_TYPE
 from convsim.catalog.service.db import load_service_db
-from convsim.evaluation.service import wording as w
+from convsim.agents.service import wording as w
 
 
 @pytest.fixture(scope="module")

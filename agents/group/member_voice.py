@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from convsim.agents.group.answers import empty_or_echo
 from convsim.agents.language import EnglishTurn
 from convsim.agents.group.members import ACTIONABLE_SLOTS
-from convsim.agents.group.vote import option_label
+from convsim.catalog.travel import option_label
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 

@@ -35,7 +35,7 @@ from collections import Counter
 
 from convsim.agents.group.members import member_option
 from convsim.agents.group.synthesis import _base
-from convsim.agents.group.vote import option_label
+from convsim.catalog.travel import option_label
 
 REFERENCES = ("oracle", "degraded", "gaming", "alarmist", "place_everything", "self_reporter")
 _MEALS = ("breakfast", "lunch", "dinner")

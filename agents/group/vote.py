@@ -10,19 +10,11 @@ to the fewest strong rejections, then lexicographic order.
 
 from __future__ import annotations
 
+from convsim.catalog.travel import option_label
 from convsim.evaluation.group.text import is_strong_rejection, polarity_score
 
 VOTE_OPERATORS = frozenset({"approval_vote_plus_coverage", "weighted_avg", "parent_vote_lower_misery",
                             "least_misery", "mutual_interest", "higher_pref_with_compensation"})
-OPTION_LABELS = {"entire_room": "entire home", "private_room": "private room",
-                 "shared_room": "shared room", "no_smoking": "no smoking",
-                 "pets_allowed": "pets allowed", "children_allowed": "children allowed",
-                 "quiet": "quiet, no parties", "visitors_allowed": "visitors allowed"}
-
-
-def option_label(option: str) -> str:
-    """The words a member uses for an option (room types are stored as ids)."""
-    return OPTION_LABELS.get(option, option)
 
 
 def vote_eligible(*, use_social_theory: bool, has_conflict: bool, operator: str) -> bool:

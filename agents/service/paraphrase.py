@@ -6,7 +6,7 @@ were written against it, so triage scores there are optimistic by construction).
 ``surface: heldout`` every move is realised from ``catalog/data/service/paraphrases_heldout.json``,
 a pool written apart from the triage rules (tests check that it shares no word 2-gram with the
 simulator's templates and that the rule triage matches none of its 2-grams:
-``convsim.evaluation.service.wording``), with
+``convsim.agents.service.wording``), with
 several forms per move drawn from the session's ``rng_for(seed, turn, "user", "surface")``.
 
 ``llm_realise`` asks the ``user`` model role for the utterance (structured ``UserUtterance``);

@@ -42,7 +42,7 @@ OPENING = {"restaurant": "I'm looking for a restaurant", "hotel": "I need a plac
 ALSO = {"restaurant": "I am also looking for a restaurant", "hotel": "I also need a place to stay",
         "attraction": "I would also like to visit an attraction", "train": "I also need a train"}
 # The simulator's own fixed wording of each move ({slots}: its constraint or booking phrases). Kept in
-# one place so that evaluation/service/wording.py can list every template the held-out pool must avoid.
+# one place so that agents/service/wording.py can list every template the held-out pool must avoid.
 PHRASES = {"bye": "No, that's all. Thank you, goodbye.", "give_up": "This isn't working. Goodbye.",
            "also": "Thanks. {also}", "relax": "Then I'd rather have it {slots}.", "fallback": "How about {slots}",
            "dontcare_area": "Any area is fine.", "dontcare_pricerange": "Any price is fine.",

@@ -25,6 +25,7 @@ from convsim.errors import AgentError, ConvsimError
 from convsim.providers.models import ModelUnavailable
 from convsim.slots.contract import AgentTurn, Slot
 from convsim.slots.spec import AgentSpec, load_target, parse_agent_spec
+from convsim.slots.toolserver import run_tool_call
 
 RAW_KEPT = 2000  # characters of a garbage answer kept in the error (and the record)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -574,34 +575,6 @@ def _parse_tool_calls(spec: AgentSpec, raw_calls: object, raw: object, n: int) -
                                              else json.dumps(arguments, default=str), id=cid, error=str(exc)))
             ordered.append(invalid[-1])
     return valid, invalid, ordered
-
-
-def run_tool_call(call: dict, by_name: dict) -> tuple[Any, dict]:
-    """One tool call run against the session's tools: the ``ToolMessage`` for the agent and the
-    record ``{"name", "args", "result"}`` (``"error": True`` when the tools could not run it). The
-    error texts are LangGraph ``ToolNode``'s; a tool that raises anything but a validation error is
-    convsim's own bug and propagates."""
-    from langchain_core.messages import ToolMessage
-    from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE, TOOL_CALL_ERROR_TEMPLATE
-    from pydantic import ValidationError
-    name, cid = call["name"], call["id"]
-    if call.get("type") == "invalid_tool_call":  # arguments that are no JSON object
-        text = TOOL_CALL_ERROR_TEMPLATE.format(error=call.get("error"))
-        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
-                {"name": name, "args": call.get("args"), "result": text, "error": True})
-    tool = by_name.get(name)
-    if tool is None:
-        text = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(requested_tool=name, available_tools=", ".join(by_name))
-        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
-                {"name": name, "args": call["args"], "result": text, "error": True})
-    try:
-        result = tool.invoke(call["args"])
-    except ValidationError as exc:  # arguments that do not fit the tool's schema
-        text = TOOL_CALL_ERROR_TEMPLATE.format(error=repr(exc))
-        return (ToolMessage(text, name=name, tool_call_id=cid, status="error"),
-                {"name": name, "args": call["args"], "result": text, "error": True})
-    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-    return ToolMessage(content, name=name, tool_call_id=cid), {"name": name, "args": call["args"], "result": result}
 
 
 class LangGraphRemoteAgent(_Adapter):

@@ -239,7 +239,7 @@ def _wish_texts(turns: list[dict]) -> dict[str, dict[str, str]]:
 def names_option(tokens: list[str] | set[str], option: str) -> bool:
     """The text (its tokens) names ``option``: every content word of its label ("entire home" for
     ``entire_room``) or of its id read as words occurs in it."""
-    from convsim.agents.group.vote import option_label
+    from convsim.catalog.travel import option_label
     toks = set(tokens)
     for words in {option_label(option), str(option).replace("_", " ")}:
         content = [w for w in tokenize(words) if len(w) >= 3 and w not in STOPWORDS] or tokenize(words)
