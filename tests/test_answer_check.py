@@ -63,9 +63,24 @@ def test_well_formed_nonsense_fails_the_language_test_and_passes_without_it(text
     "Yu Garden is at 529 Newmarket Road Fen Ditton, postcode C.B 5, 8 P.A.",
     "Don't worry, I'll book it for you; it's a great place and they're open late.",
     "Paris. 100 degrees Celsius. William Shakespeare. Jupiter. Au.",
+    # lists are no prose: a recommender's bare titles, a terse agent's notes (no function word)
+    "Inception, Heat, Alien, Memento, Tenet, Dunkirk, Arrival, Up",
+    "- Heat (1995)\n- Alien (1979)\n- Up (2009)\n- Tenet (2020)\n- Inception (2010)\n- Memento (2000)",
+    "turn 3: (plan 1), (lookup 1), (draft 1), (plan 2), (lookup 2), (draft 2), (plan 3), (lookup 3)",
 ])
 def test_real_english_answers_pass_the_language_test(text):
     assert answer_defect(text, language="en", vocabulary=node_vocabulary()) is None
+
+
+def test_the_same_titles_as_a_run_of_words_are_a_salad_and_as_a_list_pass():
+    """The stop-word rule's defect, injected both ways: without function words, the titles said as
+    one run fail; said as a list they pass (only the known-word rule judges a list)."""
+    titles = ["Inception", "Heat", "Alien", "Memento", "Tenet", "Dunkirk", "Arrival", "Jaws"]
+    vocab = node_vocabulary()
+    assert "a list of words" in answer_defect(" ".join(titles) + ".", language="en", vocabulary=vocab)
+    assert answer_defect(", ".join(titles), language="en", vocabulary=vocab) is None
+    assert "not English" in answer_defect("Lorem, ipsum, dolor, sit, amet, consectetur, adipiscing, elit",
+                                          language="en", vocabulary=vocab)
 
 
 def test_the_prompt_words_are_known_and_a_language_the_check_does_not_know_is_refused():

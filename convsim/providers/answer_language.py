@@ -15,7 +15,11 @@ postcode or a time, is no word); it fails when
   words, its prompt's words: convsim.agents.language.node_vocabulary builds the shipped nodes' one;
   a catalog's names hold "la", "el", "y"), or
 * it has at least ``MIN_WORDS_FOR_STOP`` words and under ``MIN_STOP_SHARE`` of them are stop words:
-  English prose carries function words; a salad of catalog words does not.
+  English prose carries function words; a salad of catalog words does not. A *list* is no prose and
+  is exempt: when more than ``MAX_LISTED_SHARE`` of its words stand in items of at most
+  ``LIST_ITEM_WORDS`` words between separators (``,`` ``;`` ``:`` ``|`` ``/`` brackets, bullets,
+  line breaks) -- "Inception, Heat, Alien, Memento, Tenet, Dunkirk, Arrival, Up", or a terse
+  agent's "(plan 1), (lookup 1), ..." -- only the known-word rule above judges it.
 
 Shorter answers pass: ``Yes.``, ``Au.``, a film title are answers, and too short to tell. The
 thresholds were set on a labelled set (``python bench/answer_language.py`` prints it): 13,698
@@ -36,7 +40,8 @@ import unicodedata
 from typing import Iterable
 
 __all__ = ["language_defect", "language_measure", "words_of", "english_words", "LANGUAGES",
-           "CHAT_WORDS", "MIN_WORDS", "MIN_KNOWN_SHARE", "MIN_WORDS_FOR_STOP", "MIN_STOP_SHARE", "MIN_LETTERS",
+           "CHAT_WORDS", "MIN_WORDS", "MIN_KNOWN_SHARE", "MIN_WORDS_FOR_STOP", "MIN_STOP_SHARE", "LIST_ITEM_WORDS",
+           "MAX_LISTED_SHARE", "MIN_LETTERS",
            "MIN_LATIN_SHARE"]
 
 LANGUAGES = ("en",)  # the languages the check knows; None (no language check) is always accepted
@@ -44,9 +49,12 @@ MIN_WORDS = 4            # fewer words: too short to tell ("Yes.", a title)
 MIN_KNOWN_SHARE = 0.4    # share of words that are English (stop words + the node's vocabulary)
 MIN_WORDS_FOR_STOP = 8   # the stop-word share is judged from this many words on
 MIN_STOP_SHARE = 0.08    # share of words that are English function words
+LIST_ITEM_WORDS = 3      # an item of a list: at most this many words between two separators
+MAX_LISTED_SHARE = 2 / 3  # more of the words than this in such items: a list, not prose
 MIN_LETTERS = 4          # the script share is judged from this many letters on
 MIN_LATIN_SHARE = 0.5    # share of letters in Latin script
 
+_LIST_SEPARATORS = re.compile(r"[,;:|/()\[\]{}\n\u2022\u00b7*]|\s[-\u2013\u2014]\s")
 _WORD = re.compile(r"(?<!\w)[^\W\d_]+(?!\w)")  # a whole \w run of letters only
 # what an apostrophe leaves of a contraction (don't, I'll, we're, she'd, it's, can't)
 _CONTRACTION_PIECES = frozenset("s t ll re ve m d don doesn didn isn aren wasn weren hasn haven hadn won "
@@ -104,8 +112,10 @@ def language_measure(text: str, vocabulary: Iterable[str] | frozenset[str] = fro
     n_known = sum(w in stop or w in CHAT_WORDS or (len(w) >= 3 and (w in vocab or w in more)) for w in words)
     letters, latin = _latin_share(text)
     n = len(words)
+    listed = sum(k for k in map(len, map(words_of, _LIST_SEPARATORS.split(text))) if k <= LIST_ITEM_WORDS)
     return {"words": n, "known": n_known, "stop": n_stop, "known_share": n_known / n if n else 1.0,
-            "stop_share": n_stop / n if n else 1.0, "letters": letters, "latin_share": latin}
+            "stop_share": n_stop / n if n else 1.0, "listed_share": listed / n if n else 0.0,
+            "letters": letters, "latin_share": latin}
 
 
 def language_defect(text: str, *, language: str | None = "en",
@@ -126,7 +136,7 @@ def language_defect(text: str, *, language: str | None = "en",
     if m["words"] >= MIN_WORDS and m["known_share"] < MIN_KNOWN_SHARE:
         return (f"not English: {m['known']} of its {m['words']} words are English words "
                 f"(under {MIN_KNOWN_SHARE:.0%})")
-    if m["words"] >= MIN_WORDS_FOR_STOP and m["stop_share"] < MIN_STOP_SHARE:
+    if m["words"] >= MIN_WORDS_FOR_STOP and m["stop_share"] < MIN_STOP_SHARE and m["listed_share"] <= MAX_LISTED_SHARE:
         return (f"not English prose: {m['stop']} of its {m['words']} words are function words "
                 f"(under {MIN_STOP_SHARE:.0%}): a list of words, not a sentence")
     return None
