@@ -68,7 +68,8 @@ def _pipeline(numeric: Sequence[str], seed: int) -> Pipeline:
             ("words", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, token_pattern=r"\S+"), "text"),
             ("numeric", StandardScaler(), list(numeric))])),
         # liblinear: the same fit as lbfgs on these sparse features (AUCs equal to three decimals on
-        # WOZ 2.0) at about a third of the CPU (bench: 6.8 s vs 23.4 s for one turn-level discriminator)
+        # WOZ 2.0) at about a third of the CPU (bench/fidelity_solver.py: 6.8 s vs 23.4 s for one
+        # turn-level discriminator)
         ("clf", LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000, random_state=seed,
                                    solver="liblinear"))])
 
