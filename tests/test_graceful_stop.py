@@ -109,3 +109,57 @@ def test_a_signal_cancels_streamed_calls_mid_answer_and_resume_reruns_them(tmp_p
         records = [json.loads(x) for x in results.read_text().splitlines()]
         assert len(records) == 8 and all(r["status"] == "ok" for r in records)
         assert done < {r["session_id"] for r in records}
+
+
+@pytest.mark.parametrize("executor", ["process"])
+def test_a_signal_reaches_process_workers_mid_call_and_resume_runs_each_session_once(tmp_path, executor):
+    """``--executor process --workers 2``: the driver relays its stop to the workers, which cancel
+    their HTTP calls in flight and abandon their sessions (not waiting for the 120-s answers). Two
+    sessions finish first; SIGTERM while each worker waits on a slow call: exit 143, no request
+    after the signal, only the two finished sessions written; the same command then runs the six
+    others, each exactly once."""
+    slow = [True]
+
+    def delay(n, request):
+        return SLOW_S if slow[0] and n >= 7 else 0.0  # n 0: preflight's test request
+
+    with serve(delay=delay) as server:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "CONVSIM_PREFLIGHT_MODELS": "1"}
+        args = [sys.executable, "-m", "convsim", "run", "hello_chat", "--sessions", "8", "--concurrency", "2",
+                "--executor", executor, "--workers", "2",
+                "--model", f"agent=openai:fake@{server.url}", "--out", str(tmp_path), "--run-id", "stop",
+                "--no-analysis", "--quiet"]
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            results = tmp_path / "stop" / "results.jsonl"
+            _wait_for(lambda: len(server.arrivals) >= 9  # one call of each worker waiting on the slow server ...
+                      and results.exists() and len(results.read_text().splitlines()) == 2,  # ... two sessions done
+                      limit=180)
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+            exited = time.monotonic()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        late = [t for t in server.arrivals if t > sent]
+        print(f"{executor} executor: signal-to-exit {exited - sent:.2f} s; requests after the signal: {len(late)}")
+        assert proc.returncode == 143, (out, err)
+        assert late == []  # no model call started after the signal, in any worker
+        assert server.served["ok"] <= 7  # the slow calls were never answered: the workers did not wait
+        lines = [x for x in err.splitlines() if x.strip()]
+        assert len(lines) == 1 and "terminated" in lines[0] and "resume" in lines[0], err
+        records = [json.loads(x) for x in results.read_text().splitlines()]
+        # the finished sessions are written, the abandoned ones are not (they run again on resume)
+        assert len(records) == 2 and all(r["status"] == "ok" for r in records), records
+        assert not (tmp_path / "stop" / "errors.jsonl").exists() or not (
+            tmp_path / "stop" / "errors.jsonl").read_text().strip()
+        assert (tmp_path / "stop" / "summary.json").exists()
+        done = {r["session_id"] for r in records}
+        slow[0] = False
+        rerun = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr
+        records = [json.loads(x) for x in results.read_text().splitlines()]
+        ids = [r["session_id"] for r in records]
+        assert len(ids) == 8 and len(set(ids)) == 8 and all(r["status"] == "ok" for r in records), ids
+        assert done < set(ids)
