@@ -160,8 +160,8 @@ def test_a_signal_reaches_process_workers_mid_call_and_resume_runs_each_session_
         assert late == []  # no model call started after the signal, in any worker
         # the two slow calls were never answered (cancelled): the workers did not wait for them
         assert server.served["ok"] == len(server.arrivals) - server.served["ping"] - 2, server.served
-        lines = [x for x in err.splitlines() if x.strip() and "Token authentication" not in x]  # (Ray's notice)
-        assert len(lines) == 1 and "terminated" in lines[0] and "resume" in lines[0], err
+        lines = [x for x in err.splitlines() if x.strip()]  # (Ray says first how many workers it started)
+        assert "terminated" in lines[-1] and "resume" in lines[-1] and "Traceback" not in err, err
         records = [json.loads(x) for x in results.read_text().splitlines()]
         # the finished sessions are written, the abandoned ones are not (they run again on resume)
         assert len(records) == before and all(r["status"] == "ok" for r in records), records
