@@ -6,8 +6,11 @@ flight are cancelled (their sockets shut down: ``convsim.providers.httpjson``; s
 mid-stream too), an in-process llama.cpp call is abandoned before its next token
 (``convsim.providers.llamacpp``), a session still running is abandoned at its next node boundary
 (never written: it runs again on resume), and
-the sessions that finished are written with the run's summary. The CLI then exits 143 (SIGTERM) or
-130 (SIGINT); a second signal stops at once (docs/real_models.md).
+the sessions that finished are written with the run's summary. Process and Ray workers hear of
+the driver's stop (``convsim.running.process_executor``, ``convsim.running.ray_executor``) and
+request it in their own process: the same happens there, and the driver drops what they abandon.
+The CLI then exits 143 (SIGTERM) or 130 (SIGINT); a second signal stops at once
+(docs/real_models.md).
 
 ``RunStopped`` is a ``BaseException`` (as ``KeyboardInterrupt``): graph code's ``except
 Exception`` (a rule fallback, a recorded agent failure) never swallows it.
@@ -39,6 +42,14 @@ def request(why: str = "stop requested") -> None:
 def on_request(hook) -> None:
     """Call ``hook()`` when a stop is requested (in the thread that requested it: a signal handler)."""
     _hooks.append(hook)
+
+
+def forget(hook) -> None:
+    """No longer call ``hook`` on a stop request (the end of what registered it)."""
+    try:
+        _hooks.remove(hook)
+    except ValueError:
+        pass
 
 
 def requested() -> bool:

@@ -13,6 +13,14 @@ Once every session has landed, a worker ends with ``os._exit(0)`` after flushing
 interpreter's teardown took ~3 s per worker on a loaded machine, which the driver waited for.
 Exit handlers (``atexit``) registered in a worker do not run (tests/test_process_worker_exit.py).
 
+A graceful stop (the driver's first SIGTERM / SIGINT: convsim.providers.stopping) reaches the
+workers through a shared event: each worker then requests the stop in its own process, so its HTTP
+calls in flight are cancelled, no model call or session starts, and its running sessions are
+abandoned at their next node boundary; a worker answers each abandoned (or still queued) session
+with ``None``, which the driver drops (never written: it runs again on resume). A worker that has
+not answered for every session within ``STOP_GRACE_S`` (a node stuck in code nothing can cancel)
+is killed.
+
 Workers end when the parent dies, even by ``kill -9``: on Linux they ask the kernel for SIGKILL
 on the parent's death (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread watches ``os.getppid()``.
 """
@@ -32,7 +40,7 @@ import traceback
 from multiprocessing import connection
 from typing import Any, Iterator
 
-from convsim.providers import limits
+from convsim.providers import limits, stopping
 from convsim.config import ExperimentConfig
 from convsim.errors import ConvsimError
 from convsim.running.plan import plan_run
@@ -42,6 +50,8 @@ from convsim.running.sqlitewal import connect
 
 _PLAN: Any = None
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+STOP_GRACE_S = 5.0  # after a stop, how long the driver waits for the workers to abandon their sessions
+POLL_S = 0.5  # how often the driver's wait for an outcome looks at a stop request
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -89,7 +99,10 @@ def _init_worker(config_json: str, parent_pid: int | None = None, broker: Any = 
 _DRIVER_FIELDS = ("variant", "session_id", "trial", "status")
 
 
-def _run_in_worker(unit: Unit | bytes) -> Outcome:
+def _run_in_worker(unit: Unit | bytes) -> Outcome | None:
+    """One session in a worker; None when a stop abandoned it (or came before it started)."""
+    if stopping.requested():  # queued before the stop: never started
+        return None
     if isinstance(unit, bytes):  # pickled by the driver (see portable_unit)
         unit = pickle.loads(unit)
     events: list = []
@@ -101,6 +114,8 @@ def _run_in_worker(unit: Unit | bytes) -> Outcome:
         outcome = run_session_blocking(_PLAN, unit, observe)
     else:
         outcome = asyncio.run(run_session_async(_PLAN, unit, observe))
+    if outcome is None:  # abandoned by a stop: the driver drops it
+        return None
     outcome.events = events
     # the driver writes record_line and the rendered trace as they are: sending the record's
     # state (transcript, metrics...) as well would only cost pickling on both sides
@@ -159,13 +174,29 @@ def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
                     os._exit(1)
 
 
-def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox, broker: Any = None) -> None:
-    """A worker process: plan the run once, then ``threads`` threads each run one session at a time."""
+def relay_stop(asked: Any, where: str) -> None:
+    """Request a graceful stop in this worker process once ``asked`` (the driver's event) is set:
+    a thread waits for it. The worker honours a stop from then on (stopping.running), so a retry's
+    back-off is cut short too."""
+    stopping.running().__enter__()  # for the worker's lifetime
+
+    def wait() -> None:
+        asked.wait()
+        stopping.request(f"the driver was asked to stop ({where})")
+    threading.Thread(target=wait, name="convsim-stop-relay", daemon=True).start()
+
+
+def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox, broker: Any = None,
+                 stop_asked: Any = None) -> None:
+    """A worker process: plan the run once, then ``threads`` threads each run one session at a time;
+    ``stop_asked``: the driver's graceful stop (relay_stop)."""
     # Ctrl-C reaches the whole process group, and so may SIGTERM (a batch scheduler ending the job): the
     # driver stops the run and ends its workers, which would otherwise each print a KeyboardInterrupt
     # traceback, or die first and make the stop look like a worker's crash
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if stop_asked is not None:  # the driver's stop reaches the worker this way instead
+        relay_stop(stop_asked, "process worker")
     try:
         _init_worker(config_json, parent_pid, broker)
     except BaseException as exc:  # noqa: BLE001 — a malformed catalog...: one clear line in the driver
@@ -191,11 +222,17 @@ def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox,
     os._exit(0)
 
 
-def _next_result(readers: dict, procs: list) -> Any:
-    """The next outcome (or exception) a worker sent; a worker that ended without one is an error.
+_NOTHING = object()  # _next_result: nothing arrived within its timeout
+
+
+def _next_result(readers: dict, procs: list, timeout: float | None = None) -> Any:
+    """The next outcome (or exception; None: a session a stop abandoned) a worker sent, or
+    ``_NOTHING`` after ``timeout`` seconds; a worker that ended without one is an error.
     ``readers``: each worker's end of its pipe, by process."""
     while True:
-        ready = set(connection.wait([*readers.values(), *(p.sentinel for p in procs)]))
+        ready = set(connection.wait([*readers.values(), *(p.sentinel for p in procs)], timeout))
+        if not ready:
+            return _NOTHING
         for proc, reader in readers.items():
             if reader not in ready and proc.sentinel not in ready:
                 continue
@@ -234,11 +271,19 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
 async def _run_workers(plan: Any, todo: Iterator[Unit], first: Unit, land, observe, ctx, n: int,
                        per_worker: int, broker: Any, stop) -> None:
     inbox = ctx.Queue()
+    stop_asked = ctx.Event()  # the driver's graceful stop, relayed to every worker (relay_stop)
+
+    def relay() -> None:  # runs in the driver's signal handler: only sets the event
+        stop_asked.set()
+    stopping.on_request(relay)
+    if stopping.requested():
+        relay()
     config_json = plan.config.model_dump_json()
     readers = {}
     for i in range(n):
         reader, writer = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer, broker),
+        proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer, broker,
+                                                           stop_asked),
                            name=f"convsim-worker-{i}")  # not daemonic: a node may start processes
         proc.start()
         writer.close()  # the worker's end: a worker that dies closes its pipe
@@ -259,16 +304,26 @@ async def _run_workers(plan: Any, todo: Iterator[Unit], first: Unit, land, obser
     try:
         while in_flight < n * (per_worker + 1) and submit_next():
             pass
+        give_up = None  # after a stop: when the sessions the workers have not abandoned yet are dropped
         while in_flight:
-            got = await loop.run_in_executor(None, _next_result, readers, procs)
+            got = await loop.run_in_executor(None, _next_result, readers, procs, POLL_S)
+            if stopping.requested() and give_up is None:
+                give_up = time.monotonic() + STOP_GRACE_S
+            if got is _NOTHING:
+                if give_up is not None and time.monotonic() > give_up:
+                    break  # a worker stuck in a node nothing cancels: killed below
+                continue
             if isinstance(got, BaseException):
                 raise got
             in_flight -= 1
+            if got is None:  # abandoned by the stop: never written, it runs again on resume
+                continue
             for event in got.events:
                 observe(event)
             land(got)
             submit_next()
     finally:
+        stopping.forget(relay)
         if in_flight == 0:  # every session landed: each session thread ends at its None
             for _ in range(n * per_worker):
                 inbox.put(None)

@@ -14,6 +14,14 @@ cluster this machine belongs to; ``ray://host:10001`` connects a Ray client to a
 ``host:port`` joins a cluster's GCS directly. When joining a cluster the project directory is
 shipped to the workers as the job's ``working_dir`` (Ray honours .gitignore), so the graph files,
 agents and catalogs are the driver's.
+
+A graceful stop (the driver's first SIGTERM / SIGINT: convsim.providers.stopping) reaches the actors
+through their ``stop`` method, in a concurrency group of its own so that it runs beside the sessions
+(Ray's ``ray.cancel`` does not interrupt a running task of a threaded actor): each actor requests the
+stop in its own process (HTTP calls in flight cancelled, no model call or session started, running
+sessions abandoned at their next node boundary) and returns ``None`` for each session it abandoned,
+which the driver drops (it runs again on resume). Sessions the actors have not given back within
+``STOP_GRACE_S`` are dropped and the actors killed.
 """
 from __future__ import annotations
 
@@ -25,9 +33,9 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from convsim.providers import limits
+from convsim.providers import limits, stopping
 from convsim.errors import ConvsimError
-from convsim.running.process_executor import sessions_per_worker
+from convsim.running.process_executor import POLL_S, STOP_GRACE_S, sessions_per_worker
 
 # Keep a private Ray instance small: sessions pass kilobytes, not tensors.
 OBJECT_STORE_BYTES = 100_000_000
@@ -119,13 +127,21 @@ def _pythonpath() -> dict:
 def _worker_class():
     ray = _import_ray()
 
-    @ray.remote(num_cpus=1, max_restarts=0)
+    @ray.remote(num_cpus=1, max_restarts=0, concurrency_groups={"control": 1})
     class SessionWorker:
         """Holds the planned run (compiled graphs, catalogs) for all the sessions it runs."""
 
         def __init__(self, config_json: str, broker=None) -> None:
+            from convsim.providers import stopping
             from convsim.running.process_executor import _init_worker
+            stopping.running().__enter__()  # the actor honours a stop (a retry's back-off cut short too)
             _init_worker(config_json, broker=broker)
+
+        @ray.method(concurrency_group="control")
+        def stop(self, why: str) -> None:
+            """The driver's graceful stop: runs beside the sessions (its own concurrency group)."""
+            from convsim.providers import stopping
+            stopping.request(why)
 
         def run(self, unit):
             from convsim.running.process_executor import _run_in_worker
@@ -191,8 +207,9 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
             config = config.model_copy(update={"out_dir": str(Path(config.out_dir).resolve())})
         Worker = _worker_class()
         per_actor = sessions_per_worker(config.concurrency, n)
-        if per_actor > 1:  # a threaded actor; one session at a time stays on the actor's main thread
-            Worker = Worker.options(max_concurrency=per_actor)
+        # the sessions an actor runs at once (its default concurrency group; ``stop`` has a group of its
+        # own): set even for one, as an actor with concurrency groups is a threaded actor
+        Worker = Worker.options(max_concurrency=per_actor)
         # one actor holds the run's limits; every session thread's calls ask it (limits.serve_to_ray)
         broker = limits.serve_to_ray(config.limits, callers=n * per_actor)
         if broker is not None:
@@ -216,15 +233,34 @@ async def run_on_ray(plan: Any, todo: Iterator, land: Callable, observe: Callabl
                 if unit is None:
                     return
                 outcome = await actor.run.remote(unit)
+                if outcome is None:  # abandoned by a stop: never written, it runs again on resume
+                    continue
                 for event in outcome.events:
                     observe(event)
                 land(outcome)
 
+        # round robin: each actor starts its share before any actor queues one more
+        feeds = asyncio.gather(*(feed(a) for _ in range(per_actor + QUEUED_PER_ACTOR) for a in actors))
+        gave_up: list = []
+
+        async def relay_stop() -> None:  # the driver's graceful stop, to every actor
+            while not stopping.requested():
+                await asyncio.sleep(POLL_S)
+            for a in actors:
+                a.stop.remote(f"the driver was asked to stop ({stopping.reason()})")
+            await asyncio.sleep(STOP_GRACE_S)
+            gave_up.append(True)  # an actor stuck in a node nothing cancels: its sessions are dropped
+            feeds.cancel()
+        relay = asyncio.create_task(relay_stop())
         try:
-            # round robin: each actor starts its share before any actor queues one more
-            await asyncio.gather(*(feed(a) for _ in range(per_actor + QUEUED_PER_ACTOR) for a in actors))
+            await feeds
+        except asyncio.CancelledError:
+            if not gave_up:
+                raise
         except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as exc:
             raise _worker_failed(exc) from None
+        finally:
+            relay.cancel()
     finally:
         for a in actors + served:
             ray.kill(a)
