@@ -117,9 +117,11 @@ def check_language(spec: AgentSpec, slot: Slot, turn: AgentTurn, messages: Seque
     from convsim.providers.answer_check import message_texts
     from convsim.providers.answer_language import english_words, language_defect
     from convsim.slots.adapters import garbage
-    why = language_defect(turn.text, language=slot.language,
-                          vocabulary=slot.vocabulary() if slot.vocabulary is not None else frozenset(),
-                          extra=english_words(message_texts(messages)))
+    vocabulary = slot.vocabulary() if slot.vocabulary is not None else frozenset()
+    why = language_defect(turn.text, language=slot.language, vocabulary=vocabulary)
+    if why is not None:  # the conversation's words are known too: read only when the reply needs them
+        why = language_defect(turn.text, language=slot.language, vocabulary=vocabulary,
+                              extra=english_words(message_texts(messages)))
     if why is not None:
         raise garbage(spec, why, turn.raw)
 
