@@ -22,7 +22,6 @@ both tables.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -37,21 +36,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir")
     args = ap.parse_args(argv)
+    from crs_run_records import scored_run  # bench/ is on the path of a bench script
 
-    from convsim.catalog.movies.catalog import load_movie_catalog
     from convsim.catalog.movies.concepts import ConceptExtractor
     from convsim.evaluation.crs.negation import affirmed_concepts, rejected
     from convsim.evaluation.crs.nodes import scored_transcript, turn_evaluation
-    from convsim.graphs.crs_shift import Params, catalog_location
+    from convsim.graphs.crs_shift import Params
 
+    records, params, catalog = scored_run(args.run_dir)
     run = Path(args.run_dir)
-    records = [json.loads(line) for line in (run / "results.jsonl").open()]
-    records = [r for r in records if r.get("status") in (None, "ok")]
-    if not records:
-        print(f"{run / 'results.jsonl'}: no scored session", file=sys.stderr)
-        return 2
-    params = records[0].get("params") or {}
-    catalog = load_movie_catalog(catalog_location(params.get("catalog_path")))
     extractor = ConceptExtractor(catalog)
     base = Params(**{k: v for k, v in params.items() if k in Params.model_fields}).tas_settings()
     rows: dict[str, dict] = defaultdict(lambda: {"turns": 0, "retracted": 0, "values": 0,

@@ -15,7 +15,6 @@ docs/crs_shift.md "Paper mode" quotes its output.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -43,20 +42,13 @@ def main(argv=None) -> int:
                     help="topics = the 5 words of the dominant LDA topic with p >= 0.1 (the paper's), "
                          "not of every topic with p >= 0.2")
     args = ap.parse_args(argv)
+    from crs_run_records import scored_run  # bench/ is on the path of a bench script
 
-    from convsim.catalog.movies.catalog import load_movie_catalog
     from convsim.evaluation.crs.nodes import scored_transcript
     from convsim.evaluation.crs.tas_cas_eval import _embedder, tas_cas_many, topic_extractor
-    from convsim.graphs.crs_shift import catalog_location
 
+    records, params, catalog = scored_run(args.run_dir)
     run = Path(args.run_dir)
-    records = [json.loads(line) for line in (run / "results.jsonl").open()]
-    records = [r for r in records if r.get("status") in (None, "ok")]
-    if not records:
-        print(f"{run / 'results.jsonl'}: no scored session", file=sys.stderr)
-        return 2
-    params = records[0].get("params") or {}
-    catalog = load_movie_catalog(catalog_location(params.get("catalog_path")))
     topics = topic_extractor(params.get("topic_mode", "lda"), catalog, str(run))
     if args.lda_dominant:
         from convsim.evaluation.crs.topics import LdaTopics
