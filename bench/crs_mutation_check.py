@@ -2,7 +2,7 @@
 
     python bench/crs_mutation_check.py [--only NAME ...]
 
-The mutations of issue 34 §6 (the ones that survived the suite) and those of the paper recovery
+The mutations a review found surviving the suite and those of the paper recovery
 search, TF-IDF modes and retraction handling. Each is applied to a temporary copy of the tree
 (``runs/`` and ``.git`` left out), never to the working tree; the copy's tests run with
 ``PYTHONPATH`` set to it. A mutation is *killed* when a test fails. The unmutated copy is run first:

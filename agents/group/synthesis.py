@@ -13,7 +13,7 @@ union of the stated ones (outside the budget).
   member and counts nothing (the options' labels, alphabetically). With a ``synthesis`` model the
   model merges the wishes itself (``SynthesisAnswer``: chosen options, whether the wishes
   conflict, explanation, message); an invalid answer is recorded raw and the rule decides.
-  (Before issue 35 C3 was approval voting with coverage, ``approval_coverage``, kept for
+  (Before the behaviour-based rework C3 was approval voting with coverage, ``approval_coverage``, kept for
   reference: a social-choice rule, C4's own ``approval_vote_plus_coverage`` operator.)
 - ``guided`` (C4/C5): the canonical strategy of ``convsim.agents.group.strategies`` (clamped to the
   canonical id in the meta), cut to the budget, in the text contract

@@ -1,6 +1,6 @@
 """Group travel planning metrics M1–M7 (dialogue only), welfare W1–W3 and the Gini coefficient.
 
-M2, M3 and M5 are computed from behaviour, not from the system's self-reports (issue 35): M2 is
+M2, M3 and M5 are computed from behaviour, not from the system's self-reports: M2 is
 the F1 of the slots the system flags against the slots where the members' stated preferences
 actually diverge (``conflict_detection_f1``); M3 counts an explanation only when it names a
 member's wish and the decision made and is not a paste of the members' words
@@ -209,7 +209,7 @@ def feedback_activation_rate(turns: list[dict], *, enable_feedback: bool) -> flo
     return len(conflict & fed) / len(conflict)
 
 
-# ---------------------------------------------------------------- M2–M5 from behaviour (issue 35)
+# ---------------------------------------------------------------- M2–M5 from behaviour
 
 def _stated_options(turns: list[dict]) -> dict[str, dict[str, list[str]]] | None:
     """``{slot: {speaker: [options]}}`` from the ``user_provide_*`` turns' ``preference_option``
