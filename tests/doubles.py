@@ -75,5 +75,5 @@ class SlowBackend:
             self.in_flight -= 1
         prompt = len(text) // 4 + 4
         completion = 1 + hashlib.sha256(text.encode()).digest()[0] % self.max_tokens
-        return AIMessage("Paris. " * completion, usage_metadata={
+        return AIMessage("It is Paris. " * completion, usage_metadata={  # English (the answer check reads it)
             "input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion})
