@@ -40,9 +40,8 @@ import unicodedata
 from typing import Iterable
 
 __all__ = ["language_defect", "language_measure", "words_of", "english_words", "LANGUAGES",
-           "CHAT_WORDS", "MIN_WORDS", "MIN_KNOWN_SHARE", "MIN_WORDS_FOR_STOP", "MIN_STOP_SHARE", "LIST_ITEM_WORDS",
-           "MAX_LISTED_SHARE", "MIN_LETTERS",
-           "MIN_LATIN_SHARE"]
+           "CHAT_WORDS", "MIN_WORDS", "MIN_KNOWN_SHARE", "MIN_WORDS_FOR_STOP", "MIN_STOP_SHARE",
+           "LIST_ITEM_WORDS", "MAX_LISTED_SHARE", "MIN_LETTERS", "MIN_LATIN_SHARE"]
 
 LANGUAGES = ("en",)  # the languages the check knows; None (no language check) is always accepted
 MIN_WORDS = 4            # fewer words: too short to tell ("Yes.", a title)
@@ -102,7 +101,8 @@ def language_measure(text: str, vocabulary: Iterable[str] | frozenset[str] = fro
                      extra: Iterable[str] | frozenset[str] = frozenset()) -> dict:
     """What :func:`language_defect` judges: the number of words, the share of them known (stop
     words, or words of ``vocabulary`` or ``extra`` of 3 letters or more), the share of stop words,
-    the number of letters and their Latin share."""
+    the share of words standing in list items (``listed_share``), the number of letters and their
+    Latin share."""
     vocab = vocabulary if isinstance(vocabulary, (set, frozenset)) else frozenset(vocabulary)
     more = extra if isinstance(extra, (set, frozenset)) else frozenset(extra)
     words = words_of(text)
@@ -136,7 +136,8 @@ def language_defect(text: str, *, language: str | None = "en",
     if m["words"] >= MIN_WORDS and m["known_share"] < MIN_KNOWN_SHARE:
         return (f"not English: {m['known']} of its {m['words']} words are English words "
                 f"(under {MIN_KNOWN_SHARE:.0%})")
-    if m["words"] >= MIN_WORDS_FOR_STOP and m["stop_share"] < MIN_STOP_SHARE and m["listed_share"] <= MAX_LISTED_SHARE:
+    if (m["words"] >= MIN_WORDS_FOR_STOP and m["stop_share"] < MIN_STOP_SHARE
+            and m["listed_share"] <= MAX_LISTED_SHARE):  # a list is judged by the known-word rule alone
         return (f"not English prose: {m['stop']} of its {m['words']} words are function words "
                 f"(under {MIN_STOP_SHARE:.0%}): a list of words, not a sentence")
     return None
