@@ -14,7 +14,6 @@ an answer that fails it is a validation error, re-asked and recorded like any ot
 """
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Annotated, Iterable
 
@@ -22,11 +21,12 @@ from pydantic import AfterValidator
 
 from convsim.catalog.vocabulary import shipped_vocabulary
 from convsim.providers.answer_language import english_words, language_defect
+from convsim.lazy import cached_once
 
 PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
 
 
-@functools.lru_cache(maxsize=1)
+@cached_once(maxsize=1)
 def _agents_words() -> frozenset[str]:
     from convsim.agents.group.members import OPTIONS
     texts = [p.read_text(encoding="utf-8") for p in sorted(PROMPTS_DIR.glob("*.txt"))]

@@ -129,10 +129,22 @@ def loadavg() -> str:
 
 
 def cpu_seconds() -> tuple[float, float]:
-    """CPU seconds of this process (all threads) and of its finished, reaped child processes."""
+    """CPU seconds of this process (all threads) and of the worker processes that ended: its own
+    reaped children, and the children the process executor's fork server reaped (the workers are
+    its children: /proc/<pid>/stat's cutime and cstime)."""
+    import os
     import resource
+    from multiprocessing import forkserver
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+    forked = 0.0
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if pid is not None:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            forked = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime + forked
 
 
 def throughput(args) -> list[dict]:
@@ -144,11 +156,17 @@ def throughput(args) -> list[dict]:
     from convsim import api
     from convsim.running import runner
     rows = []
+    warm: dict[str, float] = {}
     with LatencyServerProcess(args.latency, idle_s=120) as base_url, tempfile.TemporaryDirectory() as tmp:
-        for arm in ("agents", "models"):  # warm: the first run of a process imports and builds what all share
-            api.run({"graph": "hello_chat", "sessions": 4, "concurrency": 4, "out_dir": tmp, "run_id": f"warm-{arm}",
-                     "params": {"n_turns": 1}, "analysis": [], arm: {"agent": f"openai:fake@{base_url}"}},
-                    analyze=False)
+        # warm: the first run of a process imports and builds what all share; the first process run
+        # starts the process executor's fork server (its start-up is printed, not in the rows)
+        for arm, executor in (("agents", "async"), ("models", "async"), ("agents", "process")):
+            start = time.perf_counter()
+            api.run({"graph": "hello_chat", "sessions": 4, "concurrency": 4, "out_dir": tmp, "executor": executor,
+                     "run_id": f"warm-{arm}-{executor}", "params": {"n_turns": 1}, "analysis": [],
+                     arm: {"agent": f"openai:fake@{base_url}"}, **({"workers": args.workers} if executor == "process"
+                                                                   else {})}, analyze=False)
+            warm[executor] = time.perf_counter() - start
         for n in args.in_flight:
             runs = [("agents", "async"), ("models", "async")]
             if n == args.process_at:
@@ -182,7 +200,7 @@ def throughput(args) -> list[dict]:
                              "driver_ms": (me1 - me0) / sessions * 1e3,
                              "workers_ms": (kids1 - kids0) / sessions * 1e3,
                              "load": f"{load_before}->{loadavg()}"})
-    return rows
+    return rows, warm
 
 
 def main() -> None:
@@ -211,7 +229,7 @@ def main() -> None:
               + ("   (goal <= 1.10x)" if kind == "graph" else ""))
     if args.skip_runs:
         return
-    rows = throughput(args)
+    rows, warm = throughput(args)
     print(f"\nsessions/s, agent = an OpenAI-compatible endpoint answering in {args.latency} s "
           f"(hello_chat, {args.run_turns} turns, {args.waves} waves, trace on)")
     print("  agents: the endpoint fills the agent slot (the adapter); models: the built-in agent calls the same "
@@ -219,6 +237,8 @@ def main() -> None:
     print(f"  process: the endpoint arm on executor: process, {args.workers} workers; driver / workers ms: CPU per "
           "session of this process / of the worker processes; cores: that CPU at the ideal rate; load: "
           "1-minute load average before->after")
+    print(f"  warm-up (not in the rows): 4 sessions of 1 turn took {warm['async']:.2f} s on the async executor and "
+          f"{warm['process']:.2f} s on the first process run of this bench (the fork server starts, importing once)")
     print("  first s: when the first session landed; steady: the share in the sessions landed between the first "
           "and the last n landings (no start-up, first wave or tail; - with fewer than 3 waves)")
     print(f"{'in flight':>10}{'arm':>8}{'executor':>9}{'sessions':>9}{'elapsed s':>10}{'sessions/s':>11}"

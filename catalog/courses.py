@@ -13,7 +13,6 @@ Bad files raise :class:`convsim.ConvsimError` naming the file, the case id and t
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 from convsim import ConvsimError
 from convsim.config import path_component
 from convsim.textio import load_json
+from convsim.lazy import cached_once
 
 COURSES_DIR = Path(__file__).resolve().parent / "data" / "courses"
 DEFAULT_CATALOG = COURSES_DIR / "courses.json"
@@ -95,7 +95,7 @@ def _read_json(file: Path, what: str) -> object:
     return load_json(file, what=what)  # UTF-8, bounded nesting, one-line errors
 
 
-@functools.lru_cache(maxsize=4)
+@cached_once(maxsize=4)
 def _load_courses_cached(path: str) -> tuple[dict, ...]:
     file = Path(path)
     data = _read_json(file, "course catalog")

@@ -20,7 +20,6 @@ the record and the field. See docs/group_planning.md.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from convsim import ConvsimError
 from convsim.textio import iter_jsonl, load_json, parse_json
+from convsim.lazy import cached_once
 
 PROJECT_TRAVEL_DIR = Path(__file__).resolve().parent / "data" / "travel"
 KINDS = ("accommodations", "restaurants", "attractions", "events")
@@ -188,7 +188,7 @@ def travel_db_from_ref_info(ref_info: dict[str, list], *, source: str = "") -> T
     return TravelDB(**kinds, source=source)
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def load_travel_db(path: str | Path | None = None) -> TravelDB:
     """Load the project database (default) or a folder of the four TripCraft-schema JSON files."""
     folder = Path(path) if path else PROJECT_TRAVEL_DIR

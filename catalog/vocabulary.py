@@ -7,12 +7,12 @@ catalog and its test set) once per process: about 15,000 words.
 """
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any, Iterator
 
 from convsim.providers.answer_language import english_words
+from convsim.lazy import cached_once
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -30,7 +30,7 @@ def _strings(value: Any) -> Iterator[str]:
             stack.extend(v)
 
 
-@functools.lru_cache(maxsize=1)
+@cached_once(maxsize=1)
 def shipped_vocabulary() -> frozenset[str]:
     """The casefolded words of every string in catalog/data/**/*.json."""
     words: set[str] = set()

@@ -49,6 +49,7 @@ from convsim.evaluation.crs.tas_cas_eval import merge_dialogue_metrics, tas_cas_
 from convsim.evaluation.crs.adaptation import adaptation_metrics
 from convsim.evaluation.crs.realism import realism_metrics
 from convsim.evaluation.crs.coverage import hidden_targets
+from convsim.lazy import cached_once
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = PROJECT_ROOT / "prompts"
@@ -191,7 +192,7 @@ class Context(SessionContext):
     extractor: ConceptExtractor | None = None    # None: built from the catalog (cached)
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def _extractor_for(catalog: MovieCatalog, fuzzy_threshold: float) -> ConceptExtractor:
     return ConceptExtractor(catalog, fuzzy_threshold=fuzzy_threshold)
 
@@ -225,7 +226,7 @@ def _extractor(ctx: Context) -> ConceptExtractor:
     return _extractor_for(_catalog(ctx), _params(ctx).fuzzy_threshold)
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def _excluded_idf_for(catalog: MovieCatalog):
     from convsim.evaluation.crs.excluded_fields import ExcludedIdf
     return ExcludedIdf(catalog)

@@ -18,7 +18,6 @@ alarmist, agents/group/reference.py; configs/group_reference.yaml). See docs/gro
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import operator
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, TypedDict
@@ -46,6 +45,7 @@ from convsim import SessionContext, emit_metrics, rng_for, stable_seed
 from convsim.evaluation.group.evaluate import dialogue_embedder, evaluate_group_dialogue, transcript_to_turns
 from convsim.evaluation.group.dataset import OPTION_SLOTS, group_dataset_metrics
 from convsim.evaluation.group.figures import group_figures
+from convsim.lazy import cached_once
 
 CONDITIONS = {   # condition -> (multi_user, enable_synthesis, use_social_theory, enable_feedback)
     "C1": (False, False, False, False), "C2": (True, False, False, False),
@@ -134,7 +134,7 @@ def preflight(params: Params, ctx: Context) -> None:
     _db(params).cities()
 
 
-@functools.lru_cache(maxsize=32)
+@cached_once(maxsize=32)
 def _city_db_cached(db_path: str | None, city: str) -> TravelDB:
     return TravelDB(**load_travel_db(db_path).ref_info(city), source=f"{db_path or 'project db'}:{city}")
 

@@ -12,7 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _children(pid: int) -> list[int]:
-    out = []
+    """Every descendant of ``pid``: the workers are the children of the executor's fork server,
+    itself the driver's child (or the driver's own children where workers are spawned)."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -20,8 +22,12 @@ def _children(pid: int) -> list[int]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == pid:
-            out.append(int(entry.name))
+        parents[int(entry.name)] = int(fields[1])
+    out, frontier = [], [pid]
+    while frontier:
+        kids = [child for child, parent in parents.items() if parent in frontier]
+        out += kids
+        frontier = kids
     return out
 
 
@@ -54,7 +60,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
         # workers are running sessions once results arrive
         assert _wait_for(lambda: results.exists() and results.stat().st_size > 0, 120), "the run never started"
         workers = [p for p in _children(parent.pid) if _alive(p)]
-        assert len(workers) >= 2  # the two workers (and spawn's resource tracker)
+        assert len(workers) >= 3  # the two workers, the fork server (and the resource tracker)
     finally:
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()

@@ -6,7 +6,6 @@ first, ties broken by subject code so runs are reproducible. Indices are built o
 """
 from __future__ import annotations
 
-import functools
 import threading
 import math
 from collections import Counter
@@ -15,6 +14,7 @@ import numpy as np
 
 from convsim.catalog.courses import course_text, load_courses, tokenize
 from convsim import ConvsimError, embeddings_available, make_embedder
+from convsim.lazy import cached_once
 
 RETRIEVERS = ("tfidf", "bm25", "embedding", "hybrid")
 
@@ -136,7 +136,7 @@ def get_retriever(kind: str, catalog_path: str | None = None, embedder: str = "s
         return _build_retriever(kind, catalog_path, embedder)
 
 
-@functools.lru_cache(maxsize=16)
+@cached_once(maxsize=16)
 def _build_retriever(kind: str, catalog_path: str | None, embedder: str):
     courses = load_courses(catalog_path)
     if kind == "tfidf":

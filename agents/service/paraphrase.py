@@ -15,7 +15,6 @@ go on without something to say), so the session is a simulator failure, not an a
 """
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from convsim.agents.language import EnglishTurn
 from convsim.errors import SimulatorError
+from convsim.lazy import cached_once
 
 POOL_FILE = Path(__file__).parents[2] / "catalog" / "data" / "service" / "paraphrases_heldout.json"
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_user.txt"
@@ -31,7 +31,7 @@ SPOKEN = {"swimmingpool": "swimming pool", "concerthall": "concert hall", "multi
 BOOK_ORDER = ("bookpeople", "bookstay", "bookday", "booktime")
 
 
-@functools.lru_cache(maxsize=2)
+@cached_once(maxsize=2)
 def load_pool(path: str | None = None) -> dict:
     return json.loads(Path(path or POOL_FILE).read_text(encoding="utf-8"))
 

@@ -3,14 +3,14 @@ utterance with the gold annotation MultiWOZ gives it, so scripted turns are scor
 ones (a hand-written prefix has no annotation: its gold fields stay empty)."""
 from __future__ import annotations
 
-import functools
 
 from convsim.catalog.service.multiwoz import load_dialogues
 from convsim import ConvsimError
 from convsim.running.prefix import scripted_pair
+from convsim.lazy import cached_once
 
 
-@functools.lru_cache(maxsize=4)
+@cached_once(maxsize=4)
 def _annotated_turns(source: str) -> dict[str, list[dict]]:
     """A MultiWOZ prefix file's dialogues read like replays (gold domain, intent, state), so the
     scripted turns are scored like replayed ones; {} for a hand-written file."""

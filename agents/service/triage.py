@@ -7,7 +7,6 @@ recording the failure with the raw answer.
 """
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from convsim.catalog.service.db import DOMAINS, ServiceDB
 from convsim.catalog.service.normalize import DONTCARE, canonical_name, normalize_time, normalize_value
+from convsim.lazy import cached_once
 
 PROMPT_FILE = Path(__file__).parents[2] / "prompts" / "service_triage.txt"
 BOOK_SLOTS = {"bookday", "bookpeople", "bookstay", "booktime"}
@@ -78,7 +78,7 @@ class TriageOutput(BaseModel):
         return v
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def _lexicon(db: ServiceDB) -> dict:
     names = []
     for domain in ("restaurant", "hotel", "attraction"):

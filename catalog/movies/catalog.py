@@ -26,6 +26,7 @@ from pathlib import Path
 
 from convsim import ConvsimError
 from convsim.textio import load_json
+from convsim.lazy import cached_once
 
 FIELDS = ("genre", "actor", "director", "writer", "language", "year")
 LIST_FIELDS = ("genre", "actor", "director", "writer", "language")
@@ -332,7 +333,7 @@ class MovieCatalog:
         return ordered if limit is None else ordered[:limit]
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def _load_cached(path: str | None) -> MovieCatalog:
     return MovieCatalog.load(path)
 

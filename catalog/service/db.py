@@ -17,7 +17,6 @@ does list ``required_slots``, those win.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from convsim.catalog.service.normalize import (DONTCARE, canonical_name, names_m
                                        normalize_slot_name, normalize_value)
 from convsim import ConvsimError
 from convsim.textio import load_json
+from convsim.lazy import cached_once
 
 PROJECT_DB_DIR = Path(__file__).resolve().parents[1] / "data" / "service"
 DOMAINS = ("restaurant", "hotel", "attraction", "train")
@@ -100,7 +100,7 @@ def _schema_bool(entry: dict, key: str, *, file: Path, record: str, field: str) 
     return value
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def load_service_schema(path: str | Path | None = None) -> ServiceSchema:
     """Read a MultiWOZ 2.2 ``schema.json`` (default: the project's own). A malformed service raises
     ``ConvsimError`` naming the file, the service (``<name> (index i)``) and the field
@@ -270,7 +270,7 @@ def booking_reference(domain: str, entity: str, booking: dict[str, str], salt: o
     return digest[:8]
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def load_service_db(path: str | Path | None = None) -> ServiceDB:
     """Read the four ``<domain>_db.json`` files of a folder (default: the project's own)."""
     folder = Path(path) if path else PROJECT_DB_DIR

@@ -34,10 +34,11 @@ content, not a check of the form.
 """
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from typing import Iterable
+
+from convsim.lazy import cached_once
 
 __all__ = ["language_defect", "language_measure", "words_of", "english_words", "LANGUAGES",
            "CHAT_WORDS", "MIN_WORDS", "MIN_KNOWN_SHARE", "MIN_WORDS_FOR_STOP", "MIN_STOP_SHARE",
@@ -65,7 +66,7 @@ CHAT_WORDS = frozenset("hi hello hey thanks thank please yes yeah ok okay sure b
                        "great good nice fine like love want need".split())
 
 
-@functools.lru_cache(maxsize=1)
+@cached_once(maxsize=1)
 def stop_words() -> frozenset[str]:
     """scikit-learn's English stop words with the contraction pieces."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS

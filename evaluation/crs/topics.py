@@ -18,7 +18,6 @@ carries no topic information (the shift detector then ignores it).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -35,6 +34,7 @@ import scipy.sparse as sp
 from pydantic import BaseModel, Field
 
 from convsim.providers.textvec import FastCounts
+from convsim.lazy import cached_once
 
 log = logging.getLogger(__name__)
 
@@ -321,7 +321,7 @@ def corpus_fingerprint(documents: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=4)
+@cached_once(maxsize=4)
 def _trained(fingerprint: str, documents: tuple[str, ...], n_topics: int, seed: int) -> LdaTopics:
     return LdaTopics.train(list(documents), n_topics=n_topics, seed=seed)
 

@@ -21,13 +21,13 @@ Templates are lower-case DB names, LLM replies are usually title-cased: both are
 """
 from __future__ import annotations
 
-import functools
 import re
 
 from rapidfuzz import fuzz
 
 from convsim.catalog.service.db import ServiceDB
 from convsim.catalog.service.normalize import canonical_name
+from convsim.lazy import cached_once
 
 ENTITY_DOMAINS = ("restaurant", "hotel", "attraction")
 CUES = (r"(?:recommend|suggest|try|called|named|booked (?:you )?(?:a table |a room )?(?:at|in)|"
@@ -49,7 +49,7 @@ COMMON = {"i", "i'm", "i'd", "i'll", "the", "a", "an", "your", "you", "yes", "no
           "wifi", "free", "parking", "star", "stars", "british", "english", "uk", "gbp"}
 
 
-@functools.lru_cache(maxsize=8)
+@cached_once(maxsize=8)
 def _names(db: ServiceDB) -> dict:
     table = {}
     for domain in ENTITY_DOMAINS:
