@@ -7,8 +7,12 @@ not installed.
 A 270M model answers badly, so nothing here is about quality: every session is written with a final
 status; the agent's turns are the server's answers (its token counts in the calls, one call per
 agent turn, the first answer replayed against the server word for word); an answer that is garbage
-is an ``agent_failure`` with the raw text kept; with the customer-service tools offered (llama.cpp's
-``gemma`` chat format ignores them, so the model answers in text) the run's bookkeeping holds.
+is an ``agent_failure`` with the raw text kept; with the customer-service tools offered (the
+``gemma`` chat format leaves them out of the prompt, so the model answers in text) the run's
+bookkeeping holds. With ``#tool_choice=lookup_entity`` the server makes real, grammar-constrained
+calls of the tool, which convsim runs against the session's tools and records per turn (cut
+arguments as tool errors); the server refuses the request after a call as OpenAI clients send it
+(``content: null``), shown as such, and the calls run end to end through a proxy that sends ``""``.
 """
 from __future__ import annotations
 
