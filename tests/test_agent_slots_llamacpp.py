@@ -7,12 +7,17 @@ not installed.
 A 270M model answers badly, so nothing here is about quality: every session is written with a final
 status; the agent's turns are the server's answers (its token counts in the calls, one call per
 agent turn, the first answer replayed against the server word for word); an answer that is garbage
-is an ``agent_failure`` with the raw text kept; with the customer-service tools offered (llama.cpp's
-``gemma`` chat format ignores them, so the model answers in text) the run's bookkeeping holds.
+is an ``agent_failure`` with the raw text kept; with the customer-service tools offered (the
+``gemma`` chat format leaves them out of the prompt, so the model answers in text) the run's
+bookkeeping holds. With ``#tool_choice=lookup_entity`` the server makes real, grammar-constrained
+calls of the tool, which convsim runs against the session's tools and records per turn (cut
+arguments as tool errors); the server refuses the request after a call as OpenAI clients send it
+(``content: null``), shown as such, and the calls run end to end through a proxy that sends ``""``.
 """
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -91,3 +96,140 @@ def test_llamacpp_server_offered_the_customer_service_tools(llamacpp_server, tmp
         # whatever the model did with the tools is recorded, and state grading read the same bookings
         booked = [c for e in system for c in e["meta"]["tool_calls"] if c["name"] == "book" and c["result"].get("ok")]
         assert len(r["agent_bookings"]) == len(booked) == r["dialogue_metrics"]["bookings_made"]
+
+
+class _NullContentProxy:
+    """A pass-through HTTP proxy in front of the llama.cpp server that changes one thing: an assistant
+    message with ``tool_calls`` and ``"content": null`` (what OpenAI's API and ChatOpenAI send) goes
+    with ``"content": ""``: llama-cpp-python 0.3.36's server refuses a null content with HTTP 500 (its
+    request type says ``content: NotRequired[str]``), and a message without one too (the ``gemma``
+    format reads ``message["content"]``: KeyError, HTTP 500). It keeps every request it forwarded
+    (after the change) and every answer, and counts the messages it changed. ``drop_null=False``:
+    it only records."""
+
+    def __init__(self, upstream: str, *, drop_null: bool = True) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        self.requests: list[dict] = []
+        self.answers: list[dict] = []
+        self.changed = 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _relay(self, method: str, body: bytes | None) -> None:
+                request = urllib.request.Request(upstream + self.path.removeprefix("/v1"), data=body, method=method,
+                                                 headers={"Content-Type": "application/json"})
+                try:
+                    with urllib.request.urlopen(request, timeout=300) as resp:
+                        status, data = resp.status, resp.read()
+                except urllib.error.HTTPError as exc:
+                    status, data = exc.code, exc.read()
+                if method == "POST":
+                    proxy.answers.append({"status": status, **json.loads(data)})
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._relay("GET", None)
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                for m in body.get("messages", []):
+                    if drop_null and m.get("role") == "assistant" and m.get("tool_calls") and m.get("content", "") is None:
+                        m["content"] = ""
+                        proxy.changed += 1
+                proxy.requests.append(body)
+                self._relay("POST", json.dumps(body).encode())
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+FORCED = "tool_choice=lookup_entity&tool_rounds=2&temperature=0&seed=1"
+
+
+def test_llamacpp_server_refuses_a_tool_round_as_openai_clients_send_it(llamacpp_server, tmp_path):
+    """The request after a tool call carries the call as OpenAI's API and ChatOpenAI write it: an
+    assistant message with ``"content": null`` beside ``tool_calls``. llama-cpp-python 0.3.36's server
+    refuses it (HTTP 500, a request validation error): the session is an infrastructure error, not
+    scored, re-run on resume; the call the server made had been run."""
+    base_url, model = llamacpp_server
+    proxy = _NullContentProxy(base_url, drop_null=False)  # records only
+    try:
+        spec = f"openai:{model}@{proxy.url}#{FORCED}&max_tokens=32"
+        config = _config(tmp_path, "customer_service", "service", spec, 1, {"max_turns": 2})
+        config.write_text(config.read_text().replace('"attempts": 2', '"attempts": 1'))
+        code, out, records = _run(tmp_path, "refused", config)
+    finally:
+        proxy.close()
+    assert code == 3 and records[0]["status"] == "infra_error", (out, records)
+    assert [c["ok"] for c in records[0]["llm_calls"]] == [True, False]
+    assert [a["status"] for a in proxy.answers] == [200, 500]
+    assert proxy.answers[0]["choices"][0]["message"]["tool_calls"]  # the server's call, which convsim ran
+    sent = proxy.requests[1]["messages"]
+    assert sent[2]["role"] == "assistant" and sent[2]["content"] is None and sent[3]["role"] == "tool"
+    refusal = proxy.answers[1]["error"]["message"]
+    assert "('body', 'messages', 2, 'ChatCompletionRequestAssistantMessage', 'content')" in refusal
+    assert "'msg': 'Input should be a valid string', 'input': None" in refusal, refusal
+    assert "HTTP 500" in (tmp_path / "refused" / "errors.jsonl").read_text()
+
+
+@pytest.mark.parametrize("max_tokens, cut", [(32, False), (8, True)])
+def test_llamacpp_server_calls_a_forced_tool_that_convsim_runs_and_records(llamacpp_server, tmp_path, max_tokens, cut):
+    """``#tool_choice=lookup_entity``: llama-cpp-python answers each turn's first request with a call of
+    that tool whose arguments its grammar (made from the tool's JSON schema) constrains, gemma3-270m
+    filling them in; convsim runs it against the session's booking system, sends the result back as a
+    ``tool`` message (the turn's second request, ``tool_choice: auto``, which the ``gemma`` format
+    answers in text), and records the call in the turn's ``meta.tool_calls`` when it ran, in
+    ``meta.tool_errors`` when its arguments are no JSON object: with ``max_tokens=8`` the server cuts
+    every call's arguments, and the session goes on. Through the proxy above (a null content sent as "")."""
+    base_url, model = llamacpp_server
+    proxy = _NullContentProxy(base_url)
+    try:
+        spec = f"openai:{model}@{proxy.url}#{FORCED}&max_tokens={max_tokens}"
+        code, out, records = _run(tmp_path, "svc_tools", _config(tmp_path, "customer_service", "service", spec, 1,
+                                                                 {"max_turns": 2}))
+    finally:
+        proxy.close()
+    assert len(records) == 1
+    _check_mechanics(records, spec, "service", code, out)
+    r = records[0]
+    assert r["status"] == "ok", r["error"]
+    system = [e for e in r["transcript"] if e["speaker"] == "system"]
+    forced = [a for a in proxy.answers if a["choices"][0]["message"].get("tool_calls")]
+    print("server tool calls:", [c["function"] for a in forced for c in a["choices"][0]["message"]["tool_calls"]])
+    print("recorded:", [(e["meta"].get("tool_calls"), e["meta"].get("tool_errors")) for e in system])
+    assert all(a["status"] == 200 for a in proxy.answers)
+    # per agent turn: the forced request, answered with one call of the tool; then the reply (auto)
+    assert system and len(proxy.requests) == len(r["llm_calls"]) == 2 * len(system)
+    assert [q["tool_choice"] for q in proxy.requests] == \
+        [{"type": "function", "function": {"name": "lookup_entity"}}, "auto"] * len(system)
+    assert len(forced) == len(system) and proxy.changed >= len(system)
+    for e, answer, follow_up in zip(system, forced, proxy.requests[1::2]):
+        (call,) = answer["choices"][0]["message"]["tool_calls"]
+        assert call["function"]["name"] == "lookup_entity" and answer["choices"][0]["finish_reason"] == "tool_calls"
+        ran, refused = e["meta"].get("tool_calls") or [], e["meta"].get("tool_errors") or []
+        assert len(ran) + len(refused) == 1, e["meta"]  # the server's call, recorded once
+        # the result went back to the server as a tool message answering the server's own call id
+        told = [m for m in follow_up["messages"] if m["role"] == "tool"][-1]
+        assert told["tool_call_id"] == call["id"]
+        assert bool(refused) == cut, (max_tokens, e["meta"])
+        if ran:  # it ran against the session's booking system: found, or not found, by the name given
+            args = json.loads(call["function"]["arguments"], strict=False)
+            assert ran[0]["name"] == "lookup_entity" and ran[0]["args"]["name"] == args["name"]
+            assert "ok" in ran[0]["result"] and json.loads(told["content"]) == ran[0]["result"]
+        else:  # cut: no JSON object, an error told to the agent, the raw arguments kept
+            assert refused[0]["error"] is True and refused[0]["args"] == call["function"]["arguments"]
+            assert told["content"] == refused[0]["result"] and "are not valid JSON" in told["content"]
+    assert r["agent_bookings"] == []  # a look-up books nothing

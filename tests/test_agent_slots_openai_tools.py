@@ -8,7 +8,9 @@ real runs against a stdlib server on 127.0.0.1 (tests/fault_server.py, scripted 
   schema) is answered with ToolNode's error message and recorded; the agent goes on;
 * an agent that never stops calling tools is an agent_failure after ``#tool_rounds=N``, raw kept;
 * a transport fault inside the tool loop is infrastructure (errors.jsonl, infra_error);
-* a bad ``#tool_rounds`` is bad input (one line, exit 2, nothing written).
+* a bad ``#tool_rounds`` is bad input (one line, exit 2, nothing written);
+* ``#tool_choice=`` goes as the request's tool_choice: a forced one (``required``, a tool's name) on
+  each turn's first request only, ``auto`` after it; a bad value, or a tool the scenario lacks, is bad input.
 """
 from __future__ import annotations
 
@@ -155,7 +157,9 @@ def test_a_transport_fault_inside_the_tool_loop_is_infrastructure(tmp_path):
 
 @pytest.mark.parametrize("option, word", [("#tool_rounds=0", "tool_rounds"), ("#tool_rounds=x", "tool_rounds"),
                                           ("#rounds=3", "tool_rounds"), ("#max_tokens=8&temperature=3", "temperature"),
-                                          ("#tool_rounds=2&", "max_tokens")])
+                                          ("#tool_rounds=2&", "max_tokens"), ("#tool_choice=", "tool_choice"),
+                                          ("#tool_choice=look up", "tool_choice"), ("#tool_choice=x/y", "tool_choice"),
+                                          ("#tool_choice=" + "x" * 65, "tool_choice")])
 def test_a_bad_openai_option_is_bad_input(tmp_path, option, word):
     one_line(["run", "customer_service", "--sessions", "1", "--out", tmp_path, "--run-id", "x",
               "--agent", f"service=openai:clerk@http://127.0.0.1:9/v1{option}"], word)
@@ -177,3 +181,42 @@ def test_a_recommender_behind_an_endpoint_searches_the_catalog(tmp_path):
     for e in named:  # each recommended film came from a search result of that turn
         found = {f["id"] for c in e["meta"]["tool_calls"] for f in c["result"].get("results", [])}
         assert set(e["meta"]["mentioned_ids"]) & found
+
+
+def _lookup_then_reply(request):
+    """A tool call (a look-up) while the turn's last message is the user's; a reply after the result."""
+    if request["messages"][-1]["role"] == "tool":
+        return "The " + json.loads(request["messages"][-1]["content"]).get("reason", "venue") + " is noted."
+    return {"content": None, "tool_calls": [{"id": f"l{len(request['messages'])}", "type": "function", "function": {
+        "name": "lookup_entity", "arguments": '{"domain": "hotel", "name": "acorn guest house"}'}}]}
+
+
+@pytest.mark.parametrize("choice, first, later", [
+    ("lookup_entity", {"type": "function", "function": {"name": "lookup_entity"}}, "auto"),
+    ("required", "required", "auto"), ("auto", "auto", "auto"), ("none", "none", "none"), (None, None, None)])
+def test_tool_choice_forces_only_the_first_request_of_a_turn(tmp_path, choice, first, later):
+    """A forced tool_choice on every request would make the agent call tools until tool_rounds ran out:
+    it goes on the turn's first request, the requests after a tool result say auto."""
+    requests: list = []
+    spec = "#tool_rounds=1" + (f"&tool_choice={choice}" if choice else "")
+    with serve(answer=lambda q: (requests.append(q), _lookup_then_reply(q))[1]) as server:
+        records = _run(tmp_path, "choice", "customer_service", "--sessions", "1",
+                       "--agent", f"service=openai:clerk@{server.url}{spec}")
+    assert records[0]["status"] == "ok", records[0]["error"]
+    system = _system_turns(records[0])
+    assert len(system) >= 2 and len(requests) == 2 * len(system)  # per turn: a look-up, then the reply
+    for e in system:  # each turn's look-up ran against the session's tools and was recorded
+        assert [c["name"] for c in e["meta"]["tool_calls"]] == ["lookup_entity"]
+    assert [q.get("tool_choice") for q in requests] == [first, later] * len(system)
+    assert all("tool_choice" not in q for q in requests) == (choice is None)
+
+
+def test_a_tool_choice_naming_no_tool_of_the_scenario_is_bad_input(tmp_path):
+    """A slot declares no tool names before the run, so the name is checked at the first agent turn:
+    one line, exit 2, before any request reaches the endpoint and before any record is written."""
+    with serve(answer=_lookup_then_reply) as server:
+        one_line(["run", "customer_service", "--sessions", "1", "--out", tmp_path, "--run-id", "x", "-q", "--agent",
+                  f"service=openai:clerk@{server.url}#tool_choice=search_films"],
+                 "tool_choice=search_films names no tool", "find_entities, lookup_entity, book", "agents.service")
+        assert not server.served
+    assert (tmp_path / "x" / "results.jsonl").read_text() == ""

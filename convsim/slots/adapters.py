@@ -452,7 +452,12 @@ class OpenAIAgent(_Adapter):
     (JSON) and the endpoint is asked again, up to ``tool_rounds`` answers with tool calls per turn
     (spec ``openai:<model>@<url>#tool_rounds=N``, default :data:`TOOL_ROUNDS`; ``max_tokens``,
     ``temperature``, ``seed`` beside it: the request's generation settings); one more is the
-    agent's failure (``agent_failure``, the last answer kept). A call the tools cannot run (an
+    agent's failure (``agent_failure``, the last answer kept). ``#tool_choice=`` sends the request's
+    ``tool_choice`` (none sent without it: the endpoint's default): ``auto`` and ``none`` on every
+    request of a turn, ``required`` and a tool's name (``{"type": "function", "function": {"name":
+    ...}}``) on the turn's first request only, ``auto`` on those after it (a reply is never a tool
+    call: forcing every request would call tools until ``tool_rounds`` ran out); a name the turn's
+    tools lack is bad input (:class:`convsim.ConvsimError`). A call the tools cannot run (an
     unknown tool, arguments that are not a JSON object or do not fit the tool's schema) is answered
     with an error ``tool`` message as LangGraph's ``ToolNode`` words it, and recorded with
     ``"error": true``; the agent may correct itself. The session's conversation with the endpoint
@@ -466,7 +471,23 @@ class OpenAIAgent(_Adapter):
         self.model_spec = parse_model_spec({"spec": f"openai:{spec.options['model']}@{spec.options['base_url']}",
                                             **settings}, where=f"agents.{slot.role}")
         self.tool_rounds = int(spec.options.get("tool_rounds", TOOL_ROUNDS))
+        self.tool_choice: str | None = spec.options.get("tool_choice")
         self.sessions = _Sessions()
+
+    def _tool_choices(self, by_name: dict) -> tuple[Any, Any]:
+        """The ``tool_choice`` of a turn's first request and of the requests after tool results
+        (None: not sent)."""
+        choice = self.tool_choice
+        if choice is None or not by_name:
+            return None, None
+        if choice in ("auto", "none"):
+            return choice, choice
+        if choice != "required" and choice not in by_name:
+            raise ConvsimError(f"bad agent spec {self.spec.text!r}: tool_choice={choice} names no tool of the "
+                               f"{self.slot.role} slot; its tools: {', '.join(by_name)}",
+                               field=f"agents.{self.slot.role}")
+        first = choice if choice == "required" else {"type": "function", "function": {"name": choice}}
+        return first, "auto"
 
     def invoke(self, messages: list, *, session_id: str, context: dict, tools: Sequence = ()) -> AgentTurn:
         from langchain_core.messages import AIMessage, SystemMessage
@@ -484,8 +505,12 @@ class OpenAIAgent(_Adapter):
                 if context else [])
         kwargs = {"tools": tool_schemas(tools)} if tools else {}
         by_name = {t.name: t for t in tools}
+        first_choice, later_choice = self._tool_choices(by_name)
         calls: list[dict] = []
         for n in range(self.tool_rounds + 1):
+            choice = first_choice if n == 0 else later_choice
+            if choice is not None:
+                kwargs["tool_choice"] = choice
             message = handle._invoke_message(head + history, "agent", **kwargs)  # ModelUnavailable after the retries
             content = getattr(message, "content", None)
             raw_calls = getattr(message, "tool_calls", None)

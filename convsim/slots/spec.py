@@ -8,8 +8,9 @@ spec                            kind
 ``pkg.mod:app``                 from a file or an importable module: decided when it is loaded
 ``graph:...``, ``callable:...``  the same, with the kind forced
 ``openai:<model>@<base_url>``   an OpenAI-compatible ``/v1/chat/completions`` endpoint that is the agent
-                                (``...#tool_rounds=N&max_tokens=M&temperature=T&seed=S``: its
-                                tool-calling rounds per turn, default 8, and generation settings)
+                                (``...#tool_rounds=N&tool_choice=C&max_tokens=M&temperature=T&seed=S``:
+                                its tool-calling rounds per turn, default 8, the ``tool_choice``
+                                it is sent, and generation settings)
 ``langgraph:<url>#<assistant>``  a LangGraph deployment through ``RemoteGraph``, one thread per session
 ``a2a:<url>``                   an A2A agent (``a2a-sdk`` client), one context per session
 ==============================  ==================================================================
@@ -71,7 +72,10 @@ def _url(text: str, url: str, field_name: str) -> str:
 
 
 OPENAI_OPTIONS = {"tool_rounds": "an integer >= 1 (answers with tool calls one turn may give)",
-                  "max_tokens": "an integer >= 1", "seed": "an integer", "temperature": "a number in 0..2"}
+                  "max_tokens": "an integer >= 1", "seed": "an integer", "temperature": "a number in 0..2",
+                  "tool_choice": "auto, none, required or a tool's name (letters, digits, _ and -, at most 64)"}
+TOOL_CHOICES = ("auto", "none", "required")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")  # OpenAI's rule for a function's name
 
 
 def _openai_option(text: str, option: str, field_name: str) -> dict:
@@ -80,6 +84,10 @@ def _openai_option(text: str, option: str, field_name: str) -> dict:
     if name not in OPENAI_OPTIONS or not eq:
         raise _bad(text, field_name, "the options of an openai: spec are #key=value&... with keys "
                                      + ", ".join(OPENAI_OPTIONS))
+    if name == "tool_choice":  # a name the scenario's tools lack is found at the first agent turn
+        if value not in TOOL_CHOICES and not _TOOL_NAME.match(value):
+            raise _bad(text, field_name, f"tool_choice must be {OPENAI_OPTIONS[name]}, got {value!r}")
+        return {name: value}
     try:
         parsed: float | int = float(value) if name == "temperature" else int(value)
     except ValueError:
