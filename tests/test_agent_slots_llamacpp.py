@@ -11,8 +11,8 @@ is an ``agent_failure`` with the raw text kept; with the customer-service tools 
 ``gemma`` chat format leaves them out of the prompt, so the model answers in text) the run's
 bookkeeping holds. With ``#tool_choice=lookup_entity`` the server makes real, grammar-constrained
 calls of the tool, which convsim runs against the session's tools and records per turn (cut
-arguments as tool errors); the server refuses the request after a call as OpenAI clients send it
-(``content: null``), shown as such, and the calls run end to end through a proxy that sends ``""``.
+arguments as tool errors). The server refuses the request after a call as ChatOpenAI writes it
+(``content: null`` beside ``tool_calls``: HTTP 500), shown here; convsim sends ``""`` there.
 """
 from __future__ import annotations
 
@@ -98,21 +98,15 @@ def test_llamacpp_server_offered_the_customer_service_tools(llamacpp_server, tmp
         assert len(r["agent_bookings"]) == len(booked) == r["dialogue_metrics"]["bookings_made"]
 
 
-class _NullContentProxy:
-    """A pass-through HTTP proxy in front of the llama.cpp server that changes one thing: an assistant
-    message with ``tool_calls`` and ``"content": null`` (what OpenAI's API and ChatOpenAI send) goes
-    with ``"content": ""``: llama-cpp-python 0.3.36's server refuses a null content with HTTP 500 (its
-    request type says ``content: NotRequired[str]``), and a message without one too (the ``gemma``
-    format reads ``message["content"]``: KeyError, HTTP 500). It keeps every request it forwarded
-    (after the change) and every answer, and counts the messages it changed. ``drop_null=False``:
-    it only records."""
+class _RecordingProxy:
+    """A pass-through HTTP proxy in front of the llama.cpp server: it keeps every request and every
+    answer (with its HTTP status)."""
 
-    def __init__(self, upstream: str, *, drop_null: bool = True) -> None:
+    def __init__(self, upstream: str) -> None:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         self.requests: list[dict] = []
         self.answers: list[dict] = []
-        self.changed = 0
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -120,13 +114,7 @@ class _NullContentProxy:
                 pass
 
             def _relay(self, method: str, body: bytes | None) -> None:
-                request = urllib.request.Request(upstream + self.path.removeprefix("/v1"), data=body, method=method,
-                                                 headers={"Content-Type": "application/json"})
-                try:
-                    with urllib.request.urlopen(request, timeout=300) as resp:
-                        status, data = resp.status, resp.read()
-                except urllib.error.HTTPError as exc:
-                    status, data = exc.code, exc.read()
+                status, data = _exchange(upstream + self.path.removeprefix("/v1"), body, method)
                 if method == "POST":
                     proxy.answers.append({"status": status, **json.loads(data)})
                 self.send_response(status)
@@ -139,13 +127,9 @@ class _NullContentProxy:
                 self._relay("GET", None)
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                for m in body.get("messages", []):
-                    if drop_null and m.get("role") == "assistant" and m.get("tool_calls") and m.get("content", "") is None:
-                        m["content"] = ""
-                        proxy.changed += 1
-                proxy.requests.append(body)
-                self._relay("POST", json.dumps(body).encode())
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                proxy.requests.append(json.loads(body))
+                self._relay("POST", body)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -156,33 +140,38 @@ class _NullContentProxy:
         self.httpd.server_close()
 
 
+def _exchange(url: str, body: bytes | None, method: str = "POST") -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=300) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
 FORCED = "tool_choice=lookup_entity&tool_rounds=2&temperature=0&seed=1"
 
 
-def test_llamacpp_server_refuses_a_tool_round_as_openai_clients_send_it(llamacpp_server, tmp_path):
-    """The request after a tool call carries the call as OpenAI's API and ChatOpenAI write it: an
-    assistant message with ``"content": null`` beside ``tool_calls``. llama-cpp-python 0.3.36's server
-    refuses it (HTTP 500, a request validation error): the session is an infrastructure error, not
-    scored, re-run on resume; the call the server made had been run."""
+def test_llamacpp_server_refuses_a_null_content_beside_tool_calls_which_convsim_does_not_send(llamacpp_server):
+    """The request after a tool call, with the assistant's call as ChatOpenAI writes it (``"content":
+    null`` beside ``tool_calls``, which OpenAI's API allows): llama-cpp-python 0.3.36's server refuses
+    it (HTTP 500, a request validation error: its type says ``content: NotRequired[str]``). With
+    ``"content": ""``, what convsim sends (convsim.providers.openai_client), it answers."""
     base_url, model = llamacpp_server
-    proxy = _NullContentProxy(base_url, drop_null=False)  # records only
-    try:
-        spec = f"openai:{model}@{proxy.url}#{FORCED}&max_tokens=32"
-        config = _config(tmp_path, "customer_service", "service", spec, 1, {"max_turns": 2})
-        config.write_text(config.read_text().replace('"attempts": 2', '"attempts": 1'))
-        code, out, records = _run(tmp_path, "refused", config)
-    finally:
-        proxy.close()
-    assert code == 3 and records[0]["status"] == "infra_error", (out, records)
-    assert [c["ok"] for c in records[0]["llm_calls"]] == [True, False]
-    assert [a["status"] for a in proxy.answers] == [200, 500]
-    assert proxy.answers[0]["choices"][0]["message"]["tool_calls"]  # the server's call, which convsim ran
-    sent = proxy.requests[1]["messages"]
-    assert sent[2]["role"] == "assistant" and sent[2]["content"] is None and sent[3]["role"] == "tool"
-    refusal = proxy.answers[1]["error"]["message"]
-    assert "('body', 'messages', 2, 'ChatCompletionRequestAssistantMessage', 'content')" in refusal
+    call = {"id": "call_1", "type": "function", "function": {"name": "lookup_entity",
+                                                             "arguments": '{"domain": "hotel", "name": "Acorn"}'}}
+
+    def follow_up(content):
+        return json.dumps({"model": model, "max_tokens": 8, "temperature": 0, "seed": 1, "messages": [
+            {"role": "user", "content": "Is the Acorn guest house free?"},
+            {"role": "assistant", "content": content, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": '{"ok": false, "error": "not_found"}'}]}).encode()
+    status, data = _exchange(f"{base_url}/chat/completions", follow_up(None))
+    refusal = json.loads(data)["error"]["message"]
+    assert status == 500 and "'ChatCompletionRequestAssistantMessage', 'content')" in refusal, refusal
     assert "'msg': 'Input should be a valid string', 'input': None" in refusal, refusal
-    assert "HTTP 500" in (tmp_path / "refused" / "errors.jsonl").read_text()
+    status, data = _exchange(f"{base_url}/chat/completions", follow_up(""))
+    assert status == 200 and json.loads(data)["choices"][0]["message"]["role"] == "assistant", data
 
 
 @pytest.mark.parametrize("max_tokens, cut", [(32, False), (8, True)])
@@ -193,9 +182,9 @@ def test_llamacpp_server_calls_a_forced_tool_that_convsim_runs_and_records(llama
     ``tool`` message (the turn's second request, ``tool_choice: auto``, which the ``gemma`` format
     answers in text), and records the call in the turn's ``meta.tool_calls`` when it ran, in
     ``meta.tool_errors`` when its arguments are no JSON object: with ``max_tokens=8`` the server cuts
-    every call's arguments, and the session goes on. Through the proxy above (a null content sent as "")."""
+    every call's arguments, and the session goes on. Through a proxy that records what passes."""
     base_url, model = llamacpp_server
-    proxy = _NullContentProxy(base_url)
+    proxy = _RecordingProxy(base_url)
     try:
         spec = f"openai:{model}@{proxy.url}#{FORCED}&max_tokens={max_tokens}"
         code, out, records = _run(tmp_path, "svc_tools", _config(tmp_path, "customer_service", "service", spec, 1,
@@ -215,7 +204,7 @@ def test_llamacpp_server_calls_a_forced_tool_that_convsim_runs_and_records(llama
     assert system and len(proxy.requests) == len(r["llm_calls"]) == 2 * len(system)
     assert [q["tool_choice"] for q in proxy.requests] == \
         [{"type": "function", "function": {"name": "lookup_entity"}}, "auto"] * len(system)
-    assert len(forced) == len(system) and proxy.changed >= len(system)
+    assert len(forced) == len(system)
     for e, answer, follow_up in zip(system, forced, proxy.requests[1::2]):
         (call,) = answer["choices"][0]["message"]["tool_calls"]
         assert call["function"]["name"] == "lookup_entity" and answer["choices"][0]["finish_reason"] == "tool_calls"
@@ -224,6 +213,8 @@ def test_llamacpp_server_calls_a_forced_tool_that_convsim_runs_and_records(llama
         # the result went back to the server as a tool message answering the server's own call id
         told = [m for m in follow_up["messages"] if m["role"] == "tool"][-1]
         assert told["tool_call_id"] == call["id"]
+        asked = [m for m in follow_up["messages"] if m["role"] == "assistant" and m.get("tool_calls")][-1]
+        assert asked["content"] == "" and asked["tool_calls"][0]["id"] == call["id"]  # not null: refused
         assert bool(refused) == cut, (max_tokens, e["meta"])
         if ran:  # it ran against the session's booking system: found, or not found, by the name given
             args = json.loads(call["function"]["arguments"], strict=False)

@@ -118,9 +118,9 @@ def test_malformed_tool_calls_are_answered_with_tool_errors_and_recorded(tmp_pat
     assert answers[1]["content"].startswith("Error: ") and answers[1]["content"].endswith("Please fix your mistakes.")
     assert json.loads(answers[3]["content"])["ok"] is True
     # the assistant message with the calls went back as ChatOpenAI sends it (valid calls, then the
-    # invalid one with its raw arguments)
+    # invalid one with its raw arguments), its text "" where ChatOpenAI sends null
     sent = next(m for m in requests[1]["messages"] if m.get("tool_calls"))
-    assert [c["id"] for c in sent["tool_calls"]] == ["c1", "c3", "c4", "c2"] and sent["content"] is None
+    assert [c["id"] for c in sent["tool_calls"]] == ["c1", "c3", "c4", "c2"] and sent["content"] == ""
     assert sent["tool_calls"][3]["function"]["arguments"] == '{"domain": "hotel", "name": '
 
 

@@ -264,7 +264,9 @@ TOOL_REPLY = {"id": "x", "object": "chat.completion", "created": 0, "model": "m"
 def test_a_tool_calling_request_is_the_one_chatopenai_sends(monkeypatch, settings):
     """The openai: agent's tool rounds (convsim.slots.adapters.OpenAIAgent): the tools' schemas, an
     assistant message with valid and invalid tool calls, the tool messages answering them; the same
-    bytes as ChatOpenAI.bind_tools(...) sends, and the server's tool calls read back."""
+    bytes as ChatOpenAI.bind_tools(...) sends but one: an assistant message with tool calls and no
+    text has ``"content": ""`` where ChatOpenAI sends null (llama-cpp-python's server refuses null:
+    tests/test_agent_slots_llamacpp.py), and the server's tool calls read back."""
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.tools import tool
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -285,9 +287,11 @@ def test_a_tool_calling_request_is_the_one_chatopenai_sends(monkeypatch, setting
         monkeypatch.setattr(models, "_BACKENDS", {})
         ours = openai_client.OpenAIChat(spec).invoke(history, tools=[convert_to_openai_tool(add)])
         theirs = _chat_openai(spec).bind_tools([add]).invoke(history)
-    assert server.bodies[0] == server.bodies[1]
-    body = json.loads(server.bodies[0])
-    assert body["messages"][2]["content"] is None and [c["id"] for c in body["messages"][2]["tool_calls"]] == ["c1", "c2"]
+    body, theirs_body = json.loads(server.bodies[0]), json.loads(server.bodies[1])
+    assert body["messages"][2]["content"] == "" and theirs_body["messages"][2]["content"] is None
+    theirs_body["messages"][2]["content"] = ""
+    assert server.bodies[0] == openai_client.dumps(theirs_body)  # the rest byte for byte
+    assert [c["id"] for c in body["messages"][2]["tool_calls"]] == ["c1", "c2"]
     assert body["messages"][4] == {"content": "Error: bad json\n Please fix your mistakes.", "role": "tool",
                                    "tool_call_id": "c2"}
     assert ours.tool_calls == TOOL_REPLY["choices"][0]["message"]["tool_calls"]

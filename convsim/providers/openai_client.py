@@ -137,7 +137,9 @@ def message_dicts(messages: list) -> list[dict]:
                     "name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)}} for c in m.tool_calls]
                 + [{"type": "function", "id": c["id"], "function": {"name": c["name"], "arguments": c["args"]}}
                    for c in m.invalid_tool_calls])
-            message["content"] = message["content"] or None  # ChatOpenAI: null, not "", beside tool calls
+            # "" beside tool calls, where ChatOpenAI sends null: the API allows both, and
+            # llama-cpp-python's server (0.3.36) refuses null (HTTP 500) and a missing content too
+            message["content"] = message["content"] or ""
         elif role == "tool":
             message["tool_call_id"] = m.tool_call_id
         out.append(message)
