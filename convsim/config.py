@@ -11,6 +11,7 @@ from convsim.errors import ConvsimError
 from convsim.providers.limits import Limits
 from convsim.providers.models import parse_model_spec
 from convsim.providers.retry import RetryPolicy
+from convsim.slots.toolserver import ToolServerConfig
 from convsim.textio import load_yaml
 
 ModelValue = str | dict
@@ -94,6 +95,8 @@ class ExperimentConfig(BaseModel):
     address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
     workers: StrictInt | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
     limits: Limits = Field(default_factory=Limits)  # per-server caps and the run budget (convsim.providers.limits)
+    # where remote agents' tools are served: bind address, port, URL told (convsim.slots.toolserver)
+    tool_server: ToolServerConfig = Field(default_factory=ToolServerConfig)
     analysis: list[str] = Field(default_factory=lambda: ["convsim.evaluation.reporting.analysis:analyze_run"])
     out_dir: str = "runs"
     run_id: str | None = None
@@ -117,6 +120,14 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def _check_path_component(cls, v, info):
         return v if v is None else path_component(v, info.field_name)
+
+    @model_validator(mode="after")
+    def _check_tool_port(self):
+        if self.tool_server.port and self.executor != "async" and self.workers != 1:
+            raise ConvsimError(f"a fixed tool_server.port ({self.tool_server.port}) is for one process: executor "
+                               f"{self.executor} starts a tool server in each worker (use port 0, or workers: 1)",
+                               field="tool_server.port")
+        return self
 
     @model_validator(mode="after")
     def _check_baseline(self):
@@ -248,7 +259,8 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     executor: str | None = None, workers: int | None = None,
                     prefix: dict | None = None, address: str | None = None,
                     limits: dict | None = None, agents: list[str] | dict | None = None,
-                    timeout: float | None = None, retry: dict | None = None) -> ExperimentConfig:
+                    timeout: float | None = None, retry: dict | None = None,
+                    tool_server: dict | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
 
     ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
@@ -270,6 +282,9 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
     for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.providers.limits)
         if val is not None:
             data["limits"][key] = val
+    for key, val in (tool_server or {}).items():  # --tool-host/--tool-port/--tool-url (convsim.slots.toolserver)
+        if val is not None:
+            data["tool_server"][key] = val
     for role, spec in _assignments(models, what="--model", raw=True):
         data["models"][role] = spec if isinstance(spec, dict) else str(spec)
         for var in data["variants"]:

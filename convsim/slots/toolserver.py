@@ -21,22 +21,114 @@ message's ``metadata["convsim_tools"]``), and calls them during the turn:
 The lease closes when the turn's answer is in: its URL then answers 404. Every call, refused ones
 included, is recorded on the lease in arrival order (``{"name", "args", "result"}``, ``"error":
 true`` when refused) and becomes the turn's ``tool_calls``. Calls of one lease run one at a time
-(the session's tools are not thread-safe). One server per process, on 127.0.0.1 and a free port,
-started on first use (a daemon thread): an agent on another host cannot reach it. The token
-(``secrets.token_urlsafe``, 192 bits) is the only credential: any local process that learns it can
-call the turn's tools while the turn runs. ``examples/remote_tools.py`` is a client a remote agent
-can copy.
+(the session's tools are not thread-safe). One server per process, started on first use (a daemon
+thread). Where it listens and the URL the agent is told come from the run's ``tool_server:`` config
+(:class:`ToolServerConfig`; ``convsim run --tool-host/--tool-port/--tool-url``): by default
+127.0.0.1 and a free port, which an agent on another host cannot reach; ``host: 0.0.0.0`` (or one of
+the machine's addresses) with ``url: http://<address the agent reaches>`` serves the tools to other
+hosts. The token (``secrets.token_urlsafe``, 192 bits) is the only credential: anyone who learns it
+(any local process; beyond loopback, anyone on the network path: plain HTTP) can call the turn's
+tools while the turn runs, which the run says in a one-line warning when it binds beyond loopback.
+``examples/remote_tools.py`` is a client a remote agent can copy.
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
+import socket
+import sys
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator, Sequence
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
+
+from convsim.errors import ConvsimError
 
 MAX_BODY = 1 << 20  # bytes a call's body may have
+
+
+class ToolServerConfig(BaseModel):
+    """Where the process's tool server listens and what URL the agent is told (config
+    ``tool_server:``, ``convsim run --tool-host/--tool-port/--tool-url``).
+
+    * ``host``: the IP address to bind (default ``127.0.0.1``: this machine only; ``0.0.0.0`` or
+      ``::`` every interface, or one of the machine's addresses). An IP address, not a host name.
+    * ``port``: the port (default 0: a free one, chosen when the server starts). A fixed port is for
+      one process only: the process and Ray executors start a server in each worker.
+    * ``url``: the base URL the agent is told, ``http(s)://host[:port][/path]`` (a turn's URL is
+      ``<url>/tools/<token>``); without a port in it, the server's port is added. Default
+      ``http://<host>:<port>``; a wildcard ``host`` needs it (the agent cannot call 0.0.0.0). A port
+      or a path in it are for a proxy or port forward in front of the server.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    host: StrictStr = "127.0.0.1"
+    port: StrictInt = Field(default=0, ge=0, le=65535)
+    url: StrictStr | None = None
+
+    @field_validator("host")
+    @classmethod
+    def _check_host(cls, v):
+        try:
+            return str(ipaddress.ip_address(v.strip().strip("[]")))
+        except ValueError:
+            raise ValueError(f"{v!r} is not an IP address to listen on (e.g. 127.0.0.1, 0.0.0.0, ::, or one of "
+                             "this machine's addresses)") from None
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, v):
+        if v is None:
+            return v
+        try:
+            parts = urlsplit(v.strip())
+            parts.port  # noqa: B018 — raises ValueError on a port that is not a number in 0..65535
+        except ValueError as exc:
+            raise ValueError(f"{v!r} is not a URL ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{v!r} is not an http:// or https:// URL with a host (e.g. http://10.0.0.5)")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ValueError(f"{v!r}: the URL may have a path, not a query, fragment or user")
+        return v.strip().rstrip("/")
+
+    @model_validator(mode="after")
+    def _check_reachable(self):
+        if self.url is None and self.wildcard:
+            raise ConvsimError(f"listening on {self.host} (every interface) needs the URL the agent reaches the "
+                               "server at: set tool_server.url (--tool-url), e.g. http://<this machine's address>",
+                               field="tool_server.url")
+        return self
+
+    @property
+    def wildcard(self) -> bool:
+        return ipaddress.ip_address(self.host).is_unspecified
+
+    @property
+    def beyond_loopback(self) -> bool:
+        return not ipaddress.ip_address(self.host).is_loopback
+
+    def base_url(self, port: int) -> str:
+        """The base URL the agent is told, the server listening on ``port``."""
+        if self.url is None:
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            return f"http://{host}:{port}"
+        parts = urlsplit(self.url)
+        if parts.port is not None:
+            return self.url
+        netloc = parts.netloc + f":{port}"
+        return parts._replace(netloc=netloc).geturl()
+
+    def warning(self) -> str | None:
+        """The one-line warning a run prints when the server would listen beyond loopback."""
+        if not self.beyond_loopback:
+            return None
+        return (f"the tool server listens on {self.host} (tool_server.host), beyond this machine: the random "
+                f"token in each turn's tool URL is the only credential, sent in plain HTTP unless "
+                f"tool_server.url is https behind a proxy")
 
 
 class Lease:
@@ -68,7 +160,8 @@ class Lease:
 
 
 class _Server:
-    def __init__(self) -> None:
+    def __init__(self, settings: ToolServerConfig) -> None:
+        self.settings = settings
         self.leases: dict[str, Lease] = {}
         self.lock = threading.Lock()
         outer = self
@@ -115,24 +208,57 @@ class _Server:
                     return self._send(400, {"error": 'the body is {"name": <tool>, "args": {...}}'})
                 return self._send(200, lease.call(request["name"], request.get("args", {})))
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+        server_class = type("ToolHTTPServer", (ThreadingHTTPServer,), {"address_family": family})
+        try:
+            self.httpd = server_class((settings.host, settings.port), Handler)
+        except OSError as exc:
+            field = "tool_server.port" if settings.port else "tool_server.host"
+            raise ConvsimError(f"the tool server cannot listen on {settings.host} port {settings.port or '(free)'}: "
+                               f"{exc.strerror or exc}", field=field) from None
         self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.base = settings.base_url(self.httpd.server_address[1])
         threading.Thread(target=self.httpd.serve_forever, name="convsim-toolserver", daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 _SERVER: _Server | None = None
+_SETTINGS = ToolServerConfig()
 _START = threading.Lock()
 
 
+def configure(settings: ToolServerConfig | dict | None) -> None:
+    """Use ``settings`` for the process's tool server from now on (a run's ``tool_server:``; the
+    planner calls it in the driver and in every worker). A server already running with other
+    settings is replaced on next use (closed when no turn holds a lease on it)."""
+    global _SETTINGS
+    settings = ToolServerConfig.model_validate(settings or {}) if not isinstance(settings, ToolServerConfig) else settings
+    with _START:
+        _SETTINGS = settings
+
+
 def server() -> _Server:
-    """The process's tool server (started on first use)."""
+    """The process's tool server (started on first use, with the configured settings)."""
     global _SERVER
-    if _SERVER is None:
+    srv = _SERVER
+    if srv is None or srv.settings != _SETTINGS:
         with _START:
-            if _SERVER is None:
-                _SERVER = _Server()
-    return _SERVER
+            if _SERVER is None or _SERVER.settings != _SETTINGS:
+                old, _SERVER = _SERVER, _Server(_SETTINGS)
+                if old is not None and not old.leases:
+                    old.close()
+            srv = _SERVER
+    return srv
+
+
+def announce(settings: ToolServerConfig) -> None:
+    """Print the one-line warning (stderr) when ``settings`` bind beyond loopback."""
+    text = settings.warning()
+    if text:
+        print(f"warning: {text}", file=sys.stderr, flush=True)
 
 
 @contextmanager
