@@ -33,7 +33,6 @@ tools while the turn runs, which the run says in a one-line warning when it bind
 """
 from __future__ import annotations
 
-import ipaddress
 import json
 import secrets
 import socket
@@ -42,93 +41,11 @@ import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator, Sequence
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
-
+from convsim.config import ToolServerConfig
 from convsim.errors import ConvsimError
 
 MAX_BODY = 1 << 20  # bytes a call's body may have
-
-
-class ToolServerConfig(BaseModel):
-    """Where the process's tool server listens and what URL the agent is told (config
-    ``tool_server:``, ``convsim run --tool-host/--tool-port/--tool-url``).
-
-    * ``host``: the IP address to bind (default ``127.0.0.1``: this machine only; ``0.0.0.0`` or
-      ``::`` every interface, or one of the machine's addresses). An IP address, not a host name.
-    * ``port``: the port (default 0: a free one, chosen when the server starts). A fixed port is for
-      one process only: the process and Ray executors start a server in each worker.
-    * ``url``: the base URL the agent is told, ``http(s)://host[:port][/path]`` (a turn's URL is
-      ``<url>/tools/<token>``); without a port in it, the server's port is added. Default
-      ``http://<host>:<port>``; a wildcard ``host`` needs it (the agent cannot call 0.0.0.0). A port
-      or a path in it are for a proxy or port forward in front of the server.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    host: StrictStr = "127.0.0.1"
-    port: StrictInt = Field(default=0, ge=0, le=65535)
-    url: StrictStr | None = None
-
-    @field_validator("host")
-    @classmethod
-    def _check_host(cls, v):
-        try:
-            return str(ipaddress.ip_address(v.strip().strip("[]")))
-        except ValueError:
-            raise ValueError(f"{v!r} is not an IP address to listen on (e.g. 127.0.0.1, 0.0.0.0, ::, or one of "
-                             "this machine's addresses)") from None
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, v):
-        if v is None:
-            return v
-        try:
-            parts = urlsplit(v.strip())
-            parts.port  # noqa: B018 — raises ValueError on a port that is not a number in 0..65535
-        except ValueError as exc:
-            raise ValueError(f"{v!r} is not a URL ({exc})") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{v!r} is not an http:// or https:// URL with a host (e.g. http://10.0.0.5)")
-        if parts.query or parts.fragment or parts.username or parts.password:
-            raise ValueError(f"{v!r}: the URL may have a path, not a query, fragment or user")
-        return v.strip().rstrip("/")
-
-    @model_validator(mode="after")
-    def _check_reachable(self):
-        if self.url is None and self.wildcard:
-            raise ConvsimError(f"listening on {self.host} (every interface) needs the URL the agent reaches the "
-                               "server at: set tool_server.url (--tool-url), e.g. http://<this machine's address>",
-                               field="tool_server.url")
-        return self
-
-    @property
-    def wildcard(self) -> bool:
-        return ipaddress.ip_address(self.host).is_unspecified
-
-    @property
-    def beyond_loopback(self) -> bool:
-        return not ipaddress.ip_address(self.host).is_loopback
-
-    def base_url(self, port: int) -> str:
-        """The base URL the agent is told, the server listening on ``port``."""
-        if self.url is None:
-            host = f"[{self.host}]" if ":" in self.host else self.host
-            return f"http://{host}:{port}"
-        parts = urlsplit(self.url)
-        if parts.port is not None:
-            return self.url
-        netloc = parts.netloc + f":{port}"
-        return parts._replace(netloc=netloc).geturl()
-
-    def warning(self) -> str | None:
-        """The one-line warning a run prints when the server would listen beyond loopback."""
-        if not self.beyond_loopback:
-            return None
-        return (f"the tool server listens on {self.host} (tool_server.host), beyond this machine: the random "
-                f"token in each turn's tool URL is the only credential, sent in plain HTTP unless "
-                f"tool_server.url is https behind a proxy")
 
 
 class Lease:
