@@ -94,6 +94,19 @@ def test_tools_listening_on_every_interface_are_called_through_the_advertised_ur
 
 
 @needs_address
+def test_the_workers_of_the_process_executor_serve_the_tools_as_configured(tmp_path, served, a2a_agent):
+    """Each worker process plans the run again (``_init_worker``) and starts its own server with
+    the run's ``tool_server:``: the agent is told the machine's address, at each worker's port."""
+    code, out, exc, records = _run(tmp_path, a2a_agent, "--tool-host", "0.0.0.0", "--tool-url", f"http://{ADDRESS}",
+                                   "--executor", "process", "--workers", 2)
+    assert code == 0, (out, exc)
+    assert sum(WARNING in line for line in out.splitlines()) == 1, out  # the driver's line, not the workers'
+    _check_booked(records)
+    urls = _seen(served)
+    assert len(urls) >= 4 and all(u.startswith(f"http://{ADDRESS}:") for u in urls), urls
+
+
+@needs_address
 def test_tools_listening_on_the_machine_address_tell_that_address_by_default(tmp_path, served, a2a_agent):
     code, out, exc, records = _run(tmp_path, a2a_agent, "--tool-host", ADDRESS)
     assert code == 0, (out, exc)
