@@ -55,6 +55,7 @@ AGENTS = textwrap.dedent('''
 
     graph = _linear(100)      # no snapshot inside a turn: every value is rebuilt from writes
     snapshots = _linear(2)    # a snapshot every second update: a seed, then writes
+    every_update = _linear(1) # a snapshot at every update: the value stored at each checkpoint
 
     b = StateGraph(_state(100))  # plan, then left and right in one superstep, then reply
     for n in ("plan", "left", "right", "reply"):
@@ -166,13 +167,15 @@ def test_without_the_parent_chain_the_delta_messages_are_lost(tmp_path, agents, 
     assert _replies(fork_dir)[1] != _replies(run_dir)[1]
 
 
-def test_a_fork_inside_a_delta_channel_agent_with_snapshots(tmp_path, agents):
-    """snapshot_frequency=2: some of the agent's checkpoints hold a snapshot, the rest only deltas;
-    the fork point's value is a snapshot plus the writes since."""
-    run_dir = _run(tmp_path, agents, "orig", "snapshots")
+@pytest.mark.parametrize("target", ["snapshots", "every_update"])
+def test_a_fork_inside_a_delta_channel_agent_with_snapshots(tmp_path, agents, target):
+    """snapshot_frequency=2: some of the agent's checkpoints hold a snapshot, the rest only deltas
+    (the fork point's value is a snapshot plus the writes since); 1: a snapshot at every update."""
+    run_dir = _run(tmp_path, agents, "orig", target)
     _ran(agents)
     seen = _delta_values(run_dir)
-    assert seen["snapshot"] > 0 and seen["none"] > 0, seen
+    # nothing stored: with snapshots at every update only each turn's input checkpoint (before any write)
+    assert seen["snapshot"] > 0 and (seen["none"] > 3 if target == "snapshots" else seen["none"] == 3), seen
     for turn, node in ((2, "reply"), (3, "lookup")):
         step = _step_of(_steps(run_dir), turn, f"agent/{node}")
         fork_dir, out = _fork(run_dir, step["step"], f"at-{turn}-{node}")
