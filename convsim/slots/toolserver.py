@@ -164,9 +164,10 @@ def server() -> _Server:
     if srv is None or srv.settings != _SETTINGS:
         with _START:
             if _SERVER is None or _SERVER.settings != _SETTINGS:
-                old, _SERVER = _SERVER, _Server(_SETTINGS)
-                if old is not None and not old.leases:
+                old, _SERVER = _SERVER, None
+                if old is not None and not old.leases:  # closed first: the new one may want its port
                     old.close()
+                _SERVER = _Server(_SETTINGS)
             srv = _SERVER
     return srv
 
