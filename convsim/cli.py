@@ -197,6 +197,13 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
         no_analysis: bool = typer.Option(False, "--no-analysis", help="skip stats, figures and report"),
         prefix: Optional[Path] = typer.Option(None, "--prefix", help="dialogues whose first turns open every session"),
         prefix_turns: int = typer.Option(1, "--prefix-turns", help="scripted user turns taken from --prefix"),
+        tool_host: Optional[str] = typer.Option(
+            None, help="IP address the tool server for langgraph:/a2a: agents listens on (tool_server.host, "
+            "default 127.0.0.1; 0.0.0.0: every interface, needs --tool-url)"),
+        tool_port: Optional[int] = typer.Option(None, help="its port (tool_server.port, default 0: a free one)"),
+        tool_url: Optional[str] = typer.Option(
+            None, help="the base URL the agent is told, e.g. http://10.0.0.5 (tool_server.url; "
+            "without a port, the server's is added)"),
         quiet: bool = typer.Option(False, "--quiet", "-q")) -> None:
     """Run an experiment config, or a graph with its default params."""
     from convsim.providers.limits import BudgetReached
@@ -214,7 +221,8 @@ def run(target: str = typer.Argument(..., help="config.yaml, a graph name or a g
                               retry={"stream": stream, "first_token_timeout": first_token_timeout,
                                      "idle_timeout": idle_timeout, "total_timeout": total_timeout},
                               limits={"max_in_flight": max_in_flight, "rpm": rpm, "max_calls": max_calls,
-                                      "max_tokens": max_tokens}, agents=agent or None)
+                                      "max_tokens": max_tokens}, agents=agent or None,
+                              tool_server={"host": tool_host, "port": tool_port, "url": tool_url})
         except BudgetReached as exc:
             if not quiet and exc.run_dir is not None:
                 print_summary(exc.run_dir)  # what the finished sessions scored and spent

@@ -1,11 +1,14 @@
 """The experiment config: YAML validated by pydantic, overridable from the command line."""
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError,
+                      field_validator, model_validator)
 
 from convsim.errors import ConvsimError
 from convsim.providers.limits import Limits
@@ -61,6 +64,86 @@ class Variant(BaseModel):
         return path_component(v, "variant name")
 
 
+class ToolServerConfig(BaseModel):
+    """Where the process's tool server for remote agents (convsim.slots.toolserver) listens and what
+    URL the agent is told (config ``tool_server:``, ``convsim run --tool-host/--tool-port/--tool-url``).
+
+    * ``host``: the IP address to bind (default ``127.0.0.1``: this machine only; ``0.0.0.0`` or
+      ``::`` every interface, or one of the machine's addresses). An IP address, not a host name.
+    * ``port``: the port (default 0: a free one, chosen when the server starts). A fixed port is for
+      one process only: the process and Ray executors start a server in each worker.
+    * ``url``: the base URL the agent is told, ``http(s)://host[:port][/path]`` (a turn's URL is
+      ``<url>/tools/<token>``); without a port in it, the server's port is added. Default
+      ``http://<host>:<port>``; a wildcard ``host`` needs it (the agent cannot call 0.0.0.0). A port
+      or a path in it are for a proxy or port forward in front of the server.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    host: StrictStr = "127.0.0.1"
+    port: StrictInt = Field(default=0, ge=0, le=65535)
+    url: StrictStr | None = None
+
+    @field_validator("host")
+    @classmethod
+    def _check_host(cls, v):
+        try:
+            return str(ipaddress.ip_address(v.strip().strip("[]")))
+        except ValueError:
+            raise ValueError(f"{v!r} is not an IP address to listen on (e.g. 127.0.0.1, 0.0.0.0, ::, or one of "
+                             "this machine's addresses)") from None
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, v):
+        if v is None:
+            return v
+        try:
+            parts = urlsplit(v.strip())
+            parts.port  # noqa: B018 — raises ValueError on a port that is not a number in 0..65535
+        except ValueError as exc:
+            raise ValueError(f"{v!r} is not a URL ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{v!r} is not an http:// or https:// URL with a host (e.g. http://10.0.0.5)")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ValueError(f"{v!r}: the URL may have a path, not a query, fragment or user")
+        return v.strip().rstrip("/")
+
+    @model_validator(mode="after")
+    def _check_reachable(self):
+        if self.url is None and self.wildcard:
+            raise ConvsimError(f"listening on {self.host} (every interface) needs the URL the agent reaches the "
+                               "server at: set tool_server.url (--tool-url), e.g. http://<this machine's address>",
+                               field="tool_server.url")
+        return self
+
+    @property
+    def wildcard(self) -> bool:
+        return ipaddress.ip_address(self.host).is_unspecified
+
+    @property
+    def beyond_loopback(self) -> bool:
+        return not ipaddress.ip_address(self.host).is_loopback
+
+    def base_url(self, port: int) -> str:
+        """The base URL the agent is told, the server listening on ``port``."""
+        if self.url is None:
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            return f"http://{host}:{port}"
+        parts = urlsplit(self.url)
+        if parts.port is not None:
+            return self.url
+        netloc = parts.netloc + f":{port}"
+        return parts._replace(netloc=netloc).geturl()
+
+    def warning(self) -> str | None:
+        """The one-line warning a run prints when the server would listen beyond loopback."""
+        if not self.beyond_loopback:
+            return None
+        return (f"the tool server listens on {self.host} (tool_server.host), beyond this machine: the random "
+                f"token in each turn's tool URL is the only credential, sent in plain HTTP unless "
+                f"tool_server.url is https behind a proxy")
+
+
 MAX_SESSIONS = 1_000_000  # sessions per variant a config may ask for (a bigger count is a typo)
 MAX_TRIALS = 10_000  # trials per session
 
@@ -94,6 +177,8 @@ class ExperimentConfig(BaseModel):
     address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
     workers: StrictInt | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
     limits: Limits = Field(default_factory=Limits)  # per-server caps and the run budget (convsim.providers.limits)
+    # where remote agents' tools are served: bind address, port, URL told (convsim.slots.toolserver)
+    tool_server: ToolServerConfig = Field(default_factory=ToolServerConfig)
     analysis: list[str] = Field(default_factory=lambda: ["convsim.evaluation.reporting.analysis:analyze_run"])
     out_dir: str = "runs"
     run_id: str | None = None
@@ -117,6 +202,14 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def _check_path_component(cls, v, info):
         return v if v is None else path_component(v, info.field_name)
+
+    @model_validator(mode="after")
+    def _check_tool_port(self):
+        if self.tool_server.port and self.executor != "async" and self.workers != 1:
+            raise ConvsimError(f"a fixed tool_server.port ({self.tool_server.port}) is for one process: executor "
+                               f"{self.executor} starts a tool server in each worker (use port 0, or workers: 1)",
+                               field="tool_server.port")
+        return self
 
     @model_validator(mode="after")
     def _check_baseline(self):
@@ -248,7 +341,8 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
                     executor: str | None = None, workers: int | None = None,
                     prefix: dict | None = None, address: str | None = None,
                     limits: dict | None = None, agents: list[str] | dict | None = None,
-                    timeout: float | None = None, retry: dict | None = None) -> ExperimentConfig:
+                    timeout: float | None = None, retry: dict | None = None,
+                    tool_server: dict | None = None) -> ExperimentConfig:
     """Command-line overrides; ``--model ROLE=SPEC`` applies to every variant.
 
     ``models`` and ``set_params`` are ``["ROLE=SPEC"]`` / ``["param=value"]`` strings as on the
@@ -270,6 +364,9 @@ def apply_overrides(cfg: ExperimentConfig, *, sessions: int | None = None, seed:
     for key, val in (limits or {}).items():  # provider limits and the run budget (convsim.providers.limits)
         if val is not None:
             data["limits"][key] = val
+    for key, val in (tool_server or {}).items():  # --tool-host/--tool-port/--tool-url (convsim.slots.toolserver)
+        if val is not None:
+            data["tool_server"][key] = val
     for role, spec in _assignments(models, what="--model", raw=True):
         data["models"][role] = spec if isinstance(spec, dict) else str(spec)
         for var in data["variants"]:

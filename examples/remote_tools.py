@@ -1,7 +1,7 @@
 """Use a convsim scenario's tools from a remote agent (a LangGraph deployment, an A2A agent).
 
-Each agent turn, convsim serves the session's tools on 127.0.0.1 for the turn and tells the agent
-where (docs/agents.md, "Tools for a remote agent")::
+Each agent turn, convsim serves the session's tools for the turn (on 127.0.0.1, or where the run's
+``tool_server:`` says) and tells the agent where (docs/agents.md, "Tools for a remote agent")::
 
     {"url": "http://127.0.0.1:<port>/tools/<token>", "tools": [<OpenAI function-calling schemas>]}
 

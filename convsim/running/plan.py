@@ -291,6 +291,7 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
         models = {role: parse_model_spec(spec, where=f"models.{role}") for role, spec in merged_models.items()}
         variants[var.name] = VariantPlan(var.name, params, models, agents=agents,
                                          subgraphs=any(a.kind == "graph" for a in agents.values()))
+    _serve_tools(cfg, variants, source)
     cache = None
     if cfg.cache:
         from convsim.providers.cache import ResponseCache
@@ -300,6 +301,21 @@ def plan_run(cfg: ExperimentConfig, *, source: str = "config") -> Plan:
             raise ConvsimError(f"not a usable SQLite response cache ({exc})", file=cfg.cache,
                                field="cache") from None
     return Plan(cfg, module, variants, run_dir, cache, source=source)
+
+
+def _serve_tools(cfg: ExperimentConfig, variants: dict, source: str) -> None:
+    """The run's ``tool_server:`` for this process's tool server (convsim.slots.toolserver), in the
+    driver and in every worker. In the driver of a run with remote agents (which the server serves):
+    the one-line warning when it binds beyond loopback, and, when the sessions run here, the server
+    started now, so an address or port it cannot listen on is one line before anything is written."""
+    from convsim.slots import toolserver
+    toolserver.configure(cfg.tool_server)
+    remote = any(a.kind in ("langgraph", "a2a") for vp in variants.values() for a in vp.agents.values())
+    if source == "worker" or not remote or cfg.tool_server == toolserver.ToolServerConfig():
+        return
+    toolserver.announce(cfg.tool_server)
+    if cfg.executor == "async":
+        toolserver.server()
 
 
 def prepare_checkpoint_db(path: Path) -> None:

@@ -93,7 +93,7 @@ async def _checkpointer(stack: AsyncExitStack, run_dir: Path):
 # What may differ when a run is started again: how it runs, not what it computes.
 _RESUME_FREE = {"run_id", "out_dir", "concurrency", "executor", "workers", "sessions", "trace", "analysis",
                 "baseline", "cache", "retry", "address", "limits",
-                "preflight_models"}
+                "preflight_models", "tool_server"}
 
 
 def saved_config(cfg_path: Path) -> dict:

@@ -21,20 +21,29 @@ message's ``metadata["convsim_tools"]``), and calls them during the turn:
 The lease closes when the turn's answer is in: its URL then answers 404. Every call, refused ones
 included, is recorded on the lease in arrival order (``{"name", "args", "result"}``, ``"error":
 true`` when refused) and becomes the turn's ``tool_calls``. Calls of one lease run one at a time
-(the session's tools are not thread-safe). One server per process, on 127.0.0.1 and a free port,
-started on first use (a daemon thread): an agent on another host cannot reach it. The token
-(``secrets.token_urlsafe``, 192 bits) is the only credential: any local process that learns it can
-call the turn's tools while the turn runs. ``examples/remote_tools.py`` is a client a remote agent
-can copy.
+(the session's tools are not thread-safe). One server per process, started on first use (a daemon
+thread). Where it listens and the URL the agent is told come from the run's ``tool_server:`` config
+(:class:`ToolServerConfig`; ``convsim run --tool-host/--tool-port/--tool-url``): by default
+127.0.0.1 and a free port, which an agent on another host cannot reach; ``host: 0.0.0.0`` (or one of
+the machine's addresses) with ``url: http://<address the agent reaches>`` serves the tools to other
+hosts. The token (``secrets.token_urlsafe``, 192 bits) is the only credential: anyone who learns it
+(any local process; beyond loopback, anyone on the network path: plain HTTP) can call the turn's
+tools while the turn runs, which the run says in a one-line warning when it binds beyond loopback.
+``examples/remote_tools.py`` is a client a remote agent can copy.
 """
 from __future__ import annotations
 
 import json
 import secrets
+import socket
+import sys
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator, Sequence
+
+from convsim.config import ToolServerConfig
+from convsim.errors import ConvsimError
 
 MAX_BODY = 1 << 20  # bytes a call's body may have
 
@@ -68,7 +77,8 @@ class Lease:
 
 
 class _Server:
-    def __init__(self) -> None:
+    def __init__(self, settings: ToolServerConfig) -> None:
+        self.settings = settings
         self.leases: dict[str, Lease] = {}
         self.lock = threading.Lock()
         outer = self
@@ -115,24 +125,58 @@ class _Server:
                     return self._send(400, {"error": 'the body is {"name": <tool>, "args": {...}}'})
                 return self._send(200, lease.call(request["name"], request.get("args", {})))
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+        server_class = type("ToolHTTPServer", (ThreadingHTTPServer,), {"address_family": family})
+        try:
+            self.httpd = server_class((settings.host, settings.port), Handler)
+        except OSError as exc:
+            field = "tool_server.port" if settings.port else "tool_server.host"
+            raise ConvsimError(f"the tool server cannot listen on {settings.host} port {settings.port or '(free)'}: "
+                               f"{exc.strerror or exc}", field=field) from None
         self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.base = settings.base_url(self.httpd.server_address[1])
         threading.Thread(target=self.httpd.serve_forever, name="convsim-toolserver", daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 _SERVER: _Server | None = None
+_SETTINGS = ToolServerConfig()
 _START = threading.Lock()
 
 
+def configure(settings: ToolServerConfig | dict | None) -> None:
+    """Use ``settings`` for the process's tool server from now on (a run's ``tool_server:``; the
+    planner calls it in the driver and in every worker). A server already running with other
+    settings is replaced on next use (closed when no turn holds a lease on it)."""
+    global _SETTINGS
+    settings = ToolServerConfig.model_validate(settings or {}) if not isinstance(settings, ToolServerConfig) else settings
+    with _START:
+        _SETTINGS = settings
+
+
 def server() -> _Server:
-    """The process's tool server (started on first use)."""
+    """The process's tool server (started on first use, with the configured settings)."""
     global _SERVER
-    if _SERVER is None:
+    srv = _SERVER
+    if srv is None or srv.settings != _SETTINGS:
         with _START:
-            if _SERVER is None:
-                _SERVER = _Server()
-    return _SERVER
+            if _SERVER is None or _SERVER.settings != _SETTINGS:
+                old, _SERVER = _SERVER, None
+                if old is not None and not old.leases:  # closed first: the new one may want its port
+                    old.close()
+                _SERVER = _Server(_SETTINGS)
+            srv = _SERVER
+    return srv
+
+
+def announce(settings: ToolServerConfig) -> None:
+    """Print the one-line warning (stderr) when ``settings`` bind beyond loopback."""
+    text = settings.warning()
+    if text:
+        print(f"warning: {text}", file=sys.stderr, flush=True)
 
 
 @contextmanager

@@ -108,8 +108,8 @@ def _copy_checkpoint(src: Path, dst: Path, thread: str, superstep: int) -> str:
 
 
 def _inner_checkpoint(src: Path, thread: str, steps: list[dict], step: int) -> tuple[dict | None, Any, str | None]:
-    """For a fork at an inner step (a graph agent's node): ``(inner, checkpoint tuple, None)``, where
-    ``inner`` is ``{"node", "path", "inner_superstep", "checkpoint_ns", "checkpoint_id",
+    """For a fork at an inner step (a graph agent's node): ``(inner, (checkpoint tuple, its
+    ancestors' rows), None)``, where ``inner`` is ``{"node", "path", "inner_superstep", "checkpoint_ns", "checkpoint_id",
     "messages_in", "first_step"}`` (``first_step``: the first trace step of that inner superstep,
     where the fork starts); or ``(None, None, why not)``: the fork then runs the whole node again."""
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -142,27 +142,91 @@ def _inner_checkpoint(src: Path, thread: str, steps: list[dict], step: int) -> t
         start = next((t for t in tuples if t.metadata.get("step") == 0 and t.metadata.get("source") == "loop"), None)
         if at is None or start is None:
             return None, None, f"no checkpoint of the agent's graph before its superstep {k}"
-        handed = (start.checkpoint.get("channel_values") or {}).get("messages")
+        handed = _messages_at(saver, start)
         if not isinstance(handed, list):
             return None, None, "the agent's graph keeps no messages in its state"
+        chain = _ancestor_rows(saver.conn, thread, ns, (at.parent_config or {}).get("configurable", {})
+                               .get("checkpoint_id"))
     first = min(s["step"] for s in steps if s["superstep"] == superstep and s.get("subgraph")
                 and str(s["subgraph"].get("namespace") or "").split("/")[0] == path
                 and s["subgraph"].get("inner_superstep") == k)
     inner = {"node": line["node"], "path": path, "inner_superstep": k, "checkpoint_ns": ns,
              "checkpoint_id": at.checkpoint["id"], "messages_in": len(handed), "first_step": first}
-    return inner, at, None
+    return inner, (at, chain), None
+
+
+def _messages_at(saver: Any, tup: Any) -> list | None:
+    """The ``messages`` of a graph agent's state at checkpoint ``tup``: the stored value, or, for a
+    LangGraph ``DeltaChannel`` (which stores a value only at its snapshots), the nearest snapshot
+    (``seed``) followed by the writes since, as LangGraph's ancestor walk
+    (``get_delta_channel_history``) gives them. Read at the agent's first checkpoint of a turn,
+    where the only write is the message list the adapter handed it. None when there is no
+    ``messages`` channel, or a write that is not a message list (a reducer this cannot fold)."""
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+    values = tup.checkpoint.get("channel_values") or {}
+    if "messages" in values:
+        v = values["messages"]
+        return list(v.value) if isinstance(v, _DeltaSnapshot) else v
+    if "messages" not in (tup.checkpoint.get("channel_versions") or {}):
+        return None
+    history = saver.get_delta_channel_history(config=tup.config, channels=["messages"]).get("messages") or {}
+    seed = history.get("seed")
+    out = list((seed.value if isinstance(seed, _DeltaSnapshot) else seed) or [])
+    for _, _, v in history.get("writes") or ():
+        if not isinstance(v, list):
+            return None
+        out.extend(v)
+    return out
+
+
+def _ancestor_rows(conn: Any, thread: str, ns: str, parent: str | None) -> dict[str, list[dict]]:
+    """The rows (``checkpoints`` and ``writes``) of a checkpoint's ancestors in namespace ``ns``,
+    from its parent ``parent`` up to the root of its chain. A LangGraph ``DeltaChannel`` stores
+    its value only at snapshots: the value at a checkpoint is rebuilt from the ancestors' writes
+    (``get_delta_channel_history`` walks ``parent_checkpoint_id``), so a copied checkpoint needs
+    its ancestors and their writes with it (LangGraph's ``copy_thread`` contract). Rows as stored,
+    ``task_path`` included: the walk orders a superstep's writes by it."""
+    rows: dict[str, list[dict]] = {"checkpoints": [], "writes": []}
+    while parent:
+        cur = conn.execute("SELECT * FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                           (thread, ns, parent))
+        names = [d[0] for d in cur.description]
+        row = cur.fetchone()
+        if row is None:
+            break
+        rows["checkpoints"].append(dict(zip(names, row)))
+        cur = conn.execute("SELECT * FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                           (thread, ns, parent))
+        names = [d[0] for d in cur.description]
+        rows["writes"] += [dict(zip(names, r)) for r in cur.fetchall()]
+        parent = rows["checkpoints"][-1]["parent_checkpoint_id"]
+    return rows
 
 
 def _copy_inner_checkpoint(dst: Path, thread: str, found: Any) -> None:
     """Put a graph agent's inner checkpoint into the fork's checkpoints, under its own namespace,
-    without its pending writes (every task of its superstep runs again)."""
+    without its pending writes (every task of its superstep runs again), with its parent chain
+    (the ancestors and their writes, :func:`_ancestor_rows`) so that a ``DeltaChannel`` in the
+    agent's state is rebuilt as it was."""
     from langgraph.checkpoint.sqlite import SqliteSaver
+    at, chain = found
+    ns = at.config["configurable"]["checkpoint_ns"]
+    parent = (at.parent_config or {}).get("configurable", {}).get("checkpoint_id")
     with SqliteSaver.from_conn_string(str(dst)) as saver:
         saver.conn.execute("PRAGMA busy_timeout=30000")
         switch_to_wal(saver.conn, dst, what="checkpoint database")
-        cp = found.checkpoint
-        saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": found.config["configurable"]["checkpoint_ns"]}},
-                  cp, {**found.metadata, "source": "fork"}, cp.get("channel_versions", {}))
+        saver.setup()
+        for table, rows in chain.items():
+            have = {r[1] for r in saver.conn.execute(f"PRAGMA table_info({table})")}
+            for row in rows:
+                cols = [c for c in row if c in have]
+                saver.conn.execute(f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) "
+                                   f"VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols])
+        saver.conn.commit()
+        cp = at.checkpoint
+        saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ns,
+                                    **({"checkpoint_id": parent} if parent else {})}},
+                  cp, {**at.metadata, "source": "fork"}, cp.get("channel_versions", {}))
 
 
 def _earlier_fork(run_dir: Path) -> dict | None:
