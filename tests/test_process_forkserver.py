@@ -103,3 +103,17 @@ def _herd(decorate, callers: int = 8) -> int:
 def test_cached_once_computes_once_however_many_threads_ask_at_once():
     assert _herd(cached_once) == 1
     assert _herd(lru_cache) > 1  # the defect it fixes: every thread that missed computed the value
+
+
+def test_without_workers_the_process_executor_runs_one_worker_per_32_sessions_in_flight(tmp_path):
+    from convsim.running.process_executor import default_workers
+    cores = os.cpu_count() or 1
+    assert default_workers(8) == cores and default_workers(128) == max(cores, 4)
+    assert default_workers(32 * cores + 1) == cores + 1
+    graph = tmp_path / "where_chat.py"
+    graph.write_text(GRAPH)
+    code, out, exc = cli("run", graph, "--sessions", 12, "--concurrency", 70, "--executor", "process",
+                         "--out", tmp_path / "runs", "-q", "--no-analysis", "--no-trace", "--run-id", "wide")
+    assert code == 0, (out, exc)
+    # every worker got sessions (the least-held one first): as many processes as the default
+    assert len({s["pid"] for s in _seen(tmp_path / "runs" / "wide")}) == min(12, default_workers(70))

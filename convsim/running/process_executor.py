@@ -196,7 +196,7 @@ def default_workers(concurrency: int) -> int:
     flight would give a worker over :data:`THREADS_PER_WORKER` threads. Sessions waiting on a server
     cost a worker no core, but each answer waits for the worker's GIL behind its other threads:
     at 128 sessions in flight against a 0.5 s endpoint on 2 cores, 2 workers of 64 threads kept
-    88-91 % of the ideal rate in steady state, 4 of 32 kept 95-96 % (bench/agents.py)."""
+    89-90 % of the ideal rate in steady state, 4 of 32 kept 94-96 % (bench/agents.py)."""
     return max(os.cpu_count() or 1, math.ceil(concurrency / THREADS_PER_WORKER))
 
 
