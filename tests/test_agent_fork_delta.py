@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_fork_helpers import fork as _fork, ran as _ran, replies as _replies, run as _run
+from agent_fork_helpers import step_of as _step_of, steps as _steps
 from cli_helpers import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,40 +78,6 @@ def agents(tmp_path):
     path = tmp_path / "delta_agents.py"
     path.write_text(AGENTS)
     return path
-
-
-def _ran(agents):
-    log = agents.with_suffix(".log")
-    out = log.read_text().split() if log.exists() else []
-    log.unlink(missing_ok=True)
-    return out
-
-
-def _run(tmp_path, agents, run_id, target="graph", graph="hello_chat", *args):
-    code, out, exc = cli("run", graph, "--sessions", 1, "--out", tmp_path / "runs", "--run-id", run_id, "-q",
-                         "--no-analysis", "--agent", f"agent={agents}:{target}", "--checkpoint", *args)
-    assert code == 0, (out, exc)
-    return tmp_path / "runs" / run_id
-
-
-def _steps(run_dir):
-    lines = (run_dir / "traces" / "default" / "s000.jsonl").read_text().splitlines()
-    return [s for s in map(json.loads, lines) if s["type"] == "step"]
-
-
-def _replies(run_dir):
-    rec = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
-    return [t["text"] for t in rec["transcript"] if t["speaker"] == "agent"]
-
-
-def _step_of(steps, turn, node):
-    return next(s for s in steps if s["turn"] == turn and s["node"] == node)
-
-
-def _fork(run_dir, step, run_id):
-    code, out, exc = cli("fork", run_dir, "s000", "--step", step, "--run-id", run_id, "--no-analysis")
-    assert code == 0, (out, exc)
-    return run_dir.parent / run_id, out
 
 
 def _delta_values(run_dir):
