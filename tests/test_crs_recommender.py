@@ -5,19 +5,8 @@ import pytest
 from convsim.agents.crs.recommender import (
     CRSParams, crs_turn, new_crs_state, retrieve, update_constraints,
 )
-from convsim.catalog.movies.concepts import ConceptExtractor
-from convsim.catalog.movies.catalog import load_movie_catalog
+from crs_fixtures import catalog, extractor  # noqa: F401  (fixtures)
 from doubles import ScriptedModel
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_movie_catalog()
-
-
-@pytest.fixture(scope="module")
-def extractor(catalog):
-    return ConceptExtractor(catalog)
 
 
 def update(state, text, extractor, turn=1):

@@ -11,21 +11,10 @@ import pytest
 from convsim import load_graph_module
 from convsim.agents.crs.user import UserSimParams, user_turn
 from convsim.agents.crs.user_goal import goal_turn
-from convsim.catalog.movies.catalog import load_movie_catalog
-from convsim.catalog.movies.concepts import ConceptExtractor
+from crs_fixtures import catalog, extractor  # noqa: F401  (fixtures)
 from doubles import ScriptedModel, goal_answer
 
 PROMPT = open(load_graph_module("crs_shift").PROMPTS / "user_goal.txt", encoding="utf-8").read()
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_movie_catalog()
-
-
-@pytest.fixture(scope="module")
-def extractor(catalog):
-    return ConceptExtractor(catalog)
 
 
 def sentences(text):
