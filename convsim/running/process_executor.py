@@ -30,13 +30,14 @@ environment, working directory and ``sys.path`` of the moment it starts (not the
 so a worker sees what a spawned one would. Elsewhere workers are spawned.
 
 Each worker has its own inbox: the driver keeps ``sessions_per_worker + 1`` sessions at each worker
-(one queued, so a worker never waits for the driver) and refills the least-held worker. (With one queue shared by all workers, the first worker to start
-took the queue's lock from its session threads over and over and the second one waited for work
-for seconds.)
+(one queued, so a worker never waits for the driver) and refills the least-held worker. With one
+queue shared by all workers, the first worker to start took the queue's lock from its session
+threads over and over, and the second one waited seconds for work.
 
-Workers end when the driver dies, even by ``kill -9``: on Linux they ask the kernel for SIGKILL on
-their parent's death (``prctl(PR_SET_PDEATHSIG)``; the parent is the fork server, which ends when
-the driver does); elsewhere a thread watches ``os.getppid()``.
+Workers end when the driver dies, even by ``kill -9``: each watches the driver's sentinel (a pipe
+that closes when the driver dies); on Linux they also ask the kernel for SIGKILL on their parent's
+death (``prctl(PR_SET_PDEATHSIG)``; the parent is the fork server, or the driver for a spawned
+worker), elsewhere a thread watches ``os.getppid()``.
 """
 from __future__ import annotations
 
