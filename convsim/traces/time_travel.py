@@ -162,7 +162,10 @@ def _messages_at(saver: Any, tup: Any) -> list | None:
     (``get_delta_channel_history``) gives them. Read at the agent's first checkpoint of a turn,
     where the only write is the message list the adapter handed it. None when there is no
     ``messages`` channel, or a write that is not a message list (a reducer this cannot fold)."""
-    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+    try:  # a private type of LangGraph's DeltaChannel (1.2): without it, no snapshot is read as one
+        from langgraph.checkpoint.serde.types import _DeltaSnapshot
+    except ImportError:
+        _DeltaSnapshot = ()
     values = tup.checkpoint.get("channel_values") or {}
     if "messages" in values:
         v = values["messages"]
