@@ -211,12 +211,37 @@ def test_tool_choice_forces_only_the_first_request_of_a_turn(tmp_path, choice, f
     assert all("tool_choice" not in q for q in requests) == (choice is None)
 
 
-def test_a_tool_choice_naming_no_tool_of_the_scenario_is_bad_input(tmp_path):
-    """A slot declares no tool names before the run, so the name is checked at the first agent turn:
-    one line, exit 2, before any request reaches the endpoint and before any record is written."""
+@pytest.mark.parametrize("graph, role, tools", [
+    ("customer_service", "service", "find_entities, lookup_entity, book"),
+    ("crs_shift", "crs", "search_films, lookup_film"),
+    ("course_retrieval", "retriever", "search_courses, get_course"),
+    ("group_planning", "planner", "find_places, lookup_place")])
+def test_a_tool_choice_naming_no_tool_of_the_scenario_is_bad_input(tmp_path, graph, role, tools):
+    """Each shipped slot declares the tools it hands the agent (``Slot.tools``): a name it lacks is
+    one line before the run, exit 2, nothing written, no request made."""
     with serve(answer=_lookup_then_reply) as server:
-        one_line(["run", "customer_service", "--sessions", "1", "--out", tmp_path, "--run-id", "x", "-q", "--agent",
-                  f"service=openai:clerk@{server.url}#tool_choice=search_films"],
-                 "tool_choice=search_films names no tool", "find_entities, lookup_entity, book", "agents.service")
+        one_line(["run", graph, "--sessions", "1", "--out", tmp_path, "--run-id", "x", "-q", "--agent",
+                  f"{role}=openai:clerk@{server.url}#tool_choice=teleport"],
+                 "tool_choice=teleport names no tool", tools, f"agents.{role}")
         assert not server.served
-    assert (tmp_path / "x" / "results.jsonl").read_text() == ""
+    assert not (tmp_path / "x").exists()
+
+
+def test_each_shipped_slot_declares_the_tools_its_scenario_hands_the_agent():
+    """Slot.tools is what the scenario's tool objects are named, in order (it is checked against
+    ``#tool_choice`` before the run, so it must not drift from the tools)."""
+    from convsim.agents.courses import slot as courses_slot
+    from convsim.agents.courses.tools import CourseTools
+    from convsim.agents.crs import slot as crs_slot
+    from convsim.agents.crs.tools import FilmTools
+    from convsim.agents.group import slot as group_slot
+    from convsim.agents.group.tools import TravelTools
+    from convsim.agents.service import slot as service_slot
+    from convsim.agents.service.tools import session_tools
+    from convsim.catalog.courses import load_courses
+    from convsim.catalog.movies.catalog import load_movie_catalog
+    from convsim.catalog.travel import load_travel_db
+    made = {"crs": FilmTools(load_movie_catalog()).tools(), "retriever": CourseTools(load_courses()).tools(),
+            "planner": TravelTools(load_travel_db()).tools(), "service": session_tools()}
+    for slot in (crs_slot.CRS_SLOT, courses_slot.SLOT, group_slot.SLOT, service_slot.SLOT):
+        assert slot.tools and slot.tools == tuple(t.name for t in made[slot.role]), slot.role

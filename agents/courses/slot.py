@@ -17,7 +17,7 @@ import re
 from langchain_core.messages import HumanMessage
 
 from convsim.agents.courses.retrievers import get_retriever
-from convsim.agents.courses.tools import CourseTools
+from convsim.agents.courses.tools import TOOL_NAMES, CourseTools
 from convsim.catalog.courses import load_courses
 from convsim.slots import Slot
 from convsim.slots.nodes import cached_agent, tool_errors, user_spec
@@ -27,7 +27,8 @@ NODE = "retrieve_agent"
 SLOT = Slot(role=ROLE, handed="the learner's question and skill (one HumanMessage), context {case_id, skill, k} "
                               "and the tools search_courses, get_course",
             returns="ranking", structured=("ranking",),
-            builtins=("tfidf", "bm25", "embedding", "hybrid", "oracle", "random", "top1", "top1_then_junk", "empty"))
+            builtins=("tfidf", "bm25", "embedding", "hybrid", "oracle", "random", "top1", "top1_then_junk", "empty"),
+            tools=TOOL_NAMES)
 
 
 def spec_text(ctx) -> str | None:

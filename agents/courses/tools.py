@@ -24,6 +24,9 @@ class GetArgs(BaseModel):
     code: str = Field(description="a course's subject code")
 
 
+TOOL_NAMES = ("search_courses", "get_course")  # CourseTools.tools(), in order (the slot declares them)
+
+
 class CourseTools(ToolLog):
     def __init__(self, courses: list[dict], retriever: BM25Retriever | None = None) -> None:
         super().__init__()

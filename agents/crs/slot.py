@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from convsim.agents.crs.recommender import off_catalog_titles
 from convsim.agents.language import node_vocabulary
-from convsim.agents.crs.tools import FilmTools
+from convsim.agents.crs.tools import TOOL_NAMES, FilmTools
 from convsim.running.prefix import scripted_pair
 from convsim.slots import Slot
 from convsim.slots.nodes import call_slot
@@ -21,7 +21,7 @@ BUILTINS = ("template", "echo", "random", "titles_only", "oracle", "restating", 
 
 CRS_SLOT = Slot(role="crs", handed="the conversation so far (the seeker's turns, its own replies) and {turn}",
                 returns="reply", structured=("recommended_ids",), builtins=BUILTINS,
-                language="en", vocabulary=node_vocabulary)  # a reply in English (convsim.agents.language)
+                language="en", vocabulary=node_vocabulary, tools=TOOL_NAMES)  # a reply in English (convsim.agents.language)
 
 
 def reported_ids(structured: dict, catalog) -> tuple[list[str] | None, list]:

@@ -33,6 +33,9 @@ def film_card(m: Movie) -> dict:
             "directors": list(m.directors), "languages": list(m.languages)}
 
 
+TOOL_NAMES = ("search_films", "lookup_film")  # FilmTools.tools(), in order (the slot declares them)
+
+
 class FilmTools(ToolLog):
     def __init__(self, catalog: MovieCatalog) -> None:
         super().__init__()

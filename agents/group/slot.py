@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from convsim.agents.group.tools import TravelTools
+from convsim.agents.group.tools import TOOL_NAMES, TravelTools
 from convsim.agents.language import node_vocabulary
 from convsim.catalog.travel import TravelDB, normalize_place_name
 from convsim.evaluation.group.plan_parse import normalize_plan, plan_places_by_field
@@ -29,7 +29,8 @@ ROLE = "planner"
 SLOT = Slot(role=ROLE, handed="the conversation so far (members as HumanMessage '<name>: ...', the system as "
                               "AIMessage), context {city, start_date, n_days, members, decisions} and the tools "
                               "find_places, lookup_place",
-            returns="plan", structured=("plan",), builtins=("rules",), language="en", vocabulary=node_vocabulary)
+            returns="plan", structured=("plan",), builtins=("rules",), language="en", vocabulary=node_vocabulary,
+            tools=TOOL_NAMES)
 # the plan metrics read the structured days; without them they have no input
 DAY_METRICS = ("M8_placed", "M9", "M10", "M10b", "M10_satisfied_pairs", "M10_pairs", "M11", "M12", "M13", "M15", "M16", "W1",
                "W1_all_members", "W2", "W2_all_members", "W3", "W3_all_members", "W3_zero_members",

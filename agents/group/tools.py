@@ -30,6 +30,9 @@ class LookupArgs(BaseModel):
     name: str = Field(description="a place's name")
 
 
+TOOL_NAMES = ("find_places", "lookup_place")  # TravelTools.tools(), in order (the slot declares them)
+
+
 class TravelTools(ToolLog):
     def __init__(self, db: TravelDB) -> None:
         super().__init__()

@@ -19,7 +19,7 @@ import re
 from langchain_core.messages import AIMessage, HumanMessage
 
 from convsim.agents.language import node_vocabulary
-from convsim.agents.service.tools import ServiceWorld, bound_world
+from convsim.agents.service.tools import TOOL_NAMES, ServiceWorld, bound_world
 from convsim.catalog.service.db import DOMAINS, REQUESTABLE_SLOTS, ServiceDB
 from convsim.catalog.service.normalize import normalize_value
 from convsim.slots import Slot
@@ -32,7 +32,7 @@ SLOT = Slot(role=ROLE,
                    "find_entities, lookup_entity, book (the session's own booking system)",
             returns="reply",
             structured=("belief_state", "domain", "intent", "acts", "bookings"),
-            builtins=("pipeline",), language="en", vocabulary=node_vocabulary)
+            builtins=("pipeline",), language="en", vocabulary=node_vocabulary, tools=TOOL_NAMES)
 # words of a question in the reply -> the slot it asks for
 ASKS = (("area", r"\barea\b|part of town|where in"), ("pricerange", r"\bprice|budget|expensive|cheap"),
         ("food", r"\bfood\b|cuisine"), ("type", r"\btype\b|kind of"), ("stars", r"\bstars?\b"),

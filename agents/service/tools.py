@@ -68,6 +68,9 @@ def public_record(domain: str, record: dict) -> dict:
     return {k: record[k] for k in _SHOWN.get(domain, ()) if k in record}
 
 
+TOOL_NAMES = ("find_entities", "lookup_entity", "book")  # ServiceWorld.tools(), in order (the slot declares them)
+
+
 class ServiceWorld:
     """One session's booking system over a shared read-only database (see the module docstring)."""
 

@@ -18,7 +18,9 @@ class Slot:
     without an adapter, the first the default. ``language``: the language the agent's reply must be
     in (``"en"``; None: not checked), with ``vocabulary()`` the words the scenario knows besides
     English stop words (convsim.providers.answer_language): a reply that fails is the agent's
-    garbage (``AgentError``, raw kept), like an empty one.
+    garbage (``AgentError``, raw kept), like an empty one. ``tools``: the names of the tools the
+    scenario hands the agent each turn (empty: none, or not declared); an ``openai:`` spec whose
+    ``#tool_choice`` names another is refused before the run.
     """
 
     role: str
@@ -28,12 +30,14 @@ class Slot:
     builtins: tuple[str, ...] = ()
     language: str | None = None
     vocabulary: Callable[[], frozenset] | None = field(default=None, compare=False)
+    tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.returns not in RETURNS:
             raise ValueError(f"Slot {self.role!r}: returns must be one of {RETURNS}, got {self.returns!r}")
         object.__setattr__(self, "structured", tuple(self.structured))
         object.__setattr__(self, "builtins", tuple(self.builtins))
+        object.__setattr__(self, "tools", tuple(self.tools))
 
     @property
     def default(self) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from convsim.errors import ConvsimError
 from convsim.slots.contract import Slot
-from convsim.slots.spec import AgentSpec, parse_agent_spec
+from convsim.slots.spec import TOOL_CHOICES, AgentSpec, parse_agent_spec
 
 
 def graph_slots(module: Any) -> dict[str, Slot]:
@@ -23,8 +23,9 @@ def graph_slots(module: Any) -> dict[str, Slot]:
 
 def resolve_agents(module: Any, agents: dict[str, str], *, where: str, variant: str) -> dict[str, AgentSpec]:
     """``{role: AgentSpec}`` for every slot of the graph: the spec given, else the slot's default
-    built-in (a slot with no built-in and no spec is left out). An unknown role, a bad spec, or a
-    built-in the slot does not offer is a ConvsimError naming ``agents.<role>``."""
+    built-in (a slot with no built-in and no spec is left out). An unknown role, a bad spec, a
+    built-in the slot does not offer, or an ``openai:`` spec's ``#tool_choice`` naming a tool the
+    slot does not declare (``Slot.tools``) is a ConvsimError naming ``agents.<role>``."""
     slots = graph_slots(module)
     for role in agents:
         if role not in slots:
@@ -45,6 +46,10 @@ def resolve_agents(module: Any, agents: dict[str, str], *, where: str, variant: 
             raise ConvsimError(f"no built-in agent {spec.target!r} for role {role!r}; built-ins: "
                                f"{', '.join(slot.builtins)} (or a file, module, openai:, langgraph:, a2a: spec)",
                                file=where, field=f"agents.{role}")
+        choice = spec.options.get("tool_choice") if spec.kind == "openai" else None
+        if choice and choice not in TOOL_CHOICES and slot.tools and choice not in slot.tools:
+            raise ConvsimError(f"bad agent spec {text!r}: tool_choice={choice} names no tool of the {role} slot; "
+                               f"its tools: {', '.join(slot.tools)}", file=where, field=f"agents.{role}")
         out[role] = spec
     return out
 
