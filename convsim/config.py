@@ -175,7 +175,8 @@ class ExperimentConfig(BaseModel):
     preflight_models: StrictBool = True  # ask each model server once before the run (convsim.running.model_check)
     executor: Literal["async", "process", "ray"] = "async"  # process: a pool for CPU-bound runs; ray: a cluster
     address: str | None = None  # executor: ray: auto, ray://host:10001 or host:port (None: a private local Ray)
-    workers: StrictInt | None = Field(default=None, ge=1)  # processes for executor: process (default: cores)
+    workers: StrictInt | None = Field(default=None, ge=1)  # processes for executor: process (default: one per
+    # 32 sessions in flight, at least one per core: process_executor.default_workers)
     limits: Limits = Field(default_factory=Limits)  # per-server caps and the run budget (convsim.providers.limits)
     # where remote agents' tools are served: bind address, port, URL told (convsim.slots.toolserver)
     tool_server: ToolServerConfig = Field(default_factory=ToolServerConfig)
