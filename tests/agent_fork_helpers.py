@@ -6,6 +6,24 @@ import json
 from cli_helpers import cli
 
 
+def logged_node(log, name):
+    """A node of the test agents (imported by their files): it writes ``<turn>:<name>`` to ``log``
+    when it runs and adds ``(<name> <turn>)``; ``reply`` answers with every such note the agent kept
+    across turns and inside this one, so a lost state shows in the transcript."""
+    from langchain_core.messages import AIMessage
+
+    def run(state):
+        turn = sum(1 for m in state["messages"] if m.type == "human")
+        with log.open("a") as fh:
+            fh.write(f"{turn}:{name}\n")
+        if name == "reply":
+            notes = [m.content for m in state["messages"] if m.type == "ai" and m.content.startswith("(")]
+            return {"messages": [AIMessage(f"turn {turn}: " + ", ".join(notes))]}
+        return {"messages": [AIMessage(f"({name} {turn})")]}
+    run.__name__ = name
+    return run
+
+
 def ran(agents):
     log = agents.with_suffix(".log")
     out = log.read_text().split() if log.exists() else []

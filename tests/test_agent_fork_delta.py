@@ -22,10 +22,11 @@ AGENTS = textwrap.dedent('''
     from pathlib import Path
     from typing import Annotated
     from typing_extensions import TypedDict
-    from langchain_core.messages import AIMessage
     from langgraph.channels.delta import DeltaChannel
     from langgraph.graph import END, START, StateGraph
     from langgraph.graph.message import _messages_delta_reducer
+
+    from agent_fork_helpers import logged_node
 
     LOG = Path(__file__).with_suffix(".log")
 
@@ -35,16 +36,7 @@ AGENTS = textwrap.dedent('''
         return State
 
     def _node(name):
-        def run(state):
-            turn = sum(1 for m in state["messages"] if m.type == "human")
-            with LOG.open("a") as fh:
-                fh.write(f"{turn}:{name}\\n")
-            if name == "reply":  # what the agent kept across turns and inside this one
-                notes = [m.content for m in state["messages"] if m.type == "ai" and m.content.startswith("(")]
-                return {"messages": [AIMessage(f"turn {turn}: " + ", ".join(notes))]}
-            return {"messages": [AIMessage(f"({name} {turn})")]}
-        run.__name__ = name
-        return run
+        return logged_node(LOG, name)
 
     def _linear(every):
         names = ("plan", "lookup", "draft", "reply")

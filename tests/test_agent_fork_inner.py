@@ -17,22 +17,14 @@ ASYNC_GRAPH = ROOT / "tests" / "data" / "graphs" / "async_slot_chat.py"
 AGENTS = textwrap.dedent('''
     import operator
     from pathlib import Path
-    from langchain_core.messages import AIMessage
     from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from agent_fork_helpers import logged_node
 
     LOG = Path(__file__).with_suffix(".log")
 
     def _node(name):
-        def run(state):
-            turn = sum(1 for m in state["messages"] if m.type == "human")
-            with LOG.open("a") as fh:
-                fh.write(f"{turn}:{name}\\n")
-            if name == "reply":  # what the agent kept across turns and inside this one
-                notes = [m.content for m in state["messages"] if m.type == "ai" and m.content.startswith("(")]
-                return {"messages": [AIMessage(f"turn {turn}: " + ", ".join(notes))]}
-            return {"messages": [AIMessage(f"({name} {turn})")]}
-        run.__name__ = name
-        return run
+        return logged_node(LOG, name)
 
     def _linear(*names, **compile_kw):
         b = StateGraph(MessagesState)
