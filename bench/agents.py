@@ -34,6 +34,7 @@ Usage: python bench/agents.py [--turns 6] [--sessions 50] [--repeats 5] [--laten
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import textwrap
@@ -189,11 +190,13 @@ def throughput(args) -> list[dict]:
                 real_land = runner.land
                 start = time.perf_counter()
                 with mock.patch.object(runner, "land", land):
-                    api.run(cfg, analyze=False)
+                    run_dir = api.run(cfg, analyze=False)
                 elapsed = time.perf_counter() - start
+                # a session that failed fast would count as throughput: the rows say how many were ok
+                ok = sum(json.loads(line)["status"] == "ok" for line in (run_dir / "results.jsonl").open())
                 me1, kids1 = cpu_seconds()
                 rows.append({"in_flight": n, "arm": arm, "executor": executor, "sessions": sessions,
-                             "workers": workers_used(executor, n),
+                             "workers": workers_used(executor, n), "ok": ok,
                              "rate": sessions / elapsed, "ideal": n / (args.run_turns * args.latency),
                              "elapsed": elapsed, "first_landed": landed[0] - start,
                              # as bench/concurrency.py: the sessions landed between the first and the last
@@ -241,14 +244,14 @@ def main() -> None:
           "1-minute load average before->after")
     print(f"  warm-up (not in the rows): 4 sessions of 1 turn took {warm['async']:.2f} s on the async executor and "
           f"{warm['process']:.2f} s on the first process run of this bench (the fork server starts, importing once)")
-    print("  share: of the ideal over the whole run; first s: when the first session landed; steady: the share in "
+    print("  ok: the sessions whose status is ok (the others are not throughput); share: of the ideal over the whole run; first s: when the first session landed; steady: the share in "
           "the sessions landed between the first and the last n landings (no start-up, first wave or tail; - with "
           "fewer than 3 waves): the goal at 128 is read on it")
-    print(f"{'in flight':>10}{'arm':>8}{'executor':>9}{'workers':>8}{'sessions':>9}{'elapsed s':>10}{'sessions/s':>11}"
+    print(f"{'in flight':>10}{'arm':>8}{'executor':>9}{'workers':>8}{'sessions':>9}{'ok':>6}{'elapsed s':>10}{'sessions/s':>11}"
           f"{'ideal':>7}{'share':>7}{'first s':>8}{'steady':>7}{'driver ms':>10}{'workers ms':>11}{'cores':>6}  load")
     for r in rows:
         cores = (r["driver_ms"] + r["workers_ms"]) / 1e3 * r["ideal"]
-        print(f"{r['in_flight']:>10}{r['arm']:>8}{r['executor']:>9}{r['workers'] or '-':>8}{r['sessions']:>9}"
+        print(f"{r['in_flight']:>10}{r['arm']:>8}{r['executor']:>9}{r['workers'] or '-':>8}{r['sessions']:>9}{r['ok']:>6}"
               f"{r['elapsed']:>10.2f}{r['rate']:>11.1f}{r['ideal']:>7.1f}{r['rate'] / r['ideal']:>6.0%}"
               f"{r['first_landed']:>8.2f}"
               + (f"{r['steady'] / r['ideal']:>7.0%}" if r["steady"] else f"{'-':>7}") + f"{r['driver_ms']:>10.2f}"
