@@ -21,7 +21,8 @@
   on the asyncio executor, the same calls made by hello_chat's built-in agent through the same
   server as its chat model (``models:``): the runner's own rate, without the adapter; and the
   endpoint arm on ``executor: process`` (``--workers``, default the executor's own:
-  convsim.running.process_executor.default_workers). Each row also prints the CPU each session cost
+  convsim.running.process_executor.default_workers). Each row also prints how many sessions were ok
+  (a session that failed is not throughput), the CPU each session cost
   the driver process and the worker processes (the workers are the children of the executor's fork
   server: its reaped children's CPU; worker start-up included), the cores that CPU would take at
   the ideal rate, when the first session landed, and the 1-minute load average before and after
